@@ -1,0 +1,50 @@
+"""What a fit records: one entry per round, and where the time went."""
+from dataclasses import dataclass, field
+
+
+@dataclass
+class FitStats:
+    """Totals of one engine run.
+
+    ``compute_seconds`` adds, round by round, the slowest block's push plus the pull: the time the
+    round would take with no Dask latency. ``overhead_share`` is the rest of the wall time.
+    """
+
+    rounds: int = 0
+    wall_seconds: float = 0.0
+    compute_seconds: float = 0.0
+    converged: bool = False
+
+    @property
+    def overhead_share(self):
+        if self.wall_seconds <= 0:
+            return 0.0
+        return max(0.0, 1.0 - self.compute_seconds / self.wall_seconds)
+
+    @property
+    def seconds_per_round(self):
+        return self.wall_seconds / self.rounds if self.rounds else 0.0
+
+
+@dataclass
+class History:
+    """Per-round records (dicts with at least ``round`` and ``time``) and the run's totals."""
+
+    records: list = field(default_factory=list)
+    stats: FitStats = field(default_factory=FitStats)
+
+    def append(self, record):
+        self.records.append(record)
+        self.stats.compute_seconds += record.get("compute_seconds", 0.0)
+
+    def column(self, name):
+        return [r.get(name) for r in self.records]
+
+    def __len__(self):
+        return len(self.records)
+
+    def __getitem__(self, i):
+        return self.records[i]
+
+    def __iter__(self):
+        return iter(self.records)

@@ -1,0 +1,105 @@
+"""The STRADS program protocol: schedule on the client, push on the workers, pull to aggregate.
+
+A program holds only hyperparameters; data and model state are passed in and returned, so the same
+program runs in a plain Python loop (see :func:`run_sequential`) and on a Dask cluster
+(:class:`dask_strads.engine.Engine`) with the same results.
+"""
+from abc import ABC, abstractmethod
+
+
+class Program(ABC):
+    """Base class of a STRADS program.
+
+    Parameters live in *blocks*. Block ``b`` has a data block pinned to one worker, and a state
+    (its parameter block plus whatever the program keeps beside it) that stays on that worker.
+    One round is::
+
+        instructions = schedule(round, history)            # client: which blocks, doing what
+        state_b, partial_b = push(data_b, state_b, instructions[b], shared)   # on b's worker
+        shared, report = pull({b: partial_b}, shared)       # one task, aggregates and commits
+
+    ``shared`` is the small state every block needs (a residual, topic totals, ...). With
+    staleness ``s`` the push of round ``t`` sees the ``shared`` of round ``t - 1 - s``.
+    """
+
+    #: Rounds between the state a report describes and the round that sent it. A program that
+    #: measures its objective at the start of a push, before updating, reports on the previous
+    #: round's state and sets this to 1.
+    report_lag = 0
+
+    def prepare_block(self, raw, block_id):
+        """Turn a raw data block into the form push needs. Runs once, on the block's worker."""
+        return raw
+
+    @abstractmethod
+    def initial_shared(self):
+        """The shared value before any block has reported (built on the client, sent once)."""
+
+    @abstractmethod
+    def init_block(self, data, block_id):
+        """``(state, partial)`` of a block before round 0; the partials go through one pull."""
+
+    @abstractmethod
+    def schedule(self, round_index, history):
+        """``{block_id: instruction}`` for this round; blocks left out sit the round out.
+
+        ``history`` is the list of reports received so far (it may lag a few rounds behind
+        when rounds are pipelined).
+        """
+
+    @abstractmethod
+    def push(self, data, state, instruction, shared):
+        """Update one block from its data: return ``(new_state, partial)``.
+
+        Must not modify ``state`` or ``shared`` in place: on a worker the previous round's
+        values are still referenced (for pipelining and for the final result).
+        """
+
+    @abstractmethod
+    def pull(self, partials, shared):
+        """Aggregate ``{block_id: partial}`` and commit: return ``(new_shared, report)``.
+
+        ``report`` is a small dict (objective, gap, counts) that travels to the client.
+        """
+
+    @abstractmethod
+    def block_result(self, data, state, shared):
+        """The parameter block as an array, committed with ``shared`` of the same round."""
+
+    def converged(self, report):
+        """Whether the fit may stop after the round that sent ``report``."""
+        return False
+
+
+def run_sequential(program, data_blocks, max_rounds, staleness=0):
+    """Run a program in a plain loop, without Dask: the reference the engine must reproduce.
+
+    Returns ``(parameter_blocks, reports)``.
+    """
+    data = [program.prepare_block(raw, b) for b, raw in enumerate(data_blocks)]
+    started = [program.init_block(d, b) for b, d in enumerate(data)]
+    states = [state for state, _ in started]
+    shared, report = program.pull({b: p for b, (_, p) in enumerate(started)}, program.initial_shared())
+    shared_by_round = {-1: shared}
+    states_by_round = {-1: list(states)}
+    reports = []
+    final = -1
+    for t in range(max_rounds):
+        instructions = program.schedule(t, reports)
+        source = shared_by_round[max(-1, t - 1 - staleness)]
+        partials = {}
+        for b, instruction in instructions.items():
+            states[b], partials[b] = program.push(data[b], states[b], instruction, source)
+        shared, report = program.pull(partials, shared)
+        shared_by_round[t] = shared
+        states_by_round[t] = list(states)
+        reports.append(report)
+        final = t
+        if program.converged(report):
+            break
+    final = max(-1, final - program.report_lag)
+    params = [
+        program.block_result(d, s, shared_by_round[final])
+        for d, s in zip(data, states_by_round[final])
+    ]
+    return params, reports
