@@ -45,7 +45,8 @@ def persist_blocks(client, blocks):
     The blocks never pass through the client.
     """
     futures = client.compute(list(blocks))
-    wait(futures)
+    with client.as_current():  # distributed.wait uses the default client, which may be another
+        wait(futures)
     who_has = client.who_has(futures)
     return [PinnedBlock(f, sorted(who_has[f.key])[0]) for f in futures]
 

@@ -26,7 +26,8 @@ def embedded_client():
                 processes=True,
                 dashboard_address=None,
             )
-            _default = Client(cluster, set_as_default=False)
+            # Default, so that lazy results (``keep_on_cluster``) compute where they live.
+            _default = Client(cluster, set_as_default=True)
             atexit.register(close_embedded_client)
         return _default
 

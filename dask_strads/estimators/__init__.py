@@ -1,0 +1,4 @@
+"""scikit-learn estimators running STRADS programs."""
+from .lasso import Lasso
+
+__all__ = ["Lasso"]

@@ -1,0 +1,95 @@
+"""Checking the inputs of a fit, and cutting the design matrix into feature blocks."""
+import numbers
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_array, check_consistent_length
+
+try:
+    import sparse as pydata_sparse
+except ImportError:  # pragma: no cover - sparse is a dependency
+    pydata_sparse = None
+
+
+def is_dask_array(X):
+    return isinstance(X, da.Array)
+
+
+def to_scipy_if_pydata(X):
+    if pydata_sparse is not None and isinstance(X, pydata_sparse.SparseArray):
+        return X.to_scipy_sparse().tocsc()
+    return X
+
+
+def check_dask_design(X, y):
+    """Shapes, dtypes and finiteness of dask inputs; one pass over the data, nothing kept."""
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2D array for X, got {X.ndim}D with shape {X.shape}")
+    if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
+        raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
+    y = y if is_dask_array(y) else da.from_array(np.asarray(y))
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional, got shape {y.shape}")
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"Found array with shape {X.shape}: need at least 1 sample and feature")
+    X = X.astype(np.float64)
+    means, finite_X, y_np = dask.compute(X.mean(axis=0), da.isfinite(X).all(), y.astype(float))
+    if not finite_X:
+        raise ValueError("Input X contains NaN or infinity.")
+    if not np.all(np.isfinite(y_np)):
+        raise ValueError("Input y contains NaN or infinity.")
+    return X, np.asarray(means.todense() if hasattr(means, "todense") else means), y_np
+
+
+def check_in_memory_design(X, y, estimator):
+    from sklearn.utils.validation import validate_data
+
+    X = to_scipy_if_pydata(X)
+    X, y = validate_data(estimator, X, y, accept_sparse=["csc", "csr"], dtype=np.float64,
+                         y_numeric=True, ensure_min_samples=1, ensure_min_features=1)
+    check_consistent_length(X, y)
+    return X, y
+
+
+def column_means(X):
+    return np.asarray(X.mean(axis=0)).ravel()
+
+
+def check_positive_int(value, name, minimum=1):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_number(value, name, low=None, high=None, low_open=False):
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if low is not None and (value < low or (low_open and value == low)):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}, got {value!r}")
+
+
+def block_edges(n_features, n_blocks):
+    n_blocks = max(1, min(n_blocks, n_features))
+    return np.linspace(0, n_features, n_blocks + 1).astype(int)
+
+
+def feature_blocks(X, edges, make_block):
+    """``make_block(X_columns, lo, hi)`` for each block: eagerly, or lazily for dask arrays."""
+    pairs = list(zip(edges[:-1], edges[1:]))
+    if is_dask_array(X):
+        X = X.rechunk({0: -1, 1: tuple(np.diff(edges))})
+        chunks = X.to_delayed()[0]
+        return [dask.delayed(_lazy_block)(make_block, chunk, lo, hi)
+                for chunk, (lo, hi) in zip(chunks, pairs)]
+    if sp.issparse(X):
+        X = X.tocsc()
+    return [make_block(X[:, lo:hi], lo, hi) for lo, hi in pairs]
+
+
+def _lazy_block(make_block, chunk, lo, hi):
+    return make_block(to_scipy_if_pydata(chunk), lo, hi)

@@ -1,0 +1,207 @@
+"""``dask_strads.Lasso``: sklearn's Lasso, fitted by the STRADS program on a Dask cluster."""
+import warnings
+
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+
+from ..engine import Engine, futures_to_array, place_blocks
+from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
+from .base import DaskEstimatorMixin
+from .inputs import (block_edges, check_dask_design, check_in_memory_design, check_number,
+                     check_positive_int, column_means, feature_blocks, is_dask_array,
+                     to_scipy_if_pydata)
+
+
+class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
+    """Lasso by model-parallel coordinate descent with STRADS scheduling.
+
+    Minimises ``(1 / (2 n)) ||y - Xw - b||^2 + alpha ||w||_1``, the objective of
+    :class:`sklearn.linear_model.Lasso`, with the same meaning of ``tol`` (stop when the duality
+    gap is at most ``tol * ||y - mean(y)||^2 / n``).
+
+    The features are split into ``n_blocks`` blocks (default: one per worker) pinned to the
+    workers. Every round, each block runs STRADS sub-rounds: it samples ``n_candidates``
+    coordinates by priority (their latest change, plus a base weight), drops those correlated
+    with another kept one by ``dependency_threshold`` or more, and updates the rest in parallel.
+
+    Parameters
+    ----------
+    alpha, fit_intercept, max_iter, tol, warm_start, positive, random_state
+        As in :class:`sklearn.linear_model.Lasso`; ``max_iter`` counts rounds.
+    schedule : {"priority", "cyclic", "random"}
+        How candidates are chosen: STRADS dynamic priority, or the ablations.
+    n_candidates : int
+        Coordinates sampled per sub-round and block (32-100 in the STRADS reference).
+    dependency_threshold : float
+        ``rho``: coordinates updated together have |correlation| below it. 1 disables the check.
+    priority_floor : float
+        ``eta``: base weight, relative to the mean priority; the share of candidates drawn
+        uniformly is ``eta / (1 + eta)``.
+    priority_power : {1, 2}
+        Priority is ``|delta beta|`` (1, the STRADS reference code) or ``delta beta ** 2`` (2, the
+        paper).
+    sub_rounds : int or None
+        Sub-rounds per block and round; None gives about one sweep's worth of candidates.
+    staleness : int
+        Rounds a block may run ahead of the shared residual (0: bulk-synchronous).
+    n_blocks : int or None
+        Feature blocks; None: one per worker of the cluster.
+    keep_on_cluster : bool
+        Keep ``coef_`` as a Dask array whose chunks stay on the workers instead of gathering it.
+    progress : bool
+        Show a progress bar (tqdm).
+    callback : callable or None
+        Called with each round's record (a dict); returning True stops the fit.
+
+    Attributes
+    ----------
+    coef_, intercept_, n_iter_, dual_gap_, n_features_in_
+        As in sklearn; ``n_iter_`` is the number of rounds.
+    history_ : dask_strads.engine.History
+        One record per round (round, time, objective, gap, evaluated, updates, ...) and
+        ``history_.stats`` (rounds, wall and compute seconds, overhead share).
+
+    The client is not a parameter: set ``est.client = client`` (it is not pickled or cloned).
+    """
+
+    def __init__(self, alpha=1.0, *, fit_intercept=True, max_iter=1000, tol=1e-4,
+                 warm_start=False, positive=False, random_state=None, schedule="priority",
+                 n_candidates=100, dependency_threshold=0.1, priority_floor=0.1,
+                 priority_power=1, sub_rounds=None, staleness=0, n_blocks=None,
+                 keep_on_cluster=False, progress=False, callback=None):
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+        self.positive = positive
+        self.random_state = random_state
+        self.schedule = schedule
+        self.n_candidates = n_candidates
+        self.dependency_threshold = dependency_threshold
+        self.priority_floor = priority_floor
+        self.priority_power = priority_power
+        self.sub_rounds = sub_rounds
+        self.staleness = staleness
+        self.n_blocks = n_blocks
+        self.keep_on_cluster = keep_on_cluster
+        self.progress = progress
+        self.callback = callback
+
+    def _check_params(self):
+        check_number(self.alpha, "alpha", low=0.0)
+        check_number(self.tol, "tol", low=0.0)
+        check_positive_int(self.max_iter, "max_iter")
+        check_positive_int(self.n_candidates, "n_candidates")
+        check_positive_int(self.staleness, "staleness", minimum=0)
+        check_number(self.dependency_threshold, "dependency_threshold", low=0.0, low_open=True)
+        check_number(self.priority_floor, "priority_floor", low=0.0)
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {sorted(SCHEDULES)}, got {self.schedule!r}")
+        if self.priority_power not in (1, 2):
+            raise ValueError(f"priority_power must be 1 or 2, got {self.priority_power!r}")
+        for name in ("sub_rounds", "n_blocks"):
+            if getattr(self, name) is not None:
+                check_positive_int(getattr(self, name), name)
+        for name in ("fit_intercept", "warm_start", "positive", "keep_on_cluster", "progress"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError("callback must be callable or None")
+
+    def fit(self, X, y):
+        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""
+        self._check_params()
+        if is_dask_array(X):
+            X, means, y = check_dask_design(X, y)
+            n_features = X.shape[1]
+        else:
+            X, y = check_in_memory_design(X, y, self)
+            means = column_means(X)
+            n_features = X.shape[1]
+        if not self.fit_intercept:
+            means = np.zeros(n_features)
+        y_mean = float(y.mean()) if self.fit_intercept else 0.0
+        y_centred = y - y_mean
+        coef_init = self._initial_coef(n_features)
+
+        client = self._resolved_client()
+        n_blocks = self.n_blocks or len(client.scheduler_info(n_workers=-1)["workers"])
+        edges = block_edges(n_features, n_blocks)
+        centre_dense = self.fit_intercept
+
+        def make_block(columns, lo, hi):
+            return make_raw_block(columns, y_centred, coef_init[lo:hi], means[lo:hi],
+                                  centre_dense)
+
+        blocks = place_blocks(client, feature_blocks(X, edges, make_block))
+        n_samples = len(y_centred)
+        gap_tolerance = self.tol * float(y_centred @ y_centred) / n_samples
+        program = LassoProgram(
+            np.diff(edges), y_centred, self.alpha, self.positive, gap_tolerance,
+            schedule=self.schedule, n_candidates=self.n_candidates, sub_rounds=self.sub_rounds,
+            rho=self.dependency_threshold, eta=self.priority_floor, power=self.priority_power,
+            staleness=self.staleness,
+            seed=int(check_random_state(self.random_state).randint(2**31 - 1)))
+        engine = Engine(program, client, staleness=self.staleness, max_rounds=self.max_iter,
+                        progress=self.progress, callback=self.callback)
+        result = engine.run(blocks)
+        del blocks
+
+        if self.keep_on_cluster:
+            coef = futures_to_array(result.params, [(hi - lo,) for lo, hi in
+                                                    zip(edges[:-1], edges[1:])], np.float64)
+            intercept = y_mean - float(client.compute(da.dot(means, coef)).result())
+        else:
+            coef = np.concatenate(client.gather(result.params))
+            intercept = y_mean - float(means @ coef)
+        history = result.history
+        gaps = [r["gap"] for r in history if "gap" in r]
+        self.coef_ = coef
+        self.intercept_ = intercept
+        self.n_iter_ = history.stats.rounds
+        self.dual_gap_ = gaps[-1] if gaps else np.inf
+        self.history_ = history
+        if not history.stats.converged and self.callback is None:
+            warnings.warn(
+                f"Objective did not converge in {self.n_iter_} rounds. Duality gap: "
+                f"{self.dual_gap_:.3e}, tolerance: {gap_tolerance:.3e}. Consider increasing "
+                "max_iter.", ConvergenceWarning)
+        return self
+
+    def _initial_coef(self, n_features):
+        if self.warm_start and hasattr(self, "coef_"):
+            coef = np.asarray(self.coef_)
+            if coef.shape == (n_features,):
+                return coef.astype(np.float64)
+        return np.zeros(n_features)
+
+    def predict(self, X):
+        """Predictions ``X @ coef_ + intercept_``; lazy for a dask array X."""
+        check_is_fitted(self)
+        if is_dask_array(X):
+            if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has shape {X.shape}, expected {self.n_features_in_} features")
+            return da.map_blocks(_predict_block, X.rechunk({1: -1}), self.coef_,
+                                 self.intercept_, drop_axis=1, dtype=np.float64)
+        X = validate_data(self, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], reset=False,
+                          dtype=np.float64)
+        coef = np.asarray(self.coef_)
+        return safe_sparse_dot(X, coef, dense_output=True).ravel() + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _predict_block(X_block, coef, intercept):
+    X_block = to_scipy_if_pydata(X_block)
+    if sp.issparse(X_block):
+        return np.asarray(X_block @ coef).ravel() + intercept
+    return np.asarray(X_block) @ coef + intercept

@@ -1,0 +1,144 @@
+"""Column access for dense (Fortran) and CSC blocks, chosen at compile time.
+
+A block is either a 2-D float64 array or a tuple ``(indptr, indices, data)`` of a CSC matrix;
+every kernel is written once against these four primitives.
+"""
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+
+def n_columns(X):
+    raise NotImplementedError  # replaced by the numba overloads below
+
+
+def column_dot(X, j, v):
+    raise NotImplementedError
+
+
+def column_axpy(X, j, a, v):
+    raise NotImplementedError
+
+
+def column_pair_dot(X, j, k, work):
+    raise NotImplementedError
+
+
+def column_dot_self(X, j):
+    raise NotImplementedError
+
+
+@overload(column_dot_self)
+def _column_dot_self(X, j):
+    if _is_dense(X):
+        def dense(X, j):
+            total = 0.0
+            for i in range(X.shape[0]):
+                total += X[i, j] * X[i, j]
+            return total
+        return dense
+
+    def csc(X, j):
+        indptr, indices, data = X
+        total = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            total += data[p] * data[p]
+        return total
+    return csc
+
+
+def _is_dense(X):
+    return isinstance(X, types.Array)
+
+
+@overload(n_columns)
+def _n_columns(X):
+    if _is_dense(X):
+        return lambda X: X.shape[1]
+    return lambda X: X[0].shape[0] - 1
+
+
+@overload(column_dot)
+def _column_dot(X, j, v):
+    if _is_dense(X):
+        def dense(X, j, v):
+            total = 0.0
+            for i in range(X.shape[0]):
+                total += X[i, j] * v[i]
+            return total
+        return dense
+
+    def csc(X, j, v):
+        indptr, indices, data = X
+        total = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            total += data[p] * v[indices[p]]
+        return total
+    return csc
+
+
+@overload(column_axpy)
+def _column_axpy(X, j, a, v):
+    """v += a * X[:, j]"""
+    if _is_dense(X):
+        def dense(X, j, a, v):
+            for i in range(X.shape[0]):
+                v[i] += a * X[i, j]
+        return dense
+
+    def csc(X, j, a, v):
+        indptr, indices, data = X
+        for p in range(indptr[j], indptr[j + 1]):
+            v[indices[p]] += a * data[p]
+    return csc
+
+
+@overload(column_pair_dot)
+def _column_pair_dot(X, j, k, work):
+    """X[:, j] . X[:, k]; ``work`` is a zeroed scratch vector of length n (left zeroed)."""
+    if _is_dense(X):
+        def dense(X, j, k, work):
+            total = 0.0
+            for i in range(X.shape[0]):
+                total += X[i, j] * X[i, k]
+            return total
+        return dense
+
+    def csc(X, j, k, work):
+        indptr, indices, data = X
+        for p in range(indptr[j], indptr[j + 1]):
+            work[indices[p]] = data[p]
+        total = 0.0
+        for p in range(indptr[k], indptr[k + 1]):
+            total += data[p] * work[indices[p]]
+        for p in range(indptr[j], indptr[j + 1]):
+            work[indices[p]] = 0.0
+        return total
+    return csc
+
+
+@njit(cache=True, nogil=True)
+def all_column_dots(X, v, offset, col_sums, out):
+    """out[j] = X[:, j] . (v + offset)  for every column j."""
+    for j in range(n_columns(X)):
+        out[j] = column_dot(X, j, v) + offset * col_sums[j]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def column_sq_norms(X):
+    out = np.empty(n_columns(X))
+    for j in range(n_columns(X)):
+        out[j] = column_dot_self(X, j)
+    return out
+
+
+
+
+@njit(cache=True, nogil=True)
+def add_columns(X, coef, out):
+    """out += X @ coef, skipping zero coefficients."""
+    for j in range(n_columns(X)):
+        if coef[j] != 0.0:
+            column_axpy(X, j, coef[j], out)
+    return out

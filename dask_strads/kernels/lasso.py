@@ -1,0 +1,178 @@
+"""Numba kernels of the Lasso program: the STRADS sub-rounds of one feature block, and the
+full pass that yields the duality-gap terms and refreshes the priorities.
+
+Notation: ``r`` is the residual vector and ``offset`` a scalar added to every entry of it (the
+true residual is ``r + offset``); columns are centred implicitly by ``col_means`` so that sparse
+columns stay sparse. ``col_sums`` are the raw column sums. The penalty is ``alpha_n = alpha * n``.
+"""
+import numpy as np
+from numba import njit
+
+from .columns import column_axpy, column_dot, column_pair_dot, n_columns
+from .sampling import tree_add, tree_build, tree_find, tree_total
+
+PRIORITY, CYCLIC, RANDOM = 0, 1, 2
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def centred_dot(X, j, r, offset, col_sums, col_means, r_total):
+    """(x_j - mean_j) . (r + offset), with r_total = sum(r + offset)."""
+    return column_dot(X, j, r) + offset * col_sums[j] - col_means[j] * r_total
+
+
+@njit(cache=True, nogil=True)
+def coordinate_minimiser(z, norm2, alpha_n, positive):
+    """argmin_b  norm2/2 * b^2 - z * b + alpha_n * |b|   (b >= 0 when positive)."""
+    if z > alpha_n:
+        return (z - alpha_n) / norm2
+    if z < -alpha_n and not positive:
+        return (z + alpha_n) / norm2
+    return 0.0
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def full_pass(X, coef, r, offset, col_sums, col_means, col_norm2, alpha_n, positive, gradient):
+    """gradient[j] = x~_j . r for all j; returns the prospective change of every coordinate."""
+    r_total = r.sum() + offset * r.shape[0]
+    change = np.zeros(coef.shape[0])
+    for j in range(coef.shape[0]):
+        gradient[j] = centred_dot(X, j, r, offset, col_sums, col_means, r_total)
+        if col_norm2[j] > 0.0:
+            z = gradient[j] + col_norm2[j] * coef[j]
+            change[j] = coordinate_minimiser(z, col_norm2[j], alpha_n, positive) - coef[j]
+    return change
+
+
+@njit(cache=True, nogil=True)
+def _weight(change, power):
+    return abs(change) if power == 1 else change * change
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, n_sub_rounds,
+               n_candidates, schedule, order, cursor, rho, alpha_n, positive, eta, power, seed):
+    """Run ``n_sub_rounds`` STRADS rounds on one block, in place on coef, priority and r.
+
+    Each sub-round: pick candidates (by priority with base weight ``eta``, cyclically along
+    ``order``, or uniformly), keep those whose update is non-zero, drop any whose |correlation|
+    with an already kept one reaches ``rho`` (in order of decreasing change), and update the
+    kept ones in parallel from the same residual (Jacobi), as the STRADS workers do. If that
+    parallel step would raise the objective, the kept set is updated sequentially instead.
+
+    Returns ``(offset, cursor, evaluated, updates, rejected, fallbacks)``: candidates evaluated,
+    coordinates changed, movers dropped by the dependency check, sequential fall-backs.
+    """
+    np.random.seed(seed)
+    n = r.shape[0]
+    width = coef.shape[0]
+    tree = tree_build(np.array([_weight(d, power) for d in priority]))
+    stamp = np.zeros(width, dtype=np.int64)
+    candidates = np.empty(n_candidates, dtype=np.int64)
+    proposal = np.empty(n_candidates)
+    accepted = np.empty(n_candidates, dtype=np.int64)
+    work = np.zeros(n)
+    step = np.zeros(n)
+    r_total = r.sum() + offset * n
+    updates = rejected = fallbacks = evaluated = 0
+    for sub_round in range(n_sub_rounds):
+        # schedule: candidates
+        n_picked = 0
+        for _ in range(n_candidates):
+            if schedule == CYCLIC:
+                j = order[cursor]
+                cursor = (cursor + 1) % width
+            elif schedule == RANDOM:
+                j = np.random.randint(width)
+            else:
+                total = tree_total(tree)
+                if total <= 0.0 or np.random.random() * (1.0 + eta) < eta:
+                    j = np.random.randint(width)
+                else:
+                    j = tree_find(tree, np.random.random() * total)
+            if stamp[j] != sub_round + 1:
+                stamp[j] = sub_round + 1
+                candidates[n_picked] = j
+                n_picked += 1
+        evaluated += n_picked
+        # push: proposed updates from the current residual; only movers go on
+        n_movers = 0
+        for c in range(n_picked):
+            j = candidates[c]
+            change = 0.0
+            if col_norm2[j] > 0.0:
+                z = centred_dot(X, j, r, offset, col_sums, col_means, r_total)
+                z += col_norm2[j] * coef[j]
+                change = coordinate_minimiser(z, col_norm2[j], alpha_n, positive) - coef[j]
+            if change != 0.0:
+                candidates[n_movers] = j
+                proposal[n_movers] = change
+                n_movers += 1
+            else:
+                tree_add(tree, j, -_weight(priority[j], power))
+                priority[j] = 0.0
+        if n_movers == 0:
+            continue
+        # dependency check, largest changes first
+        ranking = np.argsort(-np.abs(proposal[:n_movers]))
+        n_accepted = 0
+        for m in ranking:
+            j = candidates[m]
+            independent = True
+            if rho < 1.0:
+                for a in range(n_accepted):
+                    k = candidates[accepted[a]]
+                    covariance = column_pair_dot(X, j, k, work) - n * col_means[j] * col_means[k]
+                    if covariance * covariance >= rho * rho * col_norm2[j] * col_norm2[k]:
+                        independent = False
+                        break
+            if independent:
+                accepted[n_accepted] = m
+                n_accepted += 1
+            else:
+                rejected += 1
+                tree_add(tree, j, _weight(proposal[m], power) - _weight(priority[j], power))
+                priority[j] = proposal[m]
+        # pull: parallel (Jacobi) commit of the accepted set, if it descends
+        step[:] = 0.0
+        step_shift = 0.0
+        l1_change = 0.0
+        for a in range(n_accepted):
+            m = accepted[a]
+            j = candidates[m]
+            column_axpy(X, j, proposal[m], step)
+            step_shift -= proposal[m] * col_means[j]
+            l1_change += abs(coef[j] + proposal[m]) - abs(coef[j])
+        r_dot_step = 0.0
+        step_norm2 = 0.0
+        step_total = 0.0
+        for i in range(n):
+            r_dot_step += (r[i] + offset) * (step[i] + step_shift)
+            step_norm2 += (step[i] + step_shift) * (step[i] + step_shift)
+            step_total += step[i] + step_shift
+        objective_change = -r_dot_step + 0.5 * step_norm2 + alpha_n * l1_change
+        if objective_change <= 1e-12 * (abs(r_dot_step) + step_norm2):
+            for i in range(n):
+                r[i] -= step[i]
+            offset -= step_shift
+            r_total -= step_total
+            for a in range(n_accepted):
+                m = accepted[a]
+                j = candidates[m]
+                coef[j] += proposal[m]
+                tree_add(tree, j, _weight(proposal[m], power) - _weight(priority[j], power))
+                priority[j] = proposal[m]
+        else:
+            fallbacks += 1
+            for a in range(n_accepted):
+                j = candidates[accepted[a]]
+                z = centred_dot(X, j, r, offset, col_sums, col_means, r_total)
+                z += col_norm2[j] * coef[j]
+                change = coordinate_minimiser(z, col_norm2[j], alpha_n, positive) - coef[j]
+                if change != 0.0:
+                    column_axpy(X, j, -change, r)
+                    offset += change * col_means[j]
+                    coef[j] += change
+                tree_add(tree, j, _weight(change, power) - _weight(priority[j], power))
+                priority[j] = change
+        updates += n_accepted
+    return offset, cursor, evaluated, updates, rejected, fallbacks

@@ -1,0 +1,266 @@
+"""The STRADS Lasso program over feature blocks.
+
+Features are split into blocks, one worker each. Every block keeps a copy of the residual; a
+round runs STRADS sub-rounds inside each block (priority sampling, dependency check, parallel
+commit: see :func:`dask_strads.kernels.lasso.sub_rounds`), and the pull adds the blocks'
+residual changes. Updates of different blocks in the same round may interfere; with no
+staleness the pull commits them in full when the objective goes down and averages them
+otherwise, which never increases it (convexity).
+"""
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..kernels.columns import add_columns, column_sq_norms
+from ..kernels.lasso import CYCLIC, PRIORITY, RANDOM, full_pass, sub_rounds
+from .base import Program
+
+SCHEDULES = {"priority": PRIORITY, "cyclic": CYCLIC, "random": RANDOM}
+
+
+@dataclass(frozen=True)
+class LassoData:
+    """A feature block as the kernels want it (on its worker)."""
+
+    X: object  # Fortran float64 array, or (indptr, indices, data) of a CSC matrix
+    col_sums: np.ndarray
+    col_means: np.ndarray
+    col_norm2: np.ndarray
+    X_dot_y: np.ndarray  # x~_j . y_c, for the duality gap
+    coef_init: np.ndarray
+
+
+@dataclass(frozen=True)
+class Residual:
+    """The shared state: residual ``r + offset`` after round ``round``, committed with ``gamma``."""
+
+    r: np.ndarray
+    offset: float
+    round: int
+    gamma: float = 1.0
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A block's own update of one round, until the shared residual includes it."""
+
+    round: int
+    coef: np.ndarray
+    r: np.ndarray
+    offset: float
+
+
+@dataclass(frozen=True)
+class BlockState:
+    coef: np.ndarray
+    priority: np.ndarray
+    cursor: int
+    pending: tuple
+
+
+@dataclass(frozen=True)
+class BlockUpdate:
+    """What a push sends to the pull: the residual change and the gap terms of its block."""
+
+    r: np.ndarray
+    offset: float
+    l1_after: float
+    dual_norm: float = 0.0
+    gradient_norm2: float = 0.0
+    evaluated: int = 0
+    l1: float = 0.0
+    coef_dot_y: float = 0.0
+    updates: int = 0
+    rejected: int = 0
+    fallbacks: int = 0
+    moved: bool = False
+    has_gap_terms: bool = False
+
+
+@dataclass(frozen=True)
+class Instruction:
+    round: int
+    seed: int
+    n_sub_rounds: int
+
+
+def make_raw_block(X, y_centred, coef_init, col_means, centre_dense):
+    """The data of one feature block as sent to its worker (also used through dask.delayed)."""
+    return {"X": X, "y": y_centred, "coef": coef_init, "means": col_means,
+            "centre_dense": centre_dense}
+
+
+def _as_kernel_matrix(X):
+    if isinstance(X, np.ndarray):
+        return np.asfortranarray(X, dtype=np.float64)
+    X = X.tocsc()
+    X.sum_duplicates()
+    return (X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64))
+
+
+class LassoProgram(Program):
+    """(1/(2n)) ||y - Xw - b||^2 + alpha ||w||_1 by STRADS coordinate descent.
+
+    ``widths``: features per block. ``gap_tolerance``: stop when the duality gap (divided by n,
+    as sklearn's ``dual_gap_``) is at most this.
+    """
+
+    def __init__(self, widths, y_centred, alpha, positive, gap_tolerance, schedule="priority",
+                 n_candidates=100, sub_rounds=None, rho=0.1, eta=0.1, power=1, staleness=0,
+                 seed=0):
+        self.widths = list(widths)
+        self.y_centred = np.asarray(y_centred, dtype=np.float64)
+        self.n_samples = len(self.y_centred)
+        self.y_norm2 = float(self.y_centred @ self.y_centred)
+        self.alpha_n = alpha * self.n_samples
+        self.positive = positive
+        self.gap_tolerance = gap_tolerance
+        self.schedule_code = SCHEDULES[schedule]
+        self.n_candidates = n_candidates
+        self.sub_rounds = sub_rounds
+        self.rho = rho
+        self.eta = eta
+        self.power = power
+        self.staleness = staleness
+        self.seed = seed
+        self.report_lag = 1 + staleness
+
+    # -- blocks ---------------------------------------------------------------------------
+    def prepare_block(self, raw, block_id):
+        X, y, means = raw["X"], raw["y"], np.asarray(raw["means"], dtype=np.float64)
+        if raw["centre_dense"] and isinstance(X, np.ndarray):
+            X = X - means
+            means = np.zeros_like(means)
+        X = _as_kernel_matrix(X)
+        col_sums = _column_sums(X, len(means))
+        col_norm2 = np.maximum(column_sq_norms(X) - self.n_samples * means**2, 0.0)
+        data = LassoData(X, col_sums, means, col_norm2, np.zeros(len(means)), raw["coef"])
+        gradient = np.empty(len(means))
+        full_pass(X, data.coef_init, y, 0.0, col_sums, means, col_norm2, self.alpha_n,
+                  self.positive, gradient)
+        return replace(data, X_dot_y=gradient)
+
+    def __getstate__(self):
+        # y is needed on the client only, for the first residual: keep it out of every task
+        return {**self.__dict__, "y_centred": None}
+
+    def initial_shared(self):
+        return Residual(self.y_centred, 0.0, -1)
+
+    def init_block(self, data, block_id):
+        coef = np.array(data.coef_init, dtype=np.float64)
+        r_change = add_columns(data.X, coef, np.zeros(self.n_samples))
+        state = BlockState(coef, np.zeros_like(coef), 0, ())
+        update = BlockUpdate(r_change, -float(coef @ data.col_means), float(np.abs(coef).sum()))
+        return state, update
+
+    # -- schedule / push / pull -----------------------------------------------------------
+    def schedule(self, round_index, history):
+        instructions = {}
+        for b, width in enumerate(self.widths):
+            n_sub_rounds = self.sub_rounds or math.ceil(width / self.n_candidates)
+            seed = (self.seed * 1_000_003 + round_index * 1009 + b) % (2**31 - 1)
+            instructions[b] = Instruction(round_index, seed, n_sub_rounds)
+        return instructions
+
+    def push(self, data, state, instruction, shared):
+        coef, pending = self._committed(state, shared)
+        r = shared.r.copy()
+        offset = shared.offset
+        coef_at_shared = coef.copy()
+        for p in pending:
+            r -= p.r
+            offset -= p.offset
+            coef_at_shared -= p.coef
+        gradient = np.empty(len(coef))
+        proposal = full_pass(data.X, coef_at_shared, shared.r, shared.offset, data.col_sums,
+                             data.col_means, data.col_norm2, self.alpha_n, self.positive,
+                             gradient)
+        dual_norm = gradient.max(initial=0.0) if self.positive else np.abs(gradient).max(initial=0.0)
+        priority = proposal  # the change each coordinate would make now: the freshest priority
+        start_coef, start_r, start_offset = coef.copy(), r.copy(), offset
+        offset, cursor, evaluated, updates, rejected, fallbacks = sub_rounds(
+            data.X, data.col_sums, data.col_means, data.col_norm2, coef, priority, r, offset,
+            instruction.n_sub_rounds, self.n_candidates, self.schedule_code,
+            _cyclic_order(len(coef), self.seed), state.cursor, self.rho, self.alpha_n,
+            self.positive, self.eta, self.power, instruction.seed)
+        mine = Pending(instruction.round, coef - start_coef, start_r - r, start_offset - offset)
+        update = BlockUpdate(
+            r=mine.r, offset=mine.offset, l1_after=float(np.abs(coef).sum()),
+            dual_norm=float(dual_norm), gradient_norm2=float(gradient @ gradient),
+            l1=float(np.abs(coef_at_shared).sum()), coef_dot_y=float(coef_at_shared @ data.X_dot_y),
+            evaluated=evaluated, updates=updates, rejected=rejected, fallbacks=fallbacks,
+            moved=bool(np.any(mine.coef)), has_gap_terms=True)
+        return BlockState(coef, priority, cursor, pending + (mine,)), update
+
+    def pull(self, partials, shared):
+        updates = list(partials.values())
+        r_change = np.sum([u.r for u in updates], axis=0)
+        offset_change = sum(u.offset for u in updates)
+        report = {"evaluated": sum(u.evaluated for u in updates),
+                  "updates": sum(u.updates for u in updates),
+                  "rejected": sum(u.rejected for u in updates),
+                  "fallbacks": sum(u.fallbacks for u in updates)}
+        gamma = 1.0
+        if all(u.has_gap_terms for u in updates):
+            objective, gap = self._objective_and_gap(shared, updates)
+            report.update(objective=objective, gap=gap)
+            n_moved = sum(u.moved for u in updates)
+            if self.staleness == 0 and n_moved > 1:
+                after = _half_norm2(shared.r - r_change, shared.offset - offset_change)
+                after += self.alpha_n * sum(u.l1_after for u in updates)
+                if after > objective * self.n_samples:
+                    gamma = 1.0 / n_moved
+        report["gamma"] = gamma
+        residual = Residual(shared.r - gamma * r_change, shared.offset - gamma * offset_change,
+                            shared.round + 1, gamma)
+        return residual, report
+
+    def _objective_and_gap(self, shared, updates):
+        """sklearn's objective and duality gap (both divided by n) at the shared state."""
+        r, offset, n = shared.r, shared.offset, self.n_samples
+        R_norm2 = 2.0 * _half_norm2(r, offset)
+        l1 = sum(u.l1 for u in updates)
+        primal = 0.5 * R_norm2 + self.alpha_n * l1
+        if self.alpha_n == 0.0:
+            gap = sum(u.gradient_norm2 for u in updates)
+        else:
+            Ry = self.y_norm2 - sum(u.coef_dot_y for u in updates)
+            dual_norm = max(u.dual_norm for u in updates)
+            scale = min(1.0, self.alpha_n / dual_norm) if dual_norm > 0 else 1.0
+            gap = primal - (-0.5 * scale**2 * R_norm2 + scale * Ry)
+        return primal / n, gap / n
+
+    def converged(self, report):
+        return "gap" in report and report["gap"] <= self.gap_tolerance
+
+    def block_result(self, data, state, shared):
+        coef, _ = self._committed(state, shared)
+        return coef
+
+    def _committed(self, state, shared):
+        """The block's coefficients with the last commit applied, and its updates that the
+        shared residual does not include yet."""
+        coef = state.coef
+        pending = tuple(p for p in state.pending if p.round > shared.round)
+        last = [p for p in state.pending if p.round == shared.round]
+        if last and shared.gamma != 1.0:
+            coef = coef - (1.0 - shared.gamma) * last[0].coef
+        return coef, pending
+
+
+def _half_norm2(r, offset):
+    return 0.5 * float(r @ r + 2.0 * offset * r.sum() + offset * offset * r.shape[0])
+
+
+def _cyclic_order(width, seed):
+    return np.random.default_rng(seed).permutation(width)
+
+
+def _column_sums(X, width):
+    if isinstance(X, np.ndarray):
+        return X.sum(axis=0)
+    indptr, _, data = X
+    columns = np.repeat(np.arange(width), np.diff(indptr))
+    return np.bincount(columns, weights=data, minlength=width)
