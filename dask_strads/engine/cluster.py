@@ -24,7 +24,7 @@ def embedded_client():
                 n_workers=default_cluster_size(),
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                dashboard_address=":0",
             )
             # Default, so that lazy results (``keep_on_cluster``) compute where they live.
             _default = Client(cluster, set_as_default=True)

@@ -128,6 +128,8 @@ class Engine:
                 bar.update(1)
                 bar.set_postfix({k: v for k, v in report.items() if k in ("objective", "gap")})
             stop = program.converged(report)
+            if stop:
+                history.stats.converged = True  # the program's test, not a callback's stop
             if self.callback is not None and self.callback(record):
                 stop = True
             return round_index if stop else None
@@ -160,7 +162,6 @@ class Engine:
                 bar.close()
         last = final_round if final_round is not None else len(history.records) - 1
         history.stats.rounds = last + 1
-        history.stats.converged = final_round is not None
         kept = max(-1, last - lag)
         params = [self._submit(_result, data[b], states[kept][b], pulled[kept], worker=owners[b],
                                name=f"result-{b}")

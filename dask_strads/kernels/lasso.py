@@ -8,7 +8,7 @@ columns stay sparse. ``col_sums`` are the raw column sums. The penalty is ``alph
 import numpy as np
 from numba import njit
 
-from .columns import column_axpy, column_dot, column_pair_dot, n_columns
+from .columns import column_axpy, column_dot, column_pair_dot
 from .sampling import tree_add, tree_build, tree_find, tree_total
 
 PRIORITY, CYCLIC, RANDOM = 0, 1, 2
@@ -43,6 +43,27 @@ def full_pass(X, coef, r, offset, col_sums, col_means, col_norm2, alpha_n, posit
     return change
 
 
+CACHED_COLUMNS = 1024
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _covariance(X, j, k, col_means, n, slot, gram, known, work):
+    """Centred x_j . x_k, cached for the first CACHED_COLUMNS columns that need one: the
+    dependency check meets the same few moving coordinates sub-round after sub-round."""
+    for c in (j, k):
+        if slot[c] < 0 and slot[-1] < CACHED_COLUMNS:
+            slot[c] = slot[-1]
+            slot[-1] += 1
+    a, b = slot[j], slot[k]
+    if a >= 0 and b >= 0 and known[a, b]:
+        return gram[a, b]
+    value = column_pair_dot(X, j, k, work) - n * col_means[j] * col_means[k]
+    if a >= 0 and b >= 0:
+        gram[a, b] = gram[b, a] = value
+        known[a, b] = known[b, a] = True
+    return value
+
+
 @njit(cache=True, nogil=True)
 def _weight(change, power):
     return abs(change) if power == 1 else change * change
@@ -73,6 +94,11 @@ def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, n_s
     work = np.zeros(n)
     step = np.zeros(n)
     r_total = r.sum() + offset * n
+    slot = np.full(width + 1, -1, dtype=np.int64)  # last entry: slots in use
+    slot[-1] = 0
+    cached = min(width, CACHED_COLUMNS)
+    gram = np.empty((cached, cached))
+    known = np.zeros((cached, cached), dtype=np.bool_)
     updates = rejected = fallbacks = evaluated = 0
     for sub_round in range(n_sub_rounds):
         # schedule: candidates
@@ -121,7 +147,7 @@ def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, n_s
             if rho < 1.0:
                 for a in range(n_accepted):
                     k = candidates[accepted[a]]
-                    covariance = column_pair_dot(X, j, k, work) - n * col_means[j] * col_means[k]
+                    covariance = _covariance(X, j, k, col_means, n, slot, gram, known, work)
                     if covariance * covariance >= rho * rho * col_norm2[j] * col_norm2[k]:
                         independent = False
                         break
