@@ -1,8 +1,18 @@
 """Model-parallel machine learning on Dask, after STRADS (Lee et al., NIPS 2014)."""
 from .engine import Engine, close_embedded_client, embedded_client
-from .estimators import Lasso
 from .programs import Program, run_sequential
 
 __version__ = "0.1.0"
 
-__all__ = ["Engine", "Lasso", "Program", "close_embedded_client", "embedded_client", "run_sequential"]
+__all__ = ["Engine", "Lasso", "Program", "close_embedded_client", "embedded_client",
+           "run_sequential"]
+
+
+def __getattr__(name):
+    # Estimators pull in scikit-learn; workers, which import this package to run programs, don't
+    # need it, so it is loaded on first use.
+    if name == "Lasso":
+        from .estimators import Lasso
+
+        return Lasso
+    raise AttributeError(f"module 'dask_strads' has no attribute {name!r}")

@@ -2,7 +2,6 @@
 from dataclasses import dataclass
 
 import dask
-import dask.array as da
 from distributed import Future, wait
 
 
@@ -60,5 +59,7 @@ def place_blocks(client, blocks):
 
 def futures_to_array(futures, shapes, dtype, axis=0):
     """A Dask array whose chunks are the given futures (kept where they are)."""
+    import dask.array as da  # only here: workers import this module and need no dask.array
+
     parts = [da.from_delayed(f, shape=shape, dtype=dtype) for f, shape in zip(futures, shapes)]
     return da.concatenate(parts, axis=axis)

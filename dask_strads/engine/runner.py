@@ -27,11 +27,17 @@ def _push(program, data, previous, instruction, pulled):
     return _timed(program.push, data, previous[0], instruction, pulled[0])
 
 
+def _partial(pushed):
+    """``(partial, seconds)`` of a push: all the pull needs, without the block's state."""
+    return pushed[1:]
+
+
 def _pull(program, pushed, previous):
+    """Pushed values are ``(state, partial, seconds)`` or ``(partial, seconds)``."""
     start = perf_counter()
-    shared, report = program.pull({b: p[1] for b, p in pushed.items()}, previous[0])
+    shared, report = program.pull({b: p[-2] for b, p in pushed.items()}, previous[0])
     report = dict(report)
-    slowest_push = max((p[2] for p in pushed.values()), default=0.0)
+    slowest_push = max((p[-1] for p in pushed.values()), default=0.0)
     report["compute_seconds"] = slowest_push + perf_counter() - start
     return shared, report
 
@@ -81,8 +87,10 @@ class Engine:
                  progress=False, callback=None):
         if staleness < 0 or int(staleness) != staleness:
             raise ValueError(f"staleness must be a non-negative integer, got {staleness!r}")
-        if pipeline_depth < 1:
-            raise ValueError(f"pipeline_depth must be at least 1, got {pipeline_depth!r}")
+        if max_rounds < 1 or int(max_rounds) != max_rounds:
+            raise ValueError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+        if pipeline_depth < 1 or int(pipeline_depth) != pipeline_depth:
+            raise ValueError(f"pipeline_depth must be a positive integer, got {pipeline_depth!r}")
         self.program = program
         self.client = resolve_client(client)
         self.staleness = int(staleness)
@@ -96,6 +104,16 @@ class Engine:
             function, self.program, *args, workers=[worker], allow_other_workers=False,
             pure=False, key=f"strads-{name}-{self._run_id}",
         )
+
+    def _for_pull(self, pushed, owners, hub):
+        """What the pull reads of each push: blocks away from the hub send only their partial,
+        so that block states never leave their workers."""
+        return {b: future if owners[b] == hub else self._submit_plain(_partial, future, worker=owners[b])
+                for b, future in pushed.items()}
+
+    def _submit_plain(self, function, *args, worker):
+        return self.client.submit(function, *args, workers=[worker], allow_other_workers=False,
+                                  pure=False)
 
     def run(self, blocks):
         """Fit from pinned data blocks (see :mod:`dask_strads.engine.blocks`)."""
@@ -113,7 +131,8 @@ class Engine:
         pushed = [self._submit(_init, d, b, worker=w, name=f"init-{b}")
                   for b, (d, w) in enumerate(zip(data, owners))]
         seed = scatter_one(self.client, (program.initial_shared(), None), hub)
-        pulled = {-1: self._submit(_pull, dict(enumerate(pushed)), seed, worker=hub, name="pull-init")}
+        pulled = {-1: self._submit(_pull, self._for_pull(dict(enumerate(pushed)), owners, hub),
+                                   seed, worker=hub, name="pull-init")}
         states = {-1: list(pushed)}
         pending = deque()
         final_round = None
@@ -144,11 +163,10 @@ class Engine:
                     current[b] = round_pushes[b] = self._submit(
                         _push, data[b], current[b], instruction, source,
                         worker=owners[b], name=f"push-{b}-{t}")
-                pulled[t] = self._submit(_pull, round_pushes, pulled[t - 1], worker=hub,
-                                         name=f"pull-{t}")
+                pulled[t] = self._submit(_pull, self._for_pull(round_pushes, owners, hub),
+                                         pulled[t - 1], worker=hub, name=f"pull-{t}")
                 states[t] = current
-                pending.append((t, self.client.submit(_report, pulled[t], workers=[hub],
-                                                      pure=False)))
+                pending.append((t, self._submit_plain(_report, pulled[t], worker=hub)))
                 while final_round is None and pending and (
                         len(pending) > self.pipeline_depth or pending[0][1].done()):
                     final_round = read_oldest()

@@ -17,6 +17,9 @@ from ..kernels.lasso import CYCLIC, PRIORITY, RANDOM, full_pass, sub_rounds
 from .base import Program
 
 SCHEDULES = {"priority": PRIORITY, "cyclic": CYCLIC, "random": RANDOM}
+#: Fewest sub-rounds in a round: a round costs tens of milliseconds of Dask latency, so even a
+#: narrow block does this much work per round.
+MIN_SUB_ROUNDS = 50
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class BlockUpdate:
     fallbacks: int = 0
     moved: bool = False
     has_gap_terms: bool = False
+    r_norm2: float = 0.0  # ||r + offset||^2 of the shared state the push saw (stale or not)
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,9 @@ class LassoProgram(Program):
         return {**self.__dict__, "y_centred": None}
 
     def initial_shared(self):
-        return Residual(self.y_centred, 0.0, -1)
+        # round -2: the init pull makes it -1, and the pull of round t makes it t, the round
+        # that _committed compares a block's pending updates with
+        return Residual(self.y_centred, 0.0, -2)
 
     def init_block(self, data, block_id):
         coef = np.array(data.coef_init, dtype=np.float64)
@@ -159,7 +165,7 @@ class LassoProgram(Program):
     def schedule(self, round_index, history):
         instructions = {}
         for b, width in enumerate(self.widths):
-            n_sub_rounds = self.sub_rounds or math.ceil(width / self.n_candidates)
+            n_sub_rounds = self.sub_rounds or max(MIN_SUB_ROUNDS, math.ceil(width / self.n_candidates))
             seed = (self.seed * 1_000_003 + round_index * 1009 + b) % (2**31 - 1)
             instructions[b] = Instruction(round_index, seed, n_sub_rounds)
         return instructions
@@ -191,7 +197,8 @@ class LassoProgram(Program):
             dual_norm=float(dual_norm), gradient_norm2=float(gradient @ gradient),
             l1=float(np.abs(coef_at_shared).sum()), coef_dot_y=float(coef_at_shared @ data.X_dot_y),
             evaluated=evaluated, updates=updates, rejected=rejected, fallbacks=fallbacks,
-            moved=bool(np.any(mine.coef)), has_gap_terms=True)
+            moved=bool(np.any(mine.coef)), has_gap_terms=True,
+            r_norm2=2.0 * _half_norm2(shared.r, shared.offset))
         return BlockState(coef, priority, cursor, pending + (mine,)), update
 
     def pull(self, partials, shared):
@@ -218,9 +225,11 @@ class LassoProgram(Program):
         return residual, report
 
     def _objective_and_gap(self, shared, updates):
-        """sklearn's objective and duality gap (both divided by n) at the shared state."""
-        r, offset, n = shared.r, shared.offset, self.n_samples
-        R_norm2 = 2.0 * _half_norm2(r, offset)
+        """sklearn's objective and duality gap (both divided by n) at the shared state the
+        pushes saw: with staleness that is older than ``shared``, so the residual norm comes
+        from the pushes, like the other terms."""
+        n = self.n_samples
+        R_norm2 = updates[0].r_norm2
         l1 = sum(u.l1 for u in updates)
         primal = 0.5 * R_norm2 + self.alpha_n * l1
         if self.alpha_n == 0.0:
