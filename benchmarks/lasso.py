@@ -1,0 +1,302 @@
+"""Lasso benchmark: dask_strads.Lasso side by side with scikit-learn, skglm and celer.
+
+One process run, every solver on the same data, same ``alpha``, ``fit_intercept=True``
+and the same stopping target. Per problem it prints: median wall time of ``--repeats``
+timed fits (after one untimed warm-up fit per solver: numba JIT, embedded Dask cluster
+start), relative suboptimality ``(P(w) - P*) / P*`` with ``P`` the exact scikit-learn
+objective computed here in numpy, the duality gap reached (in units of the target), the
+number of nonzero coefficients, and ``dask_strads time / this solver's time``.
+
+Problems
+  a  make_correlated_regression: n=2000, p=20000, AR(1) rho=0.9, 100 nonzeros, SNR 10;
+     alpha = 0.25 alpha_max
+  b  Trump tweets TF-IDF (20761 x ~5.2k, min_df=5), y = log1p(favourites);
+     alpha = 0.02 alpha_max (about 120 nonzeros out of 5151)
+  c  make_sparse_regression: n=10000, p=1e6, density 1e-3 (1e7 stored values), 100
+     nonzeros; alpha = 0.25 alpha_max
+
+Stopping target (``--tol``, scikit-learn's meaning): duality gap of the objective
+``(1/2n)||y - Xw - b||^2 + alpha ||w||_1`` at most ``tol * ||y - mean(y)||^2 / n``.
+- scikit-learn: this is its own criterion (``tol *= y_c @ y_c`` in ``_cd_fast.pyx``, on
+  the n-times-larger objective).
+- celer: the same criterion, by construction (``lasso_fast.pyx`` multiplies ``tol`` by
+  ``||y||^2 / n`` "to match sklearn"; ``celer.Lasso`` inherits scikit-learn's ``fit``,
+  so ``y`` is centred first). Its gap uses an extrapolated dual point, so it is never
+  larger than the residual-based gap printed here.
+- skglm: ``tol`` bounds a different quantity, the largest violation of the optimality
+  conditions ``max_j dist(-grad_j f(w), alpha * subdiff|w_j|)`` (and the intercept's
+  gradient), in gradient units, which is not comparable to a gap. We *calibrate* it
+  during the untimed warm-up: starting from ``1000 * tol``, divide skglm's ``tol`` by
+  sqrt(10) until its solution's duality gap (computed here, with the standard rescaled-residual
+  dual point) meets the target; the largest such value is then used for the timed fits
+  and printed.
+- dask_strads.Lasso promises scikit-learn's meaning of ``tol``; taken as is.
+The "gap/target" column shows what each solver actually reached (<= 1 means it met the
+target as measured by the residual-based dual point); the relative suboptimality is the
+solver-independent measure. ``P*`` is the objective of a reference solution computed
+once per problem with celer at ``tol=1e-12`` (certified by its duality gap), or the best
+objective seen if some solver did better.
+
+Usage
+  python benchmarks/lasso.py                       # all problems, 5 repeats, tol 1e-6
+  python benchmarks/lasso.py --problems a,b --repeats 3
+  python benchmarks/lasso.py --markdown            # tables as markdown (docs/benchmarks.md)
+"""
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+from dask_strads.datasets import (  # noqa: E402
+    alpha_max,
+    load_trump_tweets_tfidf,
+    make_correlated_regression,
+    make_sparse_regression,
+)
+
+STRADS = "dask_strads"
+
+
+# --- objective and duality gap ----------------------------------------------------------
+
+def lasso_objective(X, y, coef, intercept, alpha):
+    """scikit-learn's Lasso objective ``(1/2n)||y - X coef - intercept||^2 + alpha ||coef||_1``."""
+    r = y - X @ coef - intercept
+    return 0.5 * float(r @ r) / y.shape[0] + alpha * float(np.abs(coef).sum())
+
+
+def lasso_duality_gap(X, y, coef, intercept, alpha, fit_intercept=True):
+    """Duality gap of ``lasso_objective`` at ``(coef, intercept)``.
+
+    Dual point: the residual (centred when ``fit_intercept``, as the dual constraint
+    ``sum(theta) = 0`` requires) rescaled into the feasible set ``||X^T theta||_inf <= n
+    alpha``, as in scikit-learn's ``_cd_fast.pyx``. Since the dual point sums to zero,
+    ``X_c^T theta = X^T theta``: sparse ``X`` is never centred.
+    """
+    n = y.shape[0]
+    r = y - X @ coef - intercept
+    primal = 0.5 * float(r @ r) / n + alpha * float(np.abs(coef).sum())
+    v = r - r.mean() if fit_intercept else r
+    dual_norm = float(np.max(np.abs(X.T @ v)))
+    s = min(1.0, n * alpha / dual_norm) if dual_norm > 0 else 1.0
+    dual = (s * float(v @ y) - 0.5 * s * s * float(v @ v)) / n
+    return primal - dual
+
+
+# --- problems ---------------------------------------------------------------------------
+
+def problem_a():
+    X, y, _ = make_correlated_regression(n_samples=2000, n_features=20000, n_informative=100,
+                                         rho=0.9, random_state=0)
+    return X, y, 0.25, "correlated dense, n=2000 p=20000 rho=0.9, 100 nonzeros"
+
+
+def problem_b():
+    X, y, _ = load_trump_tweets_tfidf(min_df=5, format="csc")
+    return X, y, 0.02, f"Trump tweets TF-IDF, {X.shape[0]}x{X.shape[1]}, nnz={X.nnz}"
+
+
+def problem_c():
+    X, y, _ = make_sparse_regression(n_samples=10000, n_features=1_000_000, density=1e-3,
+                                     n_informative=100, random_state=0)
+    return X, y, 0.25, f"sparse synthetic, n=10000 p=1e6, nnz={X.nnz}"
+
+
+PROBLEMS = {"a": problem_a, "b": problem_b, "c": problem_c}
+
+
+# --- solvers ----------------------------------------------------------------------------
+
+def make_solvers(alpha, tol, strads_max_iter=None, only=None):
+    """name -> unfitted estimator (skglm's tol is calibrated later)."""
+    from celer import Lasso as CelerLasso
+    from skglm import Lasso as SkglmLasso
+    from sklearn.linear_model import Lasso as SklearnLasso
+
+    solvers = {}
+    try:
+        if only is not None and STRADS not in only:
+            raise ImportError("not requested")
+        from dask_strads import Lasso as StradsLasso
+    except ImportError as exc:
+        if only is None or STRADS in only:
+            print(f"note: dask_strads.Lasso not importable ({exc}); "
+                  "benchmarking the peers only")
+    else:
+        kw = {} if strads_max_iter is None else {"max_iter": strads_max_iter}
+        solvers[STRADS] = StradsLasso(alpha=alpha, fit_intercept=True, tol=tol, **kw)
+    # max_iter: sklearn counts epochs, celer/skglm count outer working-set iterations;
+    # all set high enough never to be the binding stop at these tolerances.
+    solvers["sklearn"] = SklearnLasso(alpha=alpha, fit_intercept=True, tol=tol,
+                                      max_iter=100_000)
+    solvers["skglm"] = SkglmLasso(alpha=alpha, fit_intercept=True, tol=tol, max_iter=1000)
+    solvers["celer"] = CelerLasso(alpha=alpha, fit_intercept=True, tol=tol, max_iter=1000)
+    return {k: v for k, v in solvers.items() if only is None or k in only}
+
+
+def timed_fit(est, X, y):
+    """Fit a fresh clone; return (fitted estimator, seconds, converged flag)."""
+    est = clone(est)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        t0 = time.perf_counter()
+        est.fit(X, y)
+        seconds = time.perf_counter() - t0
+    converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    return est, seconds, converged
+
+
+def reference_objective(X, y, alpha):
+    from celer import Lasso as CelerLasso
+
+    ref, seconds, converged = timed_fit(
+        CelerLasso(alpha=alpha, fit_intercept=True, tol=1e-12, max_iter=10_000,
+                   max_epochs=1_000_000), X, y)
+    p = lasso_objective(X, y, ref.coef_, ref.intercept_, alpha)
+    gap = lasso_duality_gap(X, y, ref.coef_, ref.intercept_, alpha)
+    return p, gap, seconds, converged
+
+
+def calibrate_skglm(est, X, y, alpha, target_gap, start_factor=1e3, max_steps=16):
+    """Largest tol in {start_factor * tol / 10**(k/2)} whose skglm solution meets target_gap."""
+    base = est.tol * start_factor
+    for k in range(max_steps):
+        tol = float(f"{base / 10 ** (k / 2):.2g}")
+        fitted, _, _ = timed_fit(est.set_params(tol=tol), X, y)
+        if lasso_duality_gap(X, y, fitted.coef_, fitted.intercept_, alpha) <= target_gap:
+            break
+    return est.set_params(tol=tol)
+
+
+# --- driver -----------------------------------------------------------------------------
+
+def run_problem(key, tol, repeats, only=None, strads_max_iter=None):
+    t0 = time.perf_counter()
+    X, y, frac, desc = PROBLEMS[key]()
+    if not sp.issparse(X):
+        X = np.asfortranarray(X)
+    amax = alpha_max(X, y)
+    alpha = frac * amax
+    y_c = y - y.mean()
+    target_gap = tol * float(y_c @ y_c) / y.shape[0]
+    print(f"\n[{key}] {desc}; alpha = {frac} alpha_max = {alpha:.4g} "
+          f"(built in {time.perf_counter() - t0:.1f} s)", flush=True)
+
+    p_ref, gap_ref, t_ref, conv_ref = reference_objective(X, y, alpha)
+    print(f"    reference (celer tol=1e-12): P* = {p_ref:.12g}, gap/target = "
+          f"{gap_ref / target_gap:.1e}, {t_ref:.1f} s{'' if conv_ref else ', NOT converged'}",
+          flush=True)
+
+    solvers = make_solvers(alpha, tol, strads_max_iter, only)
+    rows = []
+    for name, est in solvers.items():
+        # warm-up (untimed): JIT compilation, embedded cluster start, skglm calibration
+        try:
+            if name == "skglm":
+                est = calibrate_skglm(est, X, y, alpha, target_gap)
+                print(f"    skglm tol calibrated to {est.tol:.2g}", flush=True)
+            timed_fit(est, X, y)
+        except Exception as exc:  # a broken solver must not take the peers down with it
+            print(f"    {name}: warm-up fit failed, skipped ({type(exc).__name__}: {exc})",
+                  flush=True)
+            continue
+        times, fitted, converged = [], None, True
+        for _ in range(repeats):
+            fitted, seconds, conv = timed_fit(est, X, y)
+            times.append(seconds)
+            converged &= conv
+        coef, intercept = np.asarray(fitted.coef_).ravel(), float(fitted.intercept_)
+        rows.append({
+            "solver": name if name != "skglm" else f"skglm (tol {est.tol:.2g})",
+            "key": name,
+            "seconds": statistics.median(times),
+            "objective": lasso_objective(X, y, coef, intercept, alpha),
+            "gap": lasso_duality_gap(X, y, coef, intercept, alpha) / target_gap,
+            "nnz": int(np.count_nonzero(coef)),
+            "converged": converged,
+        })
+        print(f"    {name}: {statistics.median(times):.3f} s", flush=True)
+    p_star = min([p_ref] + [r["objective"] for r in rows])
+    strads_time = next((r["seconds"] for r in rows if r["key"] == STRADS), None)
+    for r in rows:
+        r["subopt"] = (r["objective"] - p_star) / p_star
+        r["ratio"] = None if strads_time is None else strads_time / r["seconds"]
+    return {"key": key, "desc": desc, "alpha": alpha, "frac": frac, "rows": rows}
+
+
+def format_table(result, tol, markdown):
+    head = ["solver", "median s", "rel. subopt", "gap/target", "nnz", f"{STRADS} / this"]
+    lines = []
+    for r in result["rows"]:
+        lines.append([
+            r["solver"] + ("" if r["converged"] else " (no conv.)"),
+            f"{r['seconds']:.3f}",
+            f"{r['subopt']:.1e}",
+            f"{r['gap']:.2g}",
+            str(r["nnz"]),
+            "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}",
+        ])
+    title = (f"({result['key']}) {result['desc']}, alpha = {result['frac']} alpha_max, "
+             f"tol = {tol:g}")
+    if markdown:
+        out = [f"**{title}**", "", "| " + " | ".join(head) + " |",
+               "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+        out += ["| " + " | ".join(line) + " |" for line in lines]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
+    fmt = lambda cells: "  ".join(  # noqa: E731
+        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([title, fmt(head), fmt(["-" * w for w in widths])] + [fmt(line) for line in lines])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--problems", default="a,b,c",
+                        help="comma-separated subset of a,b,c (default: a,b,c)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed fits per solver")
+    parser.add_argument("--tol", type=float, default=1e-6,
+                        help="duality-gap tolerance, scikit-learn's meaning (default 1e-6)")
+    parser.add_argument("--solvers", default=None,
+                        help="comma-separated subset of dask_strads,sklearn,skglm,celer")
+    parser.add_argument("--strads-max-iter", type=int, default=None,
+                        help="max_iter for dask_strads.Lasso (default: its own default)")
+    parser.add_argument("--markdown", action="store_true", help="print tables as markdown")
+    args = parser.parse_args(argv)
+
+    problems = [p.strip() for p in args.problems.split(",") if p.strip()]
+    unknown = set(problems) - set(PROBLEMS)
+    if unknown:
+        parser.error(f"unknown problems: {sorted(unknown)}")
+    only = None if args.solvers is None else {s.strip() for s in args.solvers.split(",")}
+    if only is not None and only - {STRADS, "sklearn", "skglm", "celer"}:
+        parser.error(f"unknown solvers: {sorted(only - {STRADS, 'sklearn', 'skglm', 'celer'})}")
+
+    import celer
+    import skglm
+    import sklearn
+    print(f"python {platform.python_version()}, numpy {np.__version__}, sklearn "
+          f"{sklearn.__version__}, skglm {skglm.__version__}, celer {celer.__version__}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
+          f"tol = {args.tol:g}, repeats = {args.repeats}")
+    results = [run_problem(p, args.tol, args.repeats, only, args.strads_max_iter)
+               for p in problems]
+    print()
+    for res in results:
+        print(format_table(res, args.tol, args.markdown))
+        print()
+    print(f"load average (1/5 min) at the end: {os.getloadavg()[0]:.2f} / "
+          f"{os.getloadavg()[1]:.2f} -- timings are only clean when this is about 1")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Shared fixtures: Dask clusters that live for the whole test session.
+
+Starting a cluster costs seconds on the project's 2-core machine, so clusters are started once per
+session and shared. No client created here is set as the default client: a test that needs the
+active-client behaviour opens its own ``Client(..., set_as_default=True)`` in a ``with`` block.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+from distributed import Client, LocalCluster
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+# Cached clusters are kept for the whole session; cap the worker count so that a test asking for
+# many workers cannot exhaust a small machine (2 cores, each worker process ~150 MB).
+MAX_WORKERS = 8
+CLI_START_TIMEOUT = 60
+
+
+@pytest.fixture(scope="session")
+def client_factory():
+    """``get(n_workers, processes=True)``: a Client on a cached LocalCluster, 1 thread a worker.
+
+    One cluster per ``(n_workers, processes)``, started on first request and closed at the end of
+    the session. The clients are not the default client.
+    """
+    cache = {}
+
+    def get(n_workers, processes=True):
+        n_workers, processes = int(n_workers), bool(processes)
+        if not 1 <= n_workers <= MAX_WORKERS:
+            raise ValueError(f"n_workers must be in 1..{MAX_WORKERS}, got {n_workers}")
+        key = (n_workers, processes)
+        if key not in cache:
+            with warnings.catch_warnings():
+                # with no dashboard the scheduler still serves /health on 8787, else any port
+                warnings.filterwarnings("ignore", message="Port 8787 is already in use")
+                cluster = LocalCluster(
+                    n_workers=n_workers, threads_per_worker=1, processes=processes,
+                    dashboard_address=None,
+                )
+            try:
+                client = Client(cluster, set_as_default=False)
+                client.wait_for_workers(n_workers, timeout=60)
+            except BaseException:
+                cluster.close()
+                raise
+            cache[key] = (client, cluster)
+        client, _ = cache[key]
+        return client
+
+    yield get
+
+    for client, cluster in cache.values():
+        try:
+            client.close()
+        finally:
+            cluster.close()
+
+
+def _stop(processes, timeout=10.0):
+    """Terminate each process group we started, then kill what is left of it."""
+    for proc in processes:
+        if proc.poll() is None:
+            _signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for proc in processes:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for proc in processes:
+        # The group may hold children (a nanny's worker) even when its leader has exited.
+        _signal_group(proc, signal.SIGKILL)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - nothing more we can do
+            pass
+
+
+def _signal_group(proc, sig):
+    try:
+        os.killpg(proc.pid, sig)  # the group id is the leader's pid (start_new_session=True)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _dask_command(*args):
+    # ``python -m dask`` is the ``dask`` entry point, found even when the venv's bin is not on PATH.
+    return [sys.executable, "-m", "dask", *args]
+
+
+@pytest.fixture(scope="session")
+def cli_cluster(tmp_path_factory):
+    """A Client on a cluster started with the ``dask scheduler`` / ``dask worker`` commands.
+
+    One scheduler on 127.0.0.1 (port chosen by the OS, read from ``--scheduler-file``) and two
+    single-threaded worker processes, as in a cluster script. The tests directory is on the
+    workers' PYTHONPATH, as it is in LocalCluster's spawned workers.
+    """
+    workdir = tmp_path_factory.mktemp("cli-cluster")
+    scheduler_file = workdir / "scheduler.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(TESTS_DIR)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    processes = []
+    logs = []
+    client = None
+
+    def start(name, command):
+        log = open(workdir / f"{name}.log", "wb")
+        logs.append(log)
+        processes.append(subprocess.Popen(
+            command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True))
+        return processes[-1]
+
+    def fail(message):
+        text = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+                         for p in sorted(workdir.glob("*.log")))
+        raise RuntimeError(f"{message}\n{text}")
+
+    try:
+        scheduler = start("scheduler", _dask_command(
+            "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+            "--scheduler-file", str(scheduler_file)))
+        deadline = time.monotonic() + CLI_START_TIMEOUT
+        address = None
+        while address is None:
+            if scheduler.poll() is not None:
+                fail(f"dask scheduler exited with code {scheduler.returncode}")
+            if time.monotonic() > deadline:
+                fail("dask scheduler did not write its scheduler file in time")
+            try:
+                address = json.loads(scheduler_file.read_text())["address"]
+            except (FileNotFoundError, ValueError, KeyError):
+                time.sleep(0.1)  # not written yet, or written partially
+        port = address.rsplit(":", 1)[1]
+        for i in range(2):
+            start(f"worker-{i}", _dask_command(
+                "worker", f"tcp://127.0.0.1:{port}", "--nthreads", "1", "--nworkers", "1",
+                "--no-dashboard", "--name", f"cli-worker-{i}",
+                "--local-directory", str(workdir / f"worker-{i}"),
+                # if the test session dies without tearing down, the workers follow the scheduler
+                "--death-timeout", "30"))
+        client = Client(address, set_as_default=False, timeout=CLI_START_TIMEOUT)
+        try:
+            client.wait_for_workers(2, timeout=CLI_START_TIMEOUT)
+        except Exception:
+            fail("dask workers did not connect in time")
+        yield client
+    finally:
+        if client is not None:
+            client.close()
+        _stop(processes)
+        for log in logs:
+            log.close()

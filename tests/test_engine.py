@@ -1,0 +1,394 @@
+"""The engine against independent references: run_sequential, np.linalg.solve, who_has."""
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster, default_client, get_worker
+
+from dask_strads.engine import (
+    Engine, EngineResult, PinnedBlock, close_embedded_client, embedded_client, place_blocks,
+    resolve_client,
+)
+from dask_strads.engine import cluster as cluster_module
+from dask_strads.programs import BlockJacobi, jacobi_blocks, run_sequential
+
+N, N_BLOCKS = 40, 4
+ROUNDS = 30  # Jacobi contracts by ~1/DOMINANCE a round (its square root with staleness 1)
+DOMINANCE = 8.0
+
+
+def dominant_system(n=N, seed=0):
+    """``A x = b`` with non-negative off-diagonals, so the Jacobi rate is close to 1/DOMINANCE."""
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(0.0, 1.0, (n, n))
+    np.fill_diagonal(A, 0.0)
+    signs = rng.choice([-1.0, 1.0], n)
+    A[np.arange(n), np.arange(n)] = signs * DOMINANCE * A.sum(axis=1)
+    return A, rng.standard_normal(n)
+
+
+def gather_x(client, result):
+    return np.concatenate(client.gather(result.params))
+
+
+def assert_same_run(client, result, reference):
+    """Engine result equals run_sequential's: parameters and the report of every round."""
+    ref_params, ref_reports = reference
+    np.testing.assert_allclose(gather_x(client, result), np.concatenate(ref_params),
+                               rtol=1e-10, atol=1e-14)
+    assert len(result.history) == len(ref_reports)
+    np.testing.assert_allclose(result.history.column("change"),
+                               [r["change"] for r in ref_reports], rtol=1e-10, atol=1e-14)
+
+
+def _worker_address():
+    try:
+        return get_worker().address
+    except ValueError:  # run_sequential: no worker
+        return None
+
+
+class WhereJacobi(BlockJacobi):
+    """Block-Jacobi whose partials and data say on which worker they were made."""
+
+    def prepare_block(self, raw, block_id):
+        return {**raw, "prepared_on": _worker_address()}
+
+    def init_block(self, data, block_id):
+        state, partial = super().init_block(data, block_id)
+        return state, (partial, _worker_address())
+
+    def push(self, data, state, instruction, shared):
+        state, partial = super().push(data, state, instruction, shared)
+        return state, (partial, _worker_address())
+
+    def pull(self, partials, shared):
+        shared, report = super().pull({b: p for b, (p, _) in partials.items()}, shared)
+        report["pushed_on"] = {b: where for b, (_, where) in partials.items()}
+        return shared, report
+
+
+class AlternatingJacobi(BlockJacobi):
+    """Even blocks in even rounds, odd blocks in odd rounds: blocks sit rounds out."""
+
+    def schedule(self, round_index, history):
+        return {b: None for b in range(len(self.row_starts) - 1) if b % 2 == round_index % 2}
+
+
+class LaggedJacobi(BlockJacobi):
+    """Claims its reports describe the previous round: the result must come from round t - 1."""
+
+    report_lag = 1
+
+
+class FailingJacobi(BlockJacobi):
+    def schedule(self, round_index, history):
+        return {b: round_index for b in range(len(self.row_starts) - 1)}
+
+    def push(self, data, state, instruction, shared):
+        if instruction == 2 and data["block"] == 1:
+            raise RuntimeError("push of block 1 failed on purpose in round 2")
+        return super().push(data, state, instruction, shared)
+
+
+@pytest.fixture(scope="module")
+def system():
+    A, b = dominant_system()
+    program, raw = jacobi_blocks(A, b, N_BLOCKS)
+    return A, b, program, raw
+
+
+def fit(client, program, raw, **options):
+    blocks = place_blocks(client, raw)
+    engine = Engine(program, client=client, **options)
+    return engine.run(blocks)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@pytest.mark.parametrize("staleness", [0, 1])
+@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
+@pytest.mark.parametrize("n_workers", [1, 2, 4])
+def test_jacobi_matches_sequential_and_solve(client_factory, system, n_workers, processes,
+                                             staleness):
+    A, b, program, raw = system
+    client = client_factory(n_workers, processes=processes)
+    result = fit(client, program, raw, staleness=staleness, max_rounds=ROUNDS)
+    assert isinstance(result, EngineResult)
+    assert len(result.params) == N_BLOCKS
+    assert_same_run(client, result, run_sequential(program, raw, ROUNDS, staleness=staleness))
+    np.testing.assert_allclose(gather_x(client, result), np.linalg.solve(A, b),
+                               rtol=1e-9, atol=1e-12)
+    assert len({blk.worker for blk in result.data}) == n_workers  # every worker holds a block
+
+
+def test_staleness_changes_the_trajectory(system):
+    """Guard for the tests above: staleness 0 and 1 are distinguishable round by round."""
+    _, _, program, raw = system
+    fresh = [r["change"] for r in run_sequential(program, raw, 8, staleness=0)[1]]
+    stale = [r["change"] for r in run_sequential(program, raw, 8, staleness=1)[1]]
+    assert not np.allclose(fresh[1:], stale[1:], rtol=1e-3)
+
+
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_jacobi_on_cli_cluster(cli_cluster, system, staleness):
+    A, b, program, raw = system
+    result = fit(cli_cluster, program, raw, staleness=staleness, max_rounds=ROUNDS)
+    assert_same_run(cli_cluster, result, run_sequential(program, raw, ROUNDS, staleness=staleness))
+    np.testing.assert_allclose(gather_x(cli_cluster, result), np.linalg.solve(A, b),
+                               rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("staleness, pipeline_depth", [(0, 1), (2, 1), (2, 4), (3, 2)])
+def test_pipeline_depth_and_staleness(client_factory, system, staleness, pipeline_depth):
+    _, _, program, raw = system
+    client = client_factory(2, processes=False)
+    result = fit(client, program, raw, staleness=staleness, pipeline_depth=pipeline_depth,
+                 max_rounds=20)
+    assert_same_run(client, result, run_sequential(program, raw, 20, staleness=staleness))
+
+
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_blocks_sitting_rounds_out(client_factory, system, staleness):
+    _, _, base, raw = system
+    program = AlternatingJacobi(base.row_starts)
+    client = client_factory(2, processes=False)
+    result = fit(client, program, raw, staleness=staleness, max_rounds=15)
+    assert_same_run(client, result, run_sequential(program, raw, 15, staleness=staleness))
+
+
+def test_report_lag_takes_the_previous_rounds_state(client_factory, system):
+    _, _, base, raw = system
+    program = LaggedJacobi(base.row_starts)
+    client = client_factory(2, processes=False)
+    full = fit(client, program, raw, max_rounds=6)
+    assert_same_run(client, full, run_sequential(program, raw, 6))
+    stopped = fit(client, program, raw, max_rounds=30, callback=lambda r: r["round"] == 3)
+    assert_same_run(client, stopped, run_sequential(program, raw, 4))
+    # and the lag matters: round 3's own state is a different vector
+    assert not np.allclose(gather_x(client, stopped),
+                           np.concatenate(run_sequential(base, raw, 4)[0]))
+
+
+# --------------------------------------------------------------------------- placement
+
+
+@pytest.mark.parametrize("where", ["processes", "cli"])
+def test_data_blocks_stay_pinned(request, client_factory, system, where):
+    _, _, base, raw = system
+    client = client_factory(2, processes=True) if where == "processes" else (
+        request.getfixturevalue("cli_cluster"))
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    program = WhereJacobi(base.row_starts)
+    blocks = place_blocks(client, raw)
+    owners = [blk.worker for blk in blocks]
+    assert set(owners) == set(workers)
+    snapshots = []
+
+    def callback(record):
+        snapshots.append(client.who_has())
+        return False
+
+    result = Engine(program, client=client, max_rounds=8, callback=callback).run(blocks)
+    assert len(snapshots) == 8
+    assert [blk.worker for blk in result.data] == owners
+    data_keys = [blk.future.key for blk in result.data]
+    for snapshot in snapshots:  # during the fit
+        for b, key in enumerate(data_keys):
+            assert list(snapshot[key]) == [owners[b]], (b, snapshot[key])
+        for b, blk in enumerate(blocks):
+            assert list(snapshot[blk.future.key]) == [owners[b]]
+    client.gather(result.params)  # computed
+    after = client.who_has([blk.future for blk in result.data] + [blk.future for blk in blocks])
+    for b in range(N_BLOCKS):  # after it
+        assert list(after[data_keys[b]]) == [owners[b]]
+        assert list(after[blocks[b].future.key]) == [owners[b]]
+    params_who = client.who_has(result.params)
+    for b, future in enumerate(result.params):
+        assert owners[b] in params_who[future.key]
+    # every push (and the prepare) ran on its block's worker
+    for record in result.history:
+        assert record["pushed_on"] == dict(enumerate(owners))
+    prepared = client.gather([blk.future for blk in result.data])
+    assert [d["prepared_on"] for d in prepared] == owners
+    np.testing.assert_allclose(gather_x(client, result),
+                               np.concatenate(run_sequential(base, raw, 8)[0]), rtol=1e-10)
+
+
+def test_place_blocks_persists_lazy_blocks(client_factory):
+    da = pytest.importorskip("dask.array")
+    client = client_factory(2, processes=True)
+    x = np.arange(40.0).reshape(20, 2)
+    lazy = da.from_array(x, chunks=(5, 2))
+    blocks = place_blocks(client, list(lazy.to_delayed().ravel()))
+    assert len(blocks) == 4 and all(isinstance(blk, PinnedBlock) for blk in blocks)
+    who = client.who_has([blk.future for blk in blocks])
+    for blk in blocks:
+        assert list(who[blk.future.key]) == [blk.worker]
+    np.testing.assert_array_equal(np.concatenate(client.gather([b.future for b in blocks])), x)
+
+
+# --------------------------------------------------------------------------- history
+
+
+def test_history_records_and_max_rounds(client_factory, system):
+    _, _, program, raw = system
+    client = client_factory(2, processes=False)
+    result = fit(client, program, raw, max_rounds=7)
+    history = result.history
+    assert len(history) == 7 and history.stats.rounds == 7
+    assert [r["round"] for r in history] == list(range(7))
+    times = history.column("time")
+    assert all(t >= 0 for t in times) and times == sorted(times)
+    assert history.stats.wall_seconds >= times[-1]
+    assert not history.stats.converged
+    assert history.stats.compute_seconds == pytest.approx(sum(history.column("compute_seconds")))
+    assert all(c > 0 for c in history.column("compute_seconds"))
+    assert 0.0 <= history.stats.overhead_share <= 1.0
+    assert history.stats.seconds_per_round == pytest.approx(history.stats.wall_seconds / 7)
+    assert_same_run(client, result, run_sequential(program, raw, 7))
+
+
+def test_converges_at_tol(client_factory, system):
+    A, b, base, raw = system
+    tol = 1e-9
+    program = BlockJacobi(base.row_starts, tol=tol)
+    reference = run_sequential(program, raw, 500)
+    n_rounds = len(reference[1])
+    assert 5 < n_rounds < 500
+    client = client_factory(2, processes=False)
+    result = fit(client, program, raw, max_rounds=500, pipeline_depth=3)
+    changes = result.history.column("change")
+    assert result.history.stats.converged
+    assert result.history.stats.rounds == len(result.history) == n_rounds
+    assert changes[-1] <= tol and all(c > tol for c in changes[:-1])
+    assert_same_run(client, result, reference)
+    np.testing.assert_allclose(gather_x(client, result), np.linalg.solve(A, b), atol=1e-8)
+
+
+def test_tol_not_reached_within_max_rounds(client_factory, system):
+    _, _, base, raw = system
+    program = BlockJacobi(base.row_starts, tol=1e-12)
+    result = fit(client_factory(2, processes=False), program, raw, max_rounds=4)
+    assert len(result.history) == result.history.stats.rounds == 4
+    assert not result.history.stats.converged
+
+
+def test_callback_stops_the_fit(client_factory, system):
+    _, _, program, raw = system
+    client = client_factory(2, processes=False)
+    seen = []
+
+    def callback(record):
+        seen.append(record)
+        return record["round"] == 4
+
+    result = fit(client, program, raw, max_rounds=40, pipeline_depth=3, callback=callback)
+    assert [r["round"] for r in seen] == list(range(5))
+    assert seen == result.history.records
+    assert result.history.stats.rounds == len(result.history) == 5
+    assert not result.history.stats.converged  # stopped by the user, not by the program
+    assert_same_run(client, result, run_sequential(program, raw, 5))
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class _NoCluster:
+    def __getattr__(self, name):
+        raise AssertionError(f"the engine touched the cluster ({name}) before validating")
+
+
+@pytest.mark.parametrize("options", [
+    {"staleness": -1}, {"staleness": 1.5}, {"pipeline_depth": 0}, {"pipeline_depth": -2},
+])
+def test_engine_rejects_bad_options_before_cluster_work(system, options):
+    _, _, program, _ = system
+    close_embedded_client()
+    with pytest.raises(ValueError):
+        Engine(program, **options)  # no client: validation must come before starting one
+    assert cluster_module._default is None
+    with pytest.raises(ValueError):
+        Engine(program, client=_NoCluster(), **options)
+
+
+@pytest.mark.parametrize("blocks", [[], None, "not blocks", [{"A": 1}]])
+def test_run_rejects_bad_blocks_before_cluster_work(client_factory, system, blocks):
+    _, _, program, _ = system
+    engine = Engine(program, client=client_factory(1, processes=False))
+    engine.client = _NoCluster()
+    with pytest.raises(TypeError):
+        engine.run(blocks)
+
+
+def test_exception_in_push_propagates(client_factory, system):
+    _, _, base, raw = system
+    client = client_factory(2, processes=True)
+    with pytest.raises(RuntimeError, match="push of block 1 failed on purpose in round 2"):
+        fit(client, FailingJacobi(base.row_starts), raw, max_rounds=10)
+    # the cluster is still usable afterwards
+    result = fit(client, base, raw, max_rounds=3)
+    assert_same_run(client, result, run_sequential(base, raw, 3))
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+def test_resolve_client_returns_given_client(client_factory):
+    client = client_factory(1, processes=False)
+    assert resolve_client(client) is client
+
+
+@pytest.mark.parametrize("bad", ["tcp://127.0.0.1:8786", object(), 3])
+def test_resolve_client_type_error(bad):
+    with pytest.raises(TypeError, match="distributed.Client"):
+        resolve_client(bad)
+
+
+def test_resolve_client_uses_active_client(client_factory, system):
+    _, _, program, raw = system
+    base = client_factory(1, processes=True)
+    close_embedded_client()  # another test may have left it running
+    with pytest.raises(ValueError):
+        default_client()  # the fixtures leak no default client
+    with Client(base.scheduler.address, set_as_default=True) as active:
+        assert resolve_client() is active
+        engine = Engine(program, max_rounds=3)
+        assert engine.client is active
+        result = engine.run(place_blocks(active, raw))
+        assert_same_run(active, result, run_sequential(program, raw, 3))
+        del result
+    with pytest.raises(ValueError):
+        default_client()
+    assert cluster_module._default is None
+
+
+def test_embedded_client_started_once_and_closed(monkeypatch, system):
+    _, _, program, raw = system
+    requested = []
+
+    def threaded_cluster(**options):  # the real one is one process per core; threads start faster
+        requested.append(dict(options))
+        return LocalCluster(**{**options, "processes": False})
+
+    monkeypatch.setattr(cluster_module, "default_cluster_size", lambda: 1)
+    monkeypatch.setattr(cluster_module, "LocalCluster", threaded_cluster)
+    close_embedded_client()
+    with pytest.raises(ValueError):
+        default_client()
+    try:
+        first = resolve_client()
+        assert embedded_client() is first
+        assert len(requested) == 1  # started once
+        assert {k: requested[0][k] for k in ("n_workers", "threads_per_worker", "processes")} == {
+            "n_workers": 1, "threads_per_worker": 1, "processes": True}
+        assert resolve_client() is first
+        assert len(first.scheduler_info(n_workers=-1)["workers"]) == 1
+        engine = Engine(program, max_rounds=3)
+        assert engine.client is first
+        result = engine.run(place_blocks(first, raw))
+        assert_same_run(first, result, run_sequential(program, raw, 3))
+        del result
+    finally:
+        close_embedded_client()
+    assert first.status == "closed"
+    assert cluster_module._default is None
