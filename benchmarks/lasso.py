@@ -65,6 +65,7 @@ from dask_strads.datasets import (  # noqa: E402
 )
 
 STRADS = "dask_strads"
+STRADS_ONE_BLOCK = "dask_strads 1 block"
 
 
 # --- objective and duality gap ----------------------------------------------------------
@@ -134,14 +135,19 @@ def make_solvers(alpha, tol, strads_max_iter=None, only=None):
                   "benchmarking the peers only")
     else:
         kw = {} if strads_max_iter is None else {"max_iter": strads_max_iter}
+        # default: one feature block per worker; and all features in one block (no
+        # cross-block interference, one worker computing)
         solvers[STRADS] = StradsLasso(alpha=alpha, fit_intercept=True, tol=tol, **kw)
+        solvers[STRADS_ONE_BLOCK] = StradsLasso(alpha=alpha, fit_intercept=True, tol=tol,
+                                                n_blocks=1, **kw)
     # max_iter: sklearn counts epochs, celer/skglm count outer working-set iterations;
     # all set high enough never to be the binding stop at these tolerances.
     solvers["sklearn"] = SklearnLasso(alpha=alpha, fit_intercept=True, tol=tol,
                                       max_iter=100_000)
     solvers["skglm"] = SkglmLasso(alpha=alpha, fit_intercept=True, tol=tol, max_iter=1000)
     solvers["celer"] = CelerLasso(alpha=alpha, fit_intercept=True, tol=tol, max_iter=1000)
-    return {k: v for k, v in solvers.items() if only is None or k in only}
+    return {k: v for k, v in solvers.items()
+            if only is None or k in only or (k == STRADS_ONE_BLOCK and STRADS in only)}
 
 
 def timed_fit(est, X, y):
@@ -154,6 +160,16 @@ def timed_fit(est, X, y):
         seconds = time.perf_counter() - t0
     converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
     return est, seconds, converged
+
+
+def _rounds_note(fitted):
+    """Rounds and where the time went, for dask_strads fits."""
+    history = getattr(fitted, "history_", None)
+    if history is None:
+        return ""
+    stats = history.stats
+    return (f"{stats.rounds} rounds, {1000 * stats.seconds_per_round:.0f} ms/round, "
+            f"{100 * stats.overhead_share:.0f}% Dask overhead")
 
 
 def reference_objective(X, y, alpha):
@@ -224,6 +240,7 @@ def run_problem(key, tol, repeats, only=None, strads_max_iter=None):
             "gap": lasso_duality_gap(X, y, coef, intercept, alpha) / target_gap,
             "nnz": int(np.count_nonzero(coef)),
             "converged": converged,
+            "rounds": _rounds_note(fitted),
         })
         print(f"    {name}: {statistics.median(times):.3f} s", flush=True)
     p_star = min([p_ref] + [r["objective"] for r in rows])
@@ -235,7 +252,8 @@ def run_problem(key, tol, repeats, only=None, strads_max_iter=None):
 
 
 def format_table(result, tol, markdown):
-    head = ["solver", "median s", "rel. subopt", "gap/target", "nnz", f"{STRADS} / this"]
+    head = ["solver", "median s", "rel. subopt", "gap/target", "nnz", f"{STRADS} / this",
+            "rounds (last fit)"]
     lines = []
     for r in result["rows"]:
         lines.append([
@@ -245,6 +263,7 @@ def format_table(result, tol, markdown):
             f"{r['gap']:.2g}",
             str(r["nnz"]),
             "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}",
+            r["rounds"],
         ])
     title = (f"({result['key']}) {result['desc']}, alpha = {result['frac']} alpha_max, "
              f"tol = {tol:g}")

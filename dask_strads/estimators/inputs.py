@@ -37,12 +37,21 @@ def check_dask_design(X, y):
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"Found array with shape {X.shape}: need at least 1 sample and feature")
     X = X.astype(np.float64)
-    means, finite_X, y_np = dask.compute(X.mean(axis=0), da.isfinite(X).all(), y.astype(float))
+    # finiteness chunk by chunk: da.isfinite(X).all() fails on pydata sparse chunks (the
+    # reduction concatenates COO arrays of different fill values)
+    finite_chunks = X.map_blocks(_all_finite_block, chunks=(1, 1), dtype=bool)
+    means, finite_X, y_np = dask.compute(X.mean(axis=0), finite_chunks.all(), y.astype(float))
     if not finite_X:
         raise ValueError("Input X contains NaN or infinity.")
     if not np.all(np.isfinite(y_np)):
         raise ValueError("Input y contains NaN or infinity.")
     return X, np.asarray(means.todense() if hasattr(means, "todense") else means), y_np
+
+
+def _all_finite_block(block):
+    block = to_scipy_if_pydata(block)
+    values = block.data if sp.issparse(block) else np.asarray(block)
+    return np.array([[bool(np.isfinite(values).all())]])
 
 
 def check_in_memory_design(X, y, estimator):

@@ -71,7 +71,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     def __init__(self, alpha=1.0, *, fit_intercept=True, max_iter=1000, tol=1e-4,
                  warm_start=False, positive=False, random_state=None, schedule="priority",
-                 n_candidates=100, dependency_threshold=0.1, priority_floor=0.1,
+                 n_candidates=32, dependency_threshold=0.1, priority_floor=0.1,
                  priority_power=1, sub_rounds=None, staleness=0, n_blocks=None,
                  keep_on_cluster=False, progress=False, callback=None):
         self.alpha = alpha
@@ -118,8 +118,10 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""
         self._check_params()
         if is_dask_array(X):
-            X, means, y = check_dask_design(X, y)
-            n_features = X.shape[1]
+            with self._resolved_client().as_current():  # X may live on a non-default client
+                X, means, y = check_dask_design(X, y)
+            n_features = self.n_features_in_ = X.shape[1]
+            self.__dict__.pop("feature_names_in_", None)
         else:
             X, y = check_in_memory_design(X, y, self)
             means = column_means(X)
@@ -176,10 +178,17 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     def _initial_coef(self, n_features):
         if self.warm_start and hasattr(self, "coef_"):
-            coef = np.asarray(self.coef_)
+            coef = self._coef_array()
             if coef.shape == (n_features,):
                 return coef.astype(np.float64)
         return np.zeros(n_features)
+
+    def _coef_array(self):
+        """``coef_`` in memory; kept on the cluster, it is gathered through the fit's client
+        (``np.asarray`` would compute it on the default scheduler, without its futures)."""
+        if is_dask_array(self.coef_):
+            return np.asarray(self._resolved_client().compute(self.coef_).result())
+        return np.asarray(self.coef_)
 
     def predict(self, X):
         """Predictions ``X @ coef_ + intercept_``; lazy for a dask array X."""
@@ -191,7 +200,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                                  self.intercept_, drop_axis=1, dtype=np.float64)
         X = validate_data(self, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], reset=False,
                           dtype=np.float64)
-        coef = np.asarray(self.coef_)
+        coef = self._coef_array()
         return safe_sparse_dot(X, coef, dense_output=True).ravel() + self.intercept_
 
     def __sklearn_tags__(self):

@@ -20,7 +20,15 @@ def column_axpy(X, j, a, v):
     raise NotImplementedError
 
 
-def column_pair_dot(X, j, k, work):
+def column_scatter(X, j, work):
+    raise NotImplementedError
+
+
+def column_clear(X, j, work):
+    raise NotImplementedError
+
+
+def column_accumulate(X, j, a, v, seen, rows, n_rows):
     raise NotImplementedError
 
 
@@ -93,36 +101,63 @@ def _column_axpy(X, j, a, v):
     return csc
 
 
-@overload(column_pair_dot)
-def _column_pair_dot(X, j, k, work):
-    """X[:, j] . X[:, k]; ``work`` is a zeroed scratch vector of length n (left zeroed)."""
+@overload(column_scatter)
+def _column_scatter(X, j, work):
+    """work = X[:, j], for a zeroed ``work`` (only the column's entries are written)."""
     if _is_dense(X):
-        def dense(X, j, k, work):
-            total = 0.0
+        def dense(X, j, work):
             for i in range(X.shape[0]):
-                total += X[i, j] * X[i, k]
-            return total
+                work[i] = X[i, j]
         return dense
 
-    def csc(X, j, k, work):
+    def csc(X, j, work):
         indptr, indices, data = X
         for p in range(indptr[j], indptr[j + 1]):
             work[indices[p]] = data[p]
-        total = 0.0
-        for p in range(indptr[k], indptr[k + 1]):
-            total += data[p] * work[indices[p]]
-        for p in range(indptr[j], indptr[j + 1]):
-            work[indices[p]] = 0.0
-        return total
     return csc
 
 
-@njit(cache=True, nogil=True)
-def all_column_dots(X, v, offset, col_sums, out):
-    """out[j] = X[:, j] . (v + offset)  for every column j."""
-    for j in range(n_columns(X)):
-        out[j] = column_dot(X, j, v) + offset * col_sums[j]
-    return out
+@overload(column_clear)
+def _column_clear(X, j, work):
+    """Zero again what column_scatter wrote."""
+    if _is_dense(X):
+        def dense(X, j, work):
+            work[:] = 0.0
+        return dense
+
+    def csc(X, j, work):
+        indptr, indices, _ = X
+        for p in range(indptr[j], indptr[j + 1]):
+            work[indices[p]] = 0.0
+    return csc
+
+
+@overload(column_accumulate)
+def _column_accumulate(X, j, a, v, seen, rows, n_rows):
+    """v += a * X[:, j], listing in rows[:n_rows] (and marking in seen) the rows it touched;
+    returns the new n_rows."""
+    if _is_dense(X):
+        def dense(X, j, a, v, seen, rows, n_rows):
+            for i in range(X.shape[0]):
+                v[i] += a * X[i, j]
+                if not seen[i]:
+                    seen[i] = True
+                    rows[n_rows] = i
+                    n_rows += 1
+            return n_rows
+        return dense
+
+    def csc(X, j, a, v, seen, rows, n_rows):
+        indptr, indices, data = X
+        for p in range(indptr[j], indptr[j + 1]):
+            i = indices[p]
+            v[i] += a * data[p]
+            if not seen[i]:
+                seen[i] = True
+                rows[n_rows] = i
+                n_rows += 1
+        return n_rows
+    return csc
 
 
 @njit(cache=True, nogil=True)

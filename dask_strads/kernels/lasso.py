@@ -8,7 +8,7 @@ columns stay sparse. ``col_sums`` are the raw column sums. The penalty is ``alph
 import numpy as np
 from numba import njit
 
-from .columns import column_axpy, column_dot, column_pair_dot
+from .columns import column_accumulate, column_axpy, column_clear, column_dot, column_scatter
 from .sampling import tree_add, tree_build, tree_find, tree_total
 
 PRIORITY, CYCLIC, RANDOM = 0, 1, 2
@@ -46,22 +46,15 @@ def full_pass(X, coef, r, offset, col_sums, col_means, col_norm2, alpha_n, posit
 CACHED_COLUMNS = 1024
 
 
-@njit(cache=True, nogil=True, fastmath=True)
-def _covariance(X, j, k, col_means, n, slot, gram, known, work):
-    """Centred x_j . x_k, cached for the first CACHED_COLUMNS columns that need one: the
-    dependency check meets the same few moving coordinates sub-round after sub-round."""
+@njit(cache=True, nogil=True)
+def _gram_slots(j, k, slot):
+    """Cache slots of columns j and k (-1: not cached), handing out free slots first come,
+    first served: the dependency check meets the same few moving coordinates again and again."""
     for c in (j, k):
         if slot[c] < 0 and slot[-1] < CACHED_COLUMNS:
             slot[c] = slot[-1]
             slot[-1] += 1
-    a, b = slot[j], slot[k]
-    if a >= 0 and b >= 0 and known[a, b]:
-        return gram[a, b]
-    value = column_pair_dot(X, j, k, work) - n * col_means[j] * col_means[k]
-    if a >= 0 and b >= 0:
-        gram[a, b] = gram[b, a] = value
-        known[a, b] = known[b, a] = True
-    return value
+    return slot[j], slot[k]
 
 
 @njit(cache=True, nogil=True)
@@ -70,9 +63,13 @@ def _weight(change, power):
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, n_sub_rounds,
-               n_candidates, schedule, order, cursor, rho, alpha_n, positive, eta, power, seed):
-    """Run ``n_sub_rounds`` STRADS rounds on one block, in place on coef, priority and r.
+def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, min_sub_rounds,
+               max_sub_rounds, local_tol, n_candidates, schedule, order, cursor, rho, alpha_n,
+               positive, eta, power, seed):
+    """Run STRADS rounds on one block, in place on coef, priority and r: at most
+    ``max_sub_rounds``, and stop after a multiple of ``min_sub_rounds`` in which no coefficient
+    moved more than ``local_tol`` times the largest one (the block has nearly converged on the
+    residual it was given).
 
     Each sub-round: pick candidates (by priority with base weight ``eta``, cyclically along
     ``order``, or uniformly), keep those whose update is non-zero, drop any whose |correlation|
@@ -93,6 +90,8 @@ def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, n_s
     accepted = np.empty(n_candidates, dtype=np.int64)
     work = np.zeros(n)
     step = np.zeros(n)
+    row_seen = np.zeros(n, dtype=np.bool_)
+    rows = np.empty(n, dtype=np.int64)
     r_total = r.sum() + offset * n
     slot = np.full(width + 1, -1, dtype=np.int64)  # last entry: slots in use
     slot[-1] = 0
@@ -100,7 +99,12 @@ def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, n_s
     gram = np.empty((cached, cached))
     known = np.zeros((cached, cached), dtype=np.bool_)
     updates = rejected = fallbacks = evaluated = 0
-    for sub_round in range(n_sub_rounds):
+    largest_move = 0.0
+    for sub_round in range(max_sub_rounds):
+        if sub_round > 0 and sub_round % min_sub_rounds == 0:
+            if largest_move <= local_tol * np.max(np.abs(coef)):
+                break
+            largest_move = 0.0
         # schedule: candidates
         n_picked = 0
         for _ in range(n_candidates):
@@ -144,13 +148,25 @@ def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, n_s
         for m in ranking:
             j = candidates[m]
             independent = True
-            if rho < 1.0:
-                for a in range(n_accepted):
-                    k = candidates[accepted[a]]
-                    covariance = _covariance(X, j, k, col_means, n, slot, gram, known, work)
-                    if covariance * covariance >= rho * rho * col_norm2[j] * col_norm2[k]:
-                        independent = False
-                        break
+            loaded = False  # x_j scattered into work
+            for a in range(n_accepted if rho < 1.0 else 0):
+                k = candidates[accepted[a]]
+                sj, sk = _gram_slots(j, k, slot)
+                if sj >= 0 and sk >= 0 and known[sj, sk]:
+                    covariance = gram[sj, sk]
+                else:
+                    if not loaded:
+                        column_scatter(X, j, work)
+                        loaded = True
+                    covariance = column_dot(X, k, work) - n * col_means[j] * col_means[k]
+                    if sj >= 0 and sk >= 0:
+                        gram[sj, sk] = gram[sk, sj] = covariance
+                        known[sj, sk] = known[sk, sj] = True
+                if covariance * covariance >= rho * rho * col_norm2[j] * col_norm2[k]:
+                    independent = False
+                    break
+            if loaded:
+                column_clear(X, j, work)
             if independent:
                 accepted[n_accepted] = m
                 n_accepted += 1
@@ -159,32 +175,44 @@ def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, n_s
                 tree_add(tree, j, _weight(proposal[m], power) - _weight(priority[j], power))
                 priority[j] = proposal[m]
         # pull: parallel (Jacobi) commit of the accepted set, if it descends
-        step[:] = 0.0
+        # The step is  step[rows] + step_shift : its raw part touches only the rows in ``rows``
+        # (all of them for a dense block), so sparse blocks do no O(n) work here.
         step_shift = 0.0
         l1_change = 0.0
+        n_rows = 0
         for a in range(n_accepted):
             m = accepted[a]
             j = candidates[m]
-            column_axpy(X, j, proposal[m], step)
+            n_rows = column_accumulate(X, j, proposal[m], step, row_seen, rows, n_rows)
             step_shift -= proposal[m] * col_means[j]
             l1_change += abs(coef[j] + proposal[m]) - abs(coef[j])
-        r_dot_step = 0.0
-        step_norm2 = 0.0
-        step_total = 0.0
-        for i in range(n):
-            r_dot_step += (r[i] + offset) * (step[i] + step_shift)
-            step_norm2 += (step[i] + step_shift) * (step[i] + step_shift)
-            step_total += step[i] + step_shift
+        r_dot_raw = 0.0
+        raw_norm2 = 0.0
+        raw_total = 0.0
+        for q in range(n_rows):
+            i = rows[q]
+            r_dot_raw += (r[i] + offset) * step[i]
+            raw_norm2 += step[i] * step[i]
+            raw_total += step[i]
+        r_dot_step = r_dot_raw + step_shift * r_total
+        step_norm2 = raw_norm2 + 2.0 * step_shift * raw_total + n * step_shift * step_shift
+        step_total = raw_total + n * step_shift
         objective_change = -r_dot_step + 0.5 * step_norm2 + alpha_n * l1_change
-        if objective_change <= 1e-12 * (abs(r_dot_step) + step_norm2):
-            for i in range(n):
+        descends = objective_change <= 1e-12 * (abs(r_dot_step) + step_norm2)
+        for q in range(n_rows):
+            i = rows[q]
+            if descends:
                 r[i] -= step[i]
+            step[i] = 0.0
+            row_seen[i] = False
+        if descends:
             offset -= step_shift
             r_total -= step_total
             for a in range(n_accepted):
                 m = accepted[a]
                 j = candidates[m]
                 coef[j] += proposal[m]
+                largest_move = max(largest_move, abs(proposal[m]))
                 tree_add(tree, j, _weight(proposal[m], power) - _weight(priority[j], power))
                 priority[j] = proposal[m]
         else:
@@ -198,6 +226,7 @@ def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, n_s
                     column_axpy(X, j, -change, r)
                     offset += change * col_means[j]
                     coef[j] += change
+                    largest_move = max(largest_move, abs(change))
                 tree_add(tree, j, _weight(change, power) - _weight(priority[j], power))
                 priority[j] = change
         updates += n_accepted
