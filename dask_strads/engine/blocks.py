@@ -13,10 +13,16 @@ class PinnedBlock:
     worker: str
 
 
-def worker_addresses(client):
+def worker_addresses(client, timeout=30):
+    """The cluster's workers; waits up to ``timeout`` seconds for one (a cluster starting, or a
+    nanny restarting a worker)."""
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     if not workers:
-        raise RuntimeError("the Dask cluster has no workers")
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except TimeoutError as error:
+            raise RuntimeError(f"the Dask cluster has no workers after {timeout} s") from error
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     return workers
 
 

@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
-from ..engine import Engine, futures_to_array, place_blocks
+from ..engine import Engine, futures_to_array, place_blocks, worker_addresses
 from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
 from .base import DaskEstimatorMixin
 from .inputs import (block_edges, check_dask_design, check_in_memory_design, check_number,
@@ -133,7 +133,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         coef_init = self._initial_coef(n_features)
 
         client = self._resolved_client()
-        n_blocks = self.n_blocks or len(client.scheduler_info(n_workers=-1)["workers"])
+        n_blocks = self.n_blocks or len(worker_addresses(client))
         edges = block_edges(n_features, n_blocks)
         centre_dense = self.fit_intercept
 
