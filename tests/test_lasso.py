@@ -21,25 +21,13 @@ from sklearn.linear_model import Lasso as SkLasso
 
 import dask_strads
 from dask_strads.engine import cluster as embedded
+from lasso_problems import ar1_design, objective
 
 OBJECTIVE_RTOL = 1e-6
 TOL = 1e-8
 
 
 # -- problems -------------------------------------------------------------------------------------
-def ar1_design(n, p, rho, seed=0, n_true=10, intercept=5.0):
-    """AR(1) columns: corr(x_j, x_k) = rho^|j-k|; y from a sparse w plus noise."""
-    rng = np.random.default_rng(seed)
-    X = np.empty((n, p))
-    X[:, 0] = rng.standard_normal(n)
-    for j in range(1, p):
-        X[:, j] = rho * X[:, j - 1] + np.sqrt(1 - rho**2) * rng.standard_normal(n)
-    w = np.zeros(p)
-    w[rng.choice(p, n_true, replace=False)] = 3 * rng.standard_normal(n_true)
-    y = X @ w + rng.standard_normal(n) + intercept
-    return X, y
-
-
 def sparse_design(seed=1):
     """AR(1) with rho 0.5, entries below 1 in absolute value set to zero (about 30% dense)."""
     X, _ = ar1_design(150, 200, 0.5, seed=seed)
@@ -64,12 +52,6 @@ def permeability():
 
 def dense(X):
     return X.toarray() if sp.issparse(X) else np.asarray(X)
-
-
-def objective(X, y, coef, intercept, alpha):
-    """sklearn's Lasso objective, in numpy."""
-    residual = y - dense(X) @ np.asarray(coef) - intercept
-    return 0.5 * residual @ residual / len(y) + alpha * np.abs(coef).sum()
 
 
 def sklearn_reference(X, y, alpha, **params):

@@ -16,23 +16,7 @@ from dask_strads.kernels.lasso import coordinate_minimiser
 from dask_strads.kernels.sampling import tree_add, tree_build, tree_find, tree_total
 from dask_strads.programs import run_sequential
 from dask_strads.programs.lasso import LassoProgram, make_raw_block
-
-
-def ar1_design(n, p, rho, seed=0, n_true=10, intercept=5.0):
-    rng = np.random.default_rng(seed)
-    X = np.empty((n, p))
-    X[:, 0] = rng.standard_normal(n)
-    for j in range(1, p):
-        X[:, j] = rho * X[:, j - 1] + np.sqrt(1 - rho**2) * rng.standard_normal(n)
-    w = np.zeros(p)
-    w[rng.choice(p, n_true, replace=False)] = 3 * rng.standard_normal(n_true)
-    return X, X @ w + rng.standard_normal(n) + intercept
-
-
-def objective(X, y, coef, intercept, alpha):
-    X = X.toarray() if sp.issparse(X) else X
-    residual = y - X @ coef - intercept
-    return 0.5 * residual @ residual / len(y) + alpha * np.abs(coef).sum()
+from lasso_problems import ar1_design, objective
 
 
 def build(X, y, alpha, n_blocks, fit_intercept=True, positive=False, tol=1e-8, **params):
