@@ -1,0 +1,325 @@
+"""Numba kernels of the LDA program: collapsed Gibbs sampling of the tokens of one (document
+shard, vocabulary block) pair with the SparseLDA bucket sampler (Yao, Mimno, McCallum, KDD 2009),
+and the blockwise training log-likelihood.
+
+Model: K topics, V words in the whole vocabulary, symmetric priors ``alpha`` (document-topic)
+and ``beta`` (topic-word). A token i of document d with word w is resampled from
+
+    p(z_i = k | rest)  ∝  (n_dk + alpha) (n_wk + beta) / (n_k + V beta)      (counts without i)
+                        =  alpha beta / (n_k + V beta)                 smoothing bucket s
+                        +  n_dk beta / (n_k + V beta)                  document bucket r
+                        +  (alpha + n_dk) n_wk / (n_k + V beta)        topic-word bucket q
+
+The r terms vanish unless n_dk > 0 and the q terms unless n_wk > 0, so a token costs
+O(K_d + K_w) (nonzero topics of its document and of its word) plus O(log K) for s, which is
+kept in a Fenwick tree over k (sampling.py): two O(log K) updates a token, and a draw from s,
+the rare branch, costs O(log K) too instead of the paper's O(K) walk. r is rebuilt in O(K_d)
+when the document changes and updated in O(1) when a count changes; q is computed per token.
+
+State, all numpy arrays, updated in place by :func:`sample_block`
+-----------------------------------------------------------------
+tokens of a shard in a block  ``doc`` (int, local document index), ``word`` (int, word index
+                              local to the block, 0..V_b-1), ``z`` (int32 topic). Any order is
+                              correct; grouped by document is fast (r is rebuilt on each change
+                              of document).
+shard (never moves)           ``n_dk`` (D x K int32), ``doc_topics`` (D x K), ``doc_nnz`` (D,)
+block (moves with its rows)   ``n_wk`` (V_b x K int32), ``word_topics`` (V_b x K), ``word_nnz``
+                              (V_b,); :func:`pack_rows` / :func:`unpack_rows` give the compact
+                              CSR form to send between workers.
+topic totals (local copy)     ``n_k`` (K,) int64. The caller keeps the value it had before the
+                              call and sends ``n_k - before`` (the delta) to be reconciled.
+
+Nonzero-topic lists: ``topics[row, :nnz[row]]`` holds, in no particular order, the topics with
+``counts[row, k] > 0``. A topic whose count becomes 1 is appended, O(1); one whose count falls
+to 0 is found by scanning its row's list and replaced by the last entry, O(nnz of that row) —
+within the O(K_d + K_w) a token costs anyway, and it spares the (rows x K) position index that
+would otherwise travel with every block. Topic ids are int16 when K <= 32768
+(:func:`topic_dtype`), int32 otherwise.
+
+Local topic totals may be stale (other workers' changes arrive once per sub-round); as each
+worker starts from the reconciled totals and only moves its own tokens, ``n_k >= n_wk, n_dk``
+holds and every denominator stays positive.
+"""
+import numpy as np
+from numba import njit
+
+from .sampling import tree_add, tree_build, tree_find, tree_total
+
+
+def topic_dtype(n_topics):
+    """Integer type of the topic ids in the nonzero-topic lists: the smallest that holds K - 1."""
+    return np.int16 if n_topics <= np.iinfo(np.int16).max + 1 else np.int32
+
+
+# -- builders ------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def count_rows(rows, z, n_rows, n_topics):
+    """(n_rows x K) int32 counts: ``counts[rows[i], z[i]]`` summed over tokens i."""
+    counts = np.zeros((n_rows, n_topics), dtype=np.int32)
+    for i in range(rows.shape[0]):
+        counts[rows[i], z[i]] += 1
+    return counts
+
+
+@njit(cache=True, nogil=True)
+def topic_totals(z, n_topics):
+    """(K,) int64 number of tokens in each topic."""
+    n_k = np.zeros(n_topics, dtype=np.int64)
+    for i in range(z.shape[0]):
+        n_k[z[i]] += 1
+    return n_k
+
+
+@njit(cache=True, nogil=True)
+def _fill_nonzero(counts, topics, nnz):
+    for row in range(counts.shape[0]):
+        n = 0
+        for k in range(counts.shape[1]):
+            if counts[row, k] != 0:
+                topics[row, n] = k
+                n += 1
+        nnz[row] = n
+
+
+def nonzero_topics(counts):
+    """``(topics, nnz)``: the nonzero-topic lists of the rows of ``counts`` (ascending order)."""
+    topics = np.zeros(counts.shape, dtype=topic_dtype(counts.shape[1]))
+    nnz = np.zeros(counts.shape[0], dtype=np.int32)
+    _fill_nonzero(counts, topics, nnz)
+    return topics, nnz
+
+
+def row_state(rows, z, n_rows, n_topics):
+    """``(counts, topics, nnz)`` of a shard (rows = local doc ids of all its tokens, every
+    block) or of a block (rows = local word ids of all its tokens, every shard)."""
+    counts = count_rows(np.asarray(rows), np.asarray(z), n_rows, n_topics)
+    return (counts,) + nonzero_topics(counts)
+
+
+def initial_counts(doc, word, z, n_docs, n_words, n_topics):
+    """Whole state of one corpus (or of a shard x block pair that is the whole model):
+    ``((n_dk, doc_topics, doc_nnz), (n_wk, word_topics, word_nnz), n_k)``."""
+    return (row_state(doc, z, n_docs, n_topics), row_state(word, z, n_words, n_topics),
+            topic_totals(np.asarray(z), n_topics))
+
+
+def random_topics(n_tokens, n_topics, seed):
+    """Uniform initial topics, int32."""
+    return np.random.default_rng(seed).integers(0, n_topics, n_tokens).astype(np.int32)
+
+
+@njit(cache=True, nogil=True)
+def pack_rows(counts, topics, nnz):
+    """CSR form ``(indptr, ids, values)`` of count rows, in list order (for the trip of a
+    block between workers: O(nonzeros) instead of O(rows x K))."""
+    n_rows = counts.shape[0]
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    for row in range(n_rows):
+        indptr[row + 1] = indptr[row] + nnz[row]
+    ids = np.empty(indptr[n_rows], dtype=topics.dtype)
+    values = np.empty(indptr[n_rows], dtype=counts.dtype)
+    for row in range(n_rows):
+        for j in range(nnz[row]):
+            k = topics[row, j]
+            ids[indptr[row] + j] = k
+            values[indptr[row] + j] = counts[row, k]
+    return indptr, ids, values
+
+
+@njit(cache=True, nogil=True)
+def _unpack(indptr, ids, values, counts, topics, nnz):
+    for row in range(counts.shape[0]):
+        nnz[row] = indptr[row + 1] - indptr[row]
+        for j in range(nnz[row]):
+            k = ids[indptr[row] + j]
+            topics[row, j] = k
+            counts[row, k] = values[indptr[row] + j]
+
+
+def unpack_rows(indptr, ids, values, n_topics):
+    """Inverse of :func:`pack_rows`: ``(counts, topics, nnz)``, list order preserved."""
+    n_rows = indptr.shape[0] - 1
+    counts = np.zeros((n_rows, n_topics), dtype=np.int32)
+    topics = np.zeros((n_rows, n_topics), dtype=topic_dtype(n_topics))
+    nnz = np.zeros(n_rows, dtype=np.int32)
+    _unpack(indptr, ids, values, counts, topics, nnz)
+    return counts, topics, nnz
+
+
+# -- nonzero-topic lists ---------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _list_append(topics, nnz, row, k):
+    topics[row, nnz[row]] = k
+    nnz[row] += 1
+
+
+@njit(cache=True, nogil=True)
+def _list_remove(topics, nnz, row, k):
+    """Drop topic k from the row's list (the last entry takes its place); returns entries read."""
+    n = nnz[row]
+    for j in range(n):
+        if topics[row, j] == k:
+            topics[row, j] = topics[row, n - 1]
+            nnz[row] = n - 1
+            return j + 1
+    raise ValueError("topic missing from a nonzero-topic list: counts and lists disagree")
+
+
+@njit(cache=True, nogil=True)
+def _tree_depth(n):
+    """Nodes visited by a Fenwick-tree update or search over n weights (at most)."""
+    depth = 0
+    while n > 0:
+        depth += 1
+        n >>= 1
+    return depth
+
+
+# -- sampler ---------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz, n_k,
+                 alpha, beta, n_vocab, seed):
+    """Resample every token ``i`` (``doc[i]``, ``word[i]``, ``z[i]``) once, in order, by
+    collapsed Gibbs; ``z``, the counts, the nonzero-topic lists and ``n_k`` are updated in place.
+
+    ``n_vocab`` is the full vocabulary size V (not the block's). ``seed`` seeds numba's generator.
+    Returns ``(terms, from_s, from_r, from_q)``: an operation count (bucket terms computed or
+    walked, list entries scanned, Fenwick nodes touched, plus K for the set-up) and how many
+    tokens drew from each bucket.
+    """
+    np.random.seed(seed)
+    n_topics = n_k.shape[0]
+    v_beta = n_vocab * beta
+    alpha_beta = alpha * beta
+    inv = np.empty(n_topics)  # 1 / (n_k + V beta)
+    for k in range(n_topics):
+        inv[k] = 1.0 / (n_k[k] + v_beta)
+    tree = tree_build(alpha_beta * inv)  # smoothing terms; s = tree_total(tree)
+    depth = _tree_depth(n_topics)
+    q_terms = np.empty(n_topics)
+    terms = n_topics
+    from_s = from_r = from_q = 0
+    current = -1
+    r = 0.0
+    for i in range(z.shape[0]):
+        d = doc[i]
+        w = word[i]
+        t = z[i]
+        if d != current:  # document bucket of the new document, O(K_d)
+            current = d
+            r = 0.0
+            for j in range(doc_nnz[d]):
+                k = doc_topics[d, j]
+                r += n_dk[d, k] * inv[k]
+            r *= beta
+            terms += doc_nnz[d]
+        # take token i out of the counts (the "-i" of the conditional); s, r follow topic t
+        r -= beta * n_dk[d, t] * inv[t]
+        n_dk[d, t] -= 1
+        n_wk[w, t] -= 1
+        n_k[t] -= 1
+        if n_dk[d, t] == 0:
+            terms += _list_remove(doc_topics, doc_nnz, d, t)
+        if n_wk[w, t] == 0:
+            terms += _list_remove(word_topics, word_nnz, w, t)
+        updated = 1.0 / (n_k[t] + v_beta)
+        tree_add(tree, t, alpha_beta * (updated - inv[t]))
+        inv[t] = updated
+        r = max(r + beta * n_dk[d, t] * inv[t], 0.0)
+        # topic-word bucket, O(K_w)
+        n_w = word_nnz[w]
+        q = 0.0
+        for j in range(n_w):
+            k = word_topics[w, j]
+            term = (alpha + n_dk[d, k]) * n_wk[w, k] * inv[k]
+            q_terms[j] = term
+            q += term
+        terms += n_w
+        s = tree_total(tree)
+        u = np.random.random() * (s + r + q)
+        new = -1
+        if u < q:
+            from_q += 1
+            j = 0
+            while j < n_w - 1 and u >= q_terms[j]:
+                u -= q_terms[j]
+                j += 1
+            terms += j + 1
+            new = np.int64(word_topics[w, j])
+        else:
+            u -= q
+            n_d = doc_nnz[d]
+            if u < r and n_d > 0:
+                from_r += 1
+                new = np.int64(doc_topics[d, n_d - 1])  # if rounding runs the walk off the end
+                for j in range(n_d):
+                    k = doc_topics[d, j]
+                    terms += 1
+                    u -= beta * n_dk[d, k] * inv[k]
+                    if u < 0.0:
+                        new = np.int64(k)
+                        break
+            else:
+                # smoothing bucket, rare (alpha beta is small against the counts): O(log K)
+                from_s += 1
+                new = tree_find(tree, max(u - r, 0.0))
+                terms += depth
+        # put token i back with its new topic
+        r -= beta * n_dk[d, new] * inv[new]
+        n_dk[d, new] += 1
+        n_wk[w, new] += 1
+        n_k[new] += 1
+        if n_dk[d, new] == 1:
+            _list_append(doc_topics, doc_nnz, d, new)
+        if n_wk[w, new] == 1:
+            _list_append(word_topics, word_nnz, w, new)
+        updated = 1.0 / (n_k[new] + v_beta)
+        tree_add(tree, new, alpha_beta * (updated - inv[new]))
+        inv[new] = updated
+        r += beta * n_dk[d, new] * inv[new]
+        z[i] = new
+        terms += 2 * depth
+    return terms, from_s, from_r, from_q
+
+
+# -- evaluation ------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def block_log_likelihood(doc, word, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz, n_k,
+                         alpha, beta, n_vocab):
+    """Sum over the given tokens of  log sum_k theta_dk phi_kw,  with
+    theta_dk = (n_dk + alpha) / (n_d + K alpha) and phi_kw = (n_wk + beta) / (n_k + V beta).
+
+    Same s + r + q decomposition as the sampler (counts include the token), so O(K) per call,
+    O(K_d) per change of document and O(K_w) per token. Add the results over blocks and shards
+    for the corpus total.
+    """
+    n_topics = n_k.shape[0]
+    v_beta = n_vocab * beta
+    inv = np.empty(n_topics)
+    s = 0.0
+    for k in range(n_topics):
+        inv[k] = 1.0 / (n_k[k] + v_beta)
+        s += alpha * beta * inv[k]
+    total = 0.0
+    current = -1
+    r = 0.0
+    norm = 0.0
+    for i in range(doc.shape[0]):
+        d = doc[i]
+        w = word[i]
+        if d != current:
+            current = d
+            r = 0.0
+            n_d = 0
+            for j in range(doc_nnz[d]):
+                k = doc_topics[d, j]
+                r += n_dk[d, k] * inv[k]
+                n_d += n_dk[d, k]
+            r *= beta
+            norm = 1.0 / (n_d + n_topics * alpha)
+        q = 0.0
+        for j in range(word_nnz[w]):
+            k = word_topics[w, j]
+            q += (alpha + n_dk[d, k]) * n_wk[w, k] * inv[k]
+        total += np.log((s + r + q) * norm)
+    return total
