@@ -4,6 +4,7 @@ from collections import deque
 from dataclasses import dataclass
 from time import perf_counter
 
+from ..programs.base import carried_id, check_carried_assignment
 from .blocks import PinnedBlock, scatter_one
 from .cluster import resolve_client
 from .history import History
@@ -13,23 +14,35 @@ def _prepare(program, raw, block_id):
     return program.prepare_block(raw, block_id)
 
 
-def _timed(function, *args):
-    start = perf_counter()
-    state, partial = function(*args)
-    return state, partial, perf_counter() - start
-
+# A push's value is (state, carried block or None, partial, seconds).
 
 def _init(program, data, block_id):
-    return _timed(program.init_block, data, block_id)
+    start = perf_counter()
+    state, partial = program.init_block(data, block_id)
+    return state, None, partial, perf_counter() - start
 
 
-def _push(program, data, previous, instruction, pulled):
-    return _timed(program.push, data, previous[0], instruction, pulled[0])
+def _push(program, data, previous, instruction, pulled, *carried):
+    start = perf_counter()
+    if carried:
+        state, partial, moved = program.push(data, previous[0], instruction, pulled[0],
+                                             carried=carried[0])
+    else:
+        (state, partial), moved = program.push(data, previous[0], instruction, pulled[0]), None
+    return state, moved, partial, perf_counter() - start
 
 
 def _partial(pushed):
     """``(partial, seconds)`` of a push: all the pull needs, without the block's state."""
-    return pushed[1:]
+    return pushed[2:]
+
+
+def _carried(pushed):
+    return pushed[1]
+
+
+def _init_carried(program, carried_id):
+    return program.init_carried(carried_id)
 
 
 def _pull(program, pushed, previous):
@@ -52,11 +65,13 @@ def _result(program, data, pushed, pulled):
 
 @dataclass
 class EngineResult:
-    """Parameter blocks (futures on the blocks' workers), the pinned data and the history."""
+    """Parameter blocks (futures on the blocks' workers), the pinned data, the history, and the
+    carried blocks (futures, wherever they were last updated)."""
 
     params: list
     data: list
     history: History
+    carried: list
 
 
 class Engine:
@@ -134,6 +149,9 @@ class Engine:
         pulled = {-1: self._submit(_pull, self._for_pull(dict(enumerate(pushed)), owners, hub),
                                    seed, worker=hub, name="pull-init")}
         states = {-1: list(pushed)}
+        carried = {-1: [self._submit(_init_carried, c, worker=owners[c % len(owners)],
+                                     name=f"carried-init-{c}")
+                        for c in range(program.n_carried)]}
         pending = deque()
         final_round = None
         bar = _progress_bar(self.max_rounds) if self.progress else None
@@ -156,13 +174,20 @@ class Engine:
         try:
             for t in range(self.max_rounds):
                 instructions = program.schedule(t, history.records)
+                check_carried_assignment(instructions)
                 source = pulled[max(-1, t - 1 - self.staleness)]
                 current = list(states[t - 1])
+                moving = list(carried[t - 1])
                 round_pushes = {}
                 for b, instruction in instructions.items():
+                    c = carried_id(instruction)
+                    extra = () if c is None else (moving[c],)
                     current[b] = round_pushes[b] = self._submit(
-                        _push, data[b], current[b], instruction, source,
+                        _push, data[b], current[b], instruction, source, *extra,
                         worker=owners[b], name=f"push-{b}-{t}")
+                    if c is not None:
+                        moving[c] = self._submit_plain(_carried, current[b], worker=owners[b])
+                carried[t] = moving
                 pulled[t] = self._submit(_pull, self._for_pull(round_pushes, owners, hub),
                                          pulled[t - 1], worker=hub, name=f"pull-{t}")
                 states[t] = current
@@ -172,7 +197,8 @@ class Engine:
                     final_round = read_oldest()
                 if final_round is not None:
                     break
-                _forget_before(pulled, states, t - max(self.staleness, self.pipeline_depth + lag) - 2)
+                _forget_before((pulled, states, carried),
+                               t - max(self.staleness, self.pipeline_depth + lag) - 2)
             while final_round is None and pending:
                 final_round = read_oldest()
         finally:
@@ -187,11 +213,11 @@ class Engine:
         history.stats.wall_seconds = perf_counter() - start
         return EngineResult(params=params,
                             data=[PinnedBlock(d, w) for d, w in zip(data, owners)],
-                            history=history)
+                            history=history, carried=carried[kept])
 
 
-def _forget_before(pulled, states, round_index):
-    for table in (pulled, states):
+def _forget_before(tables, round_index):
+    for table in tables:
         for t in [t for t in table if -1 <= t < round_index]:
             del table[t]
 

@@ -20,7 +20,16 @@ class Program(ABC):
 
     ``shared`` is the small state every block needs (a residual, topic totals, ...). With
     staleness ``s`` the push of round ``t`` sees the ``shared`` of round ``t - 1 - s``.
+
+    *Carried blocks* are parameter blocks that move from worker to worker (LDA's word-topic rows
+    of a vocabulary block). A program with ``n_carried > 0`` builds them with ``init_carried``;
+    an instruction with an attribute ``carried`` (an id) hands that block to the push, which is
+    then called with ``carried=value`` and returns ``(state, partial, new_value)``. The new value
+    stays on the push's worker until the next push that asks for it takes it, worker to worker.
     """
+
+    #: Number of carried blocks (0: every parameter stays with its data block).
+    n_carried = 0
 
     #: Rounds between the state a report describes and the round that sent it. A program that
     #: measures its objective at the start of a push, before updating, reports on the previous
@@ -62,6 +71,10 @@ class Program(ABC):
         ``report`` is a small dict (objective, gap, counts) that travels to the client.
         """
 
+    def init_carried(self, carried_id):
+        """The initial value of a carried block (built on a worker)."""
+        raise NotImplementedError(f"{type(self).__name__} has no carried blocks")
+
     @abstractmethod
     def block_result(self, data, state, shared):
         """The parameter block as an array, committed with ``shared`` of the same round."""
@@ -74,25 +87,35 @@ class Program(ABC):
 def run_sequential(program, data_blocks, max_rounds, staleness=0):
     """Run a program in a plain loop, without Dask: the reference the engine must reproduce.
 
-    Returns ``(parameter_blocks, reports)``.
+    Returns ``(parameter_blocks, reports)``, or ``(parameter_blocks, reports, carried_blocks)``
+    for a program with carried blocks.
     """
     data = [program.prepare_block(raw, b) for b, raw in enumerate(data_blocks)]
     started = [program.init_block(d, b) for b, d in enumerate(data)]
     states = [state for state, _ in started]
     shared, report = program.pull({b: p for b, (_, p) in enumerate(started)}, program.initial_shared())
+    carried = [program.init_carried(c) for c in range(program.n_carried)]
     shared_by_round = {-1: shared}
     states_by_round = {-1: list(states)}
+    carried_by_round = {-1: list(carried)}
     reports = []
     final = -1
     for t in range(max_rounds):
         instructions = program.schedule(t, reports)
         source = shared_by_round[max(-1, t - 1 - staleness)]
+        check_carried_assignment(instructions)
         partials = {}
         for b, instruction in instructions.items():
-            states[b], partials[b] = program.push(data[b], states[b], instruction, source)
+            c = carried_id(instruction)
+            if c is None:
+                states[b], partials[b] = program.push(data[b], states[b], instruction, source)
+            else:
+                states[b], partials[b], carried[c] = program.push(
+                    data[b], states[b], instruction, source, carried=carried[c])
         shared, report = program.pull(partials, shared)
         shared_by_round[t] = shared
         states_by_round[t] = list(states)
+        carried_by_round[t] = list(carried)
         reports.append(report)
         final = t
         if program.converged(report):
@@ -102,4 +125,18 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
         program.block_result(d, s, shared_by_round[final])
         for d, s in zip(data, states_by_round[final])
     ]
+    if program.n_carried:
+        return params, reports, carried_by_round[final]
     return params, reports
+
+
+def carried_id(instruction):
+    """The carried block an instruction asks for, or None."""
+    return getattr(instruction, "carried", None)
+
+
+def check_carried_assignment(instructions):
+    """A carried block can be in one place at a time."""
+    wanted = [c for c in map(carried_id, instructions.values()) if c is not None]
+    if len(wanted) != len(set(wanted)):
+        raise ValueError(f"a carried block is scheduled for two blocks in one round: {wanted}")
