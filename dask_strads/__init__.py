@@ -4,15 +4,15 @@ from .programs import Program, run_sequential
 
 __version__ = "0.1.0"
 
-__all__ = ["Engine", "Lasso", "Program", "close_embedded_client", "embedded_client",
+__all__ = ["Engine", "Lasso", "LatentDirichletAllocation", "Program", "close_embedded_client", "embedded_client",
            "run_sequential"]
 
 
 def __getattr__(name):
     # Estimators pull in scikit-learn; workers, which import this package to run programs, don't
     # need it, so it is loaded on first use.
-    if name == "Lasso":
-        from .estimators import Lasso
+    if name in ("Lasso", "LatentDirichletAllocation"):
+        from . import estimators
 
-        return Lasso
+        return getattr(estimators, name)
     raise AttributeError(f"module 'dask_strads' has no attribute {name!r}")

@@ -1,0 +1,239 @@
+"""``dask_strads.LatentDirichletAllocation``: collapsed Gibbs LDA with the STRADS word rotation."""
+import dask
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+
+from ..engine import Engine, place_blocks, worker_addresses
+from ..kernels.lda_inference import documents_log_likelihood, infer_documents
+from ..programs.lda import LDAProgram, make_shard, vocabulary_blocks
+from .base import DaskEstimatorMixin
+from .inputs import block_edges, check_number, check_positive_int, is_dask_array, to_scipy_if_pydata
+
+
+class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
+                                TransformerMixin, BaseEstimator):
+    """LDA by model-parallel collapsed Gibbs sampling (STRADS word rotation).
+
+    Documents are split into one shard per worker; the vocabulary into ``n_vocab_blocks`` blocks
+    (default: one per worker) balanced by token count, whose word-topic rows rotate among the
+    workers (see :mod:`dask_strads.programs.lda`). ``max_iter`` iterations sample every token
+    ``max_iter`` times.
+
+    Parameters
+    ----------
+    n_components : int
+        Number of topics K.
+    doc_topic_prior, topic_word_prior : float or None
+        alpha and beta; None gives 1 / n_components (scikit-learn's default).
+    max_iter : int
+        Gibbs iterations (each samples every token once).
+    n_vocab_blocks : int or None
+        Vocabulary blocks U >= number of workers; None: one per worker.
+    staleness : int
+        Sub-rounds a shard may run ahead of the reconciled topic totals (0: synchronous).
+    transform_iter : int
+        Gibbs sweeps per document in ``transform`` (half of them burn-in).
+    random_state, progress, callback
+        As in :class:`dask_strads.Lasso`.
+
+    Attributes
+    ----------
+    components_ : ndarray (K, V)
+        Word-topic counts plus ``topic_word_prior``: rows proportional to the topics.
+    n_iter_, history_
+        Iterations run; per-iteration records (iteration, time, log_likelihood per token,
+        tokens_per_second) and the engine's totals in ``history_.stats``.
+    """
+
+    def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,
+                 max_iter=100, n_vocab_blocks=None, staleness=0, transform_iter=50,
+                 random_state=None, progress=False, callback=None):
+        self.n_components = n_components
+        self.doc_topic_prior = doc_topic_prior
+        self.topic_word_prior = topic_word_prior
+        self.max_iter = max_iter
+        self.n_vocab_blocks = n_vocab_blocks
+        self.staleness = staleness
+        self.transform_iter = transform_iter
+        self.random_state = random_state
+        self.progress = progress
+        self.callback = callback
+
+    # -- parameters and input ---------------------------------------------------------------
+    def _priors(self):
+        alpha = self.doc_topic_prior if self.doc_topic_prior is not None else 1 / self.n_components
+        beta = self.topic_word_prior if self.topic_word_prior is not None else 1 / self.n_components
+        return float(alpha), float(beta)
+
+    def _check_params(self):
+        check_positive_int(self.n_components, "n_components")
+        check_positive_int(self.max_iter, "max_iter")
+        check_positive_int(self.transform_iter, "transform_iter", minimum=2)
+        check_positive_int(self.staleness, "staleness", minimum=0)
+        if self.n_vocab_blocks is not None:
+            check_positive_int(self.n_vocab_blocks, "n_vocab_blocks")
+        for name in ("doc_topic_prior", "topic_word_prior"):
+            if getattr(self, name) is not None:
+                check_number(getattr(self, name), name, low=0.0, low_open=True)
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError("callback must be callable or None")
+
+    def _check_counts(self, X, reset):
+        """X as CSR int64 counts (or a dask array, checked chunk by chunk), with its column sums."""
+        if is_dask_array(X):
+            if X.ndim != 2 or 0 in X.shape:
+                raise ValueError(f"X must be a non-empty 2D array, got shape {X.shape}")
+            if not reset and X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
+            flags = X.map_blocks(_count_flags, chunks=(1, 1, 3), new_axis=2, dtype=bool)
+            with self._resolved_client().as_current():
+                ok, word_counts = dask.compute(flags.all(axis=(0, 1)), X.sum(axis=0))
+            _raise_unless_counts(*ok)
+            if reset:
+                self.n_features_in_ = X.shape[1]
+            return X, np.asarray(getattr(word_counts, "todense", lambda: word_counts)()).ravel()
+        X = validate_data(self, to_scipy_if_pydata(X), accept_sparse="csr", dtype=np.float64,
+                          reset=reset, ensure_min_samples=1, ensure_min_features=1)
+        X = sp.csr_matrix(X)
+        _raise_unless_counts(True, bool(np.all(X.data >= 0)),
+                             bool(np.all(X.data == np.round(X.data))))
+        X = X.astype(np.int64)
+        X.eliminate_zeros()
+        return X, np.asarray(X.sum(axis=0)).ravel()
+
+    # -- fitting ------------------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Fit the topics to a document-term count matrix (documents x words)."""
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, and return the training documents' topic distributions from the final sampler
+        state: (n_dk + alpha) / (n_d + K alpha), rows summing to 1."""
+        return self._fit(X)
+
+    def _fit(self, X):
+        self._check_params()
+        X, word_counts = self._check_counts(X, reset=True)
+        alpha, beta = self._priors()
+        seed = int(check_random_state(self.random_state).randint(2**31 - 1))
+        client = self._resolved_client()
+        n_workers = len(worker_addresses(client))
+        n_shards = max(1, min(n_workers, X.shape[0]))
+        n_blocks = max(n_shards, self.n_vocab_blocks or n_shards)
+        block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks, seed)
+        edges = block_edges(X.shape[0], n_shards)
+
+        def shard(rows):
+            return make_shard(sp.csr_matrix(to_scipy_if_pydata(rows)), block_of_word, local_index,
+                              n_blocks)
+
+        if is_dask_array(X):
+            X = X.rechunk({0: tuple(np.diff(edges)), 1: -1})
+            raw = [dask.delayed(shard)(chunk) for chunk in X.to_delayed()[:, 0]]
+        else:
+            raw = [shard(X[lo:hi]) for lo, hi in zip(edges[:-1], edges[1:])]
+        program = LDAProgram(self.n_components, alpha, beta, len(word_counts), sizes, n_shards,
+                             seed)
+        engine = Engine(program, client, staleness=self.staleness,
+                        max_rounds=self.max_iter * n_blocks, progress=self.progress,
+                        callback=self.callback)
+        result = engine.run(place_blocks(client, raw))
+        n_dk = np.vstack(client.gather(result.params)).astype(np.float64)
+        blocks = client.gather(result.carried)
+        topic_word = np.zeros((self.n_components, len(word_counts)))
+        for w in range(len(word_counts)):
+            topic_word[:, w] = blocks[block_of_word[w]].n_wk[local_index[w]]
+        self.components_ = topic_word + beta
+        self.n_iter_ = result.history.stats.rounds // n_blocks
+        self.history_ = _per_iteration(result.history, n_blocks)
+        self.n_vocab_blocks_ = n_blocks
+        return (n_dk + alpha) / (n_dk.sum(axis=1, keepdims=True) + self.n_components * alpha)
+
+    # -- inference ----------------------------------------------------------------------------
+    def _phi_by_word(self):
+        return np.ascontiguousarray((self.components_ / self.components_.sum(axis=1,
+                                                                            keepdims=True)).T)
+
+    def transform(self, X):
+        """Topic distributions of documents, by Gibbs sampling with the topics fixed."""
+        check_is_fitted(self)
+        X, _ = self._check_counts(X, reset=False)
+        if is_dask_array(X):
+            return X.map_blocks(self._transform_in_memory, dtype=np.float64,
+                                chunks=(X.chunks[0], (self.n_components,)))
+        return self._transform_in_memory(X)
+
+    def _transform_in_memory(self, X):
+        X = sp.csr_matrix(to_scipy_if_pydata(X), dtype=np.int64)
+        seed = int(check_random_state(self.random_state).randint(2**31 - 1))
+        return infer_documents(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data,
+                               self._phi_by_word(), self._priors()[0], self.transform_iter,
+                               self.transform_iter // 2, seed)
+
+    def score(self, X, y=None):
+        """Log-likelihood of X: sum over tokens of log sum_k theta_dk phi_kw, with theta from
+        :meth:`transform`."""
+        theta = self.transform(X)
+        X, _ = self._check_counts(X, reset=False)
+        if is_dask_array(X):
+            X, theta = dask.compute(X, theta)
+        X = sp.csr_matrix(to_scipy_if_pydata(X), dtype=np.int64)
+        return float(documents_log_likelihood(X.indptr.astype(np.int64),
+                                              X.indices.astype(np.int64), X.data,
+                                              np.asarray(theta), self._phi_by_word()))
+
+    def perplexity(self, X):
+        """exp(-score / number of tokens)."""
+        total = X.sum()
+        total = float(total.compute() if is_dask_array(X) else total)
+        return float(np.exp(-self.score(X) / max(total, 1.0)))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.requires_fit = True
+        return tags
+
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
+
+def _count_flags(block):
+    """[finite, non-negative, integer] of one chunk, shaped (1, 1, 3)."""
+    block = to_scipy_if_pydata(block)
+    values = block.data if sp.issparse(block) else np.asarray(block)
+    finite = bool(np.all(np.isfinite(values)))
+    flags = [finite, bool(np.all(values >= 0)),
+             finite and bool(np.all(values == np.round(values)))]
+    return np.array(flags).reshape(1, 1, 3)
+
+
+def _raise_unless_counts(finite, non_negative, integer):
+    if not finite:
+        raise ValueError("Input X contains NaN or infinity: LDA needs word counts.")
+    if not non_negative:
+        raise ValueError("Negative values in data passed to LatentDirichletAllocation: it needs "
+                         "non-negative word counts.")
+    if not integer:
+        raise ValueError("Input X contains non-integer values: LDA needs integer word counts.")
+
+
+def _per_iteration(history, n_blocks):
+    """One record per iteration (n_blocks sub-rounds): per-token log-likelihood and speed."""
+    records = []
+    for start in range(0, len(history.records) - n_blocks + 1, n_blocks):
+        group = history.records[start:start + n_blocks]
+        tokens = sum(r["tokens"] for r in group)
+        previous_time = history.records[start - 1]["time"] if start else 0.0
+        seconds = group[-1]["time"] - previous_time
+        records.append({"iteration": start // n_blocks, "time": group[-1]["time"],
+                        "log_likelihood": sum(r["log_likelihood"] for r in group) / tokens,
+                        "tokens_per_second": tokens / seconds if seconds > 0 else float("inf")})
+    history.records[:] = records
+    return history

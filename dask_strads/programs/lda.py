@@ -1,0 +1,183 @@
+"""The STRADS LDA program: collapsed Gibbs sampling with the word-rotation schedule.
+
+Documents are split into P shards, one per worker, whose tokens, topic assignments and
+document-topic counts never move. The vocabulary is split into U >= P blocks; a block's
+word-topic rows are a *carried block* (see :class:`~dask_strads.programs.Program`). In sub-round
+t (one engine round) shard p samples its tokens whose words are in block (p + t) mod U, then
+the block moves on, worker to worker. U sub-rounds make one iteration: every token sampled once.
+
+Topic totals n_k: each push samples against the totals of the last pull plus its own changes,
+and the pull adds up the shards' changes once per sub-round, as in the paper. Within a sub-round
+a shard does not see the other shards' changes to n_k: a staleness of at most one sub-round in
+the denominators (n_k + V beta), which are large, so the effect is small.
+
+Initialisation: topics are drawn uniformly; the topic totals count every token from the start.
+A block's word-topic rows start empty and each shard adds its own tokens' counts the first time
+it holds the block, so during the first iteration a block's rows count only the shards that
+have held it (a sequential initialisation); from the second iteration on all counts are exact.
+"""
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+
+from ..kernels.lda import (block_log_likelihood, count_rows, nonzero_topics, random_topics,
+                           row_state, sample_block, topic_dtype, topic_totals)
+from .base import Program
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A shard's tokens grouped by vocabulary block: block u holds tokens
+    ``starts[u]:starts[u + 1]`` (sorted by document)."""
+
+    doc: np.ndarray
+    word: np.ndarray  # index local to the token's vocabulary block
+    starts: np.ndarray
+    n_docs: int
+
+
+@dataclass(frozen=True)
+class ShardState:
+    z: np.ndarray
+    n_dk: np.ndarray
+    doc_topics: np.ndarray
+    doc_nnz: np.ndarray
+    counted: np.ndarray  # per block: has this shard added its tokens to the block's rows
+
+
+@dataclass(frozen=True)
+class WordBlock:
+    n_wk: np.ndarray
+    word_topics: np.ndarray
+    word_nnz: np.ndarray
+
+
+@dataclass(frozen=True)
+class SubRound:
+    round: int
+    carried: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class SampleReport:
+    """A push's partial: its change to the topic totals and what it sampled."""
+
+    n_k_change: np.ndarray
+    tokens: int = 0
+    log_likelihood: float = 0.0
+    sampling_seconds: float = 0.0
+
+
+def vocabulary_blocks(word_counts, n_blocks, seed):
+    """Block of each word and its index within the block: words shuffled, then cut into
+    ``n_blocks`` runs of about equal token counts. Returns ``(block_of_word, local_index,
+    block_sizes)``."""
+    order = np.random.default_rng(seed).permutation(len(word_counts))
+    cumulative = np.cumsum(np.asarray(word_counts, dtype=np.float64)[order])
+    total = cumulative[-1] if len(cumulative) else 0.0
+    if total > 0:
+        block_in_order = np.minimum((cumulative - 0.5 * word_counts[order]) * n_blocks // total,
+                                    n_blocks - 1).astype(np.int64)
+    else:
+        block_in_order = np.arange(len(order)) * n_blocks // max(len(order), 1)
+    block_of_word = np.empty(len(order), dtype=np.int64)
+    block_of_word[order] = block_in_order
+    local_index = np.empty(len(order), dtype=np.int64)
+    sizes = np.zeros(n_blocks, dtype=np.int64)
+    for w in order:  # local indices in shuffled order, per block
+        local_index[w] = sizes[block_of_word[w]]
+        sizes[block_of_word[w]] += 1
+    return block_of_word, local_index, sizes
+
+
+def make_shard(X_rows, block_of_word, local_index, n_blocks):
+    """Tokens of a CSR matrix of documents (rows) as a :class:`Shard`."""
+    X_rows = X_rows.tocsr()
+    counts = X_rows.data.astype(np.int64)
+    doc = np.repeat(np.repeat(np.arange(X_rows.shape[0]), np.diff(X_rows.indptr)), counts)
+    words = np.repeat(X_rows.indices, counts)
+    block = block_of_word[words]
+    order = np.lexsort((doc, block))
+    starts = np.searchsorted(block[order], np.arange(n_blocks + 1))
+    return Shard(doc[order].astype(np.int64), local_index[words][order].astype(np.int64),
+                 starts, X_rows.shape[0])
+
+
+class LDAProgram(Program):
+    """Collapsed Gibbs LDA with K topics, priors alpha and beta, vocabulary of ``n_vocab`` words
+    cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards."""
+
+    report_lag = 0
+
+    def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0):
+        self.n_topics = n_topics
+        self.alpha = alpha
+        self.beta = beta
+        self.n_vocab = n_vocab
+        self.block_sizes = list(block_sizes)
+        self.n_carried = len(self.block_sizes)
+        self.n_shards = n_shards
+        self.seed = seed
+
+    def initial_shared(self):
+        return np.zeros(self.n_topics, dtype=np.int64)
+
+    def init_block(self, data, block_id):
+        z = random_topics(len(data.doc), self.n_topics, self.seed * 7919 + block_id)
+        n_dk, doc_topics, doc_nnz = row_state(data.doc, z, data.n_docs, self.n_topics)
+        counted = np.zeros(self.n_carried, dtype=bool)
+        state = ShardState(z, n_dk, doc_topics, doc_nnz, counted)
+        return state, SampleReport(topic_totals(z, self.n_topics))
+
+    def init_carried(self, carried_id):
+        rows = self.block_sizes[carried_id]
+        return WordBlock(np.zeros((rows, self.n_topics), dtype=np.int32),
+                         np.zeros((rows, self.n_topics), dtype=topic_dtype(self.n_topics)),
+                         np.zeros(rows, dtype=np.int32))
+
+    def schedule(self, round_index, history):
+        step = round_index % self.n_carried
+        return {p: SubRound(round_index, (p + step) % self.n_carried,
+                            (self.seed * 1_000_003 + round_index * 1009 + p) % (2**31 - 1))
+                for p in range(self.n_shards)}
+
+    def push(self, data, state, instruction, shared, carried):
+        u = instruction.carried
+        tokens = slice(data.starts[u], data.starts[u + 1])
+        doc, word = data.doc[tokens], data.word[tokens]
+        z = state.z.copy()
+        n_dk, doc_topics, doc_nnz = (state.n_dk.copy(), state.doc_topics.copy(),
+                                     state.doc_nnz.copy())
+        counted = state.counted
+        if counted[u]:
+            block = WordBlock(carried.n_wk.copy(), carried.word_topics.copy(),
+                              carried.word_nnz.copy())
+        else:
+            n_wk = carried.n_wk + count_rows(word, z[tokens], len(carried.n_wk), self.n_topics)
+            block = WordBlock(n_wk, *nonzero_topics(n_wk))
+            counted = counted.copy()
+            counted[u] = True
+        n_k = shared.copy()
+        start = perf_counter()
+        sample_block(doc, word, z[tokens], n_dk, doc_topics, doc_nnz, block.n_wk,
+                     block.word_topics, block.word_nnz, n_k, self.alpha, self.beta, self.n_vocab,
+                     instruction.seed)
+        seconds = perf_counter() - start
+        log_likelihood = block_log_likelihood(
+            doc, word, n_dk, doc_topics, doc_nnz, block.n_wk, block.word_topics,
+            block.word_nnz, n_k, self.alpha, self.beta, self.n_vocab)
+        report = SampleReport(n_k - shared, len(doc), log_likelihood, seconds)
+        return ShardState(z, n_dk, doc_topics, doc_nnz, counted), report, block
+
+    def pull(self, partials, shared):
+        reports = list(partials.values())
+        n_k = shared + np.sum([r.n_k_change for r in reports], axis=0)
+        return n_k, {"tokens": sum(r.tokens for r in reports),
+                     "log_likelihood": sum(r.log_likelihood for r in reports),
+                     "sampling_seconds": max((r.sampling_seconds for r in reports), default=0.0)}
+
+    def block_result(self, data, state, shared):
+        """The shard's document-topic counts."""
+        return state.n_dk

@@ -1,0 +1,85 @@
+"""dask_strads.LatentDirichletAllocation against planted topics and its own definitions."""
+import dask.array as da
+import numpy as np
+import pytest
+
+from dask_strads import LatentDirichletAllocation
+from dask_strads.datasets import make_lda_corpus, match_topics
+
+K = 5
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_lda_corpus(n_docs=300, n_words=400, n_topics=K, doc_length=80, random_state=3)
+
+
+@pytest.fixture
+def client(client_factory):
+    client = client_factory(2)
+    with client.as_current():
+        yield client
+
+
+def fitted(X, client, **params):
+    model = LatentDirichletAllocation(K, doc_topic_prior=0.1, topic_word_prior=0.01,
+                                      max_iter=60, random_state=0, **params)
+    model.client = client
+    return model, model.fit_transform(X)
+
+
+def test_recovers_planted_topics_and_counts_every_token(corpus, client):
+    X, phi, _ = corpus
+    model, theta = fitted(X, client)
+    topics = model.components_ / model.components_.sum(axis=1, keepdims=True)
+    assert match_topics(topics, phi)[0] >= 0.9
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0)
+    assert model.components_.shape == (K, X.shape[1])
+    assert (model.components_ - 0.01).sum() == pytest.approx(X.sum())
+    assert model.n_iter_ == 60 and len(model.history_) == 60
+    likelihoods = [r["log_likelihood"] for r in model.history_]
+    assert likelihoods[-1] > likelihoods[0]
+
+
+def test_transform_score_and_perplexity_agree_with_their_definitions(corpus, client):
+    X, _, _ = corpus
+    model, theta = fitted(X, client)
+    new_theta = model.transform(X[:40])
+    np.testing.assert_allclose(new_theta.sum(axis=1), 1.0)
+    assert np.abs(new_theta - theta[:40]).mean() < 0.05  # same documents, topics fixed
+    phi = model.components_ / model.components_.sum(axis=1, keepdims=True)
+    dense = X[:40].toarray()
+    expected = float(np.sum(dense * np.log(new_theta @ phi)))
+    assert model.score(X[:40]) == pytest.approx(expected, rel=1e-2)  # transform is sampled
+    assert model.perplexity(X[:40]) == pytest.approx(
+        np.exp(-model.score(X[:40]) / dense.sum()), rel=1e-2)
+
+
+def test_dask_input_gives_the_in_memory_result(corpus, client):
+    X, _, _ = corpus
+    _, theta = fitted(X, client)
+    model, theta_dask = fitted(da.from_array(X.toarray(), chunks=(100, 400)), client)
+    np.testing.assert_array_equal(theta_dask, theta)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda X: -X, "Negative values"),
+    (lambda X: X * 0.5, "non-integer"),
+    (lambda X: np.where(X > 0, np.nan, 0.0), "NaN"),
+    (lambda X: X[:0], "0 sample"),
+])
+def test_bad_counts_raise_and_leave_the_fit_intact(corpus, client, bad, message):
+    X, _, _ = corpus
+    model, _ = fitted(X, client)
+    before = model.components_.copy()
+    with pytest.raises(ValueError, match=message):
+        model.fit(bad(X.toarray().astype(float)))
+    np.testing.assert_array_equal(model.components_, before)
+
+
+@pytest.mark.parametrize("params", [dict(n_components=0), dict(max_iter=1.5),
+                                    dict(doc_topic_prior=-1.0), dict(staleness=-1)])
+def test_bad_parameters_raise(corpus, client, params):
+    X, _, _ = corpus
+    with pytest.raises(ValueError):
+        LatentDirichletAllocation(**params).fit(X)

@@ -1,0 +1,79 @@
+"""The LDA program (word rotation over carried vocabulary blocks) in a loop and on the engine."""
+import numpy as np
+import pytest
+
+from dask_strads import Engine, run_sequential
+from dask_strads.datasets import make_lda_corpus, match_topics
+from dask_strads.engine import place_blocks
+from dask_strads.programs.lda import LDAProgram, make_shard, vocabulary_blocks
+
+N_TOPICS, ALPHA, BETA = 5, 0.1, 0.01
+
+
+def setup(n_shards=2, n_blocks=3, seed=0):
+    X, phi, _ = make_lda_corpus(n_docs=200, n_words=400, n_topics=N_TOPICS, doc_length=80,
+                                random_state=seed)
+    word_counts = np.asarray(X.sum(axis=0)).ravel()
+    block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks, seed)
+    edges = np.linspace(0, X.shape[0], n_shards + 1).astype(int)
+    shards = [make_shard(X[lo:hi], block_of_word, local_index, n_blocks)
+              for lo, hi in zip(edges[:-1], edges[1:])]
+    program = LDAProgram(N_TOPICS, ALPHA, BETA, X.shape[1], sizes, n_shards, seed=seed)
+    return X, phi, shards, program, (block_of_word, local_index)
+
+
+def topic_word_counts(carried, words, n_vocab):
+    block_of_word, local_index = words
+    return np.stack([carried[block_of_word[w]].n_wk[local_index[w]] for w in range(n_vocab)],
+                    axis=1)
+
+
+def test_vocabulary_blocks_cover_every_word_once_and_balance_tokens():
+    counts = np.minimum(np.random.default_rng(1).zipf(1.3, size=3000), 500).astype(float)
+    counts[:100] = 0  # words that never occur
+    block_of_word, local_index, sizes = vocabulary_blocks(counts, 4, seed=0)
+    assert sizes.sum() == len(counts)
+    for u in range(4):
+        assert sorted(local_index[block_of_word == u]) == list(range(sizes[u]))
+    tokens = np.array([counts[block_of_word == u].sum() for u in range(4)])
+    assert np.all(np.abs(tokens - counts.sum() / 4) <= counts.max())  # within a word of even
+
+
+def test_shards_hold_every_token_grouped_by_block():
+    X, _, shards, _, (block_of_word, local_index) = setup()
+    assert sum(len(s.doc) for s in shards) == X.sum()
+    for shard in shards:
+        for u in range(len(shard.starts) - 1):
+            docs = shard.doc[shard.starts[u]:shard.starts[u + 1]]
+            assert np.all(np.diff(docs) >= 0)
+
+
+def test_sequential_program_recovers_planted_topics_with_consistent_counts():
+    X, phi, shards, program, words = setup()
+    iterations = 60
+    params, reports, carried = run_sequential(program, shards, iterations * program.n_carried)
+    n_wk = topic_word_counts(carried, words, X.shape[1])
+    n_dk = np.vstack(params)
+    assert n_wk.sum() == n_dk.sum() == X.sum()
+    np.testing.assert_array_equal(n_dk.sum(axis=1), np.asarray(X.sum(axis=1)).ravel())
+    np.testing.assert_array_equal(n_wk.sum(axis=1), n_dk.sum(axis=0))  # the topic totals
+    similarity, _ = match_topics((n_wk + BETA) / (n_wk + BETA).sum(axis=1, keepdims=True), phi)
+    assert similarity >= 0.9
+    # every token is sampled once per iteration of n_carried sub-rounds
+    assert sum(r["tokens"] for r in reports[:program.n_carried]) == X.sum()
+
+
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_engine_matches_the_sequential_loop(client_factory, staleness):
+    client = client_factory(2)
+    X, _, shards, program, words = setup()
+    rounds = 5 * program.n_carried
+    pinned = place_blocks(client, shards)
+    result = Engine(program, client, staleness=staleness, max_rounds=rounds).run(pinned)
+    params, reports, carried = run_sequential(program, shards, rounds, staleness=staleness)
+    np.testing.assert_array_equal(np.vstack(client.gather(result.params)), np.vstack(params))
+    np.testing.assert_array_equal(
+        topic_word_counts(client.gather(result.carried), words, X.shape[1]),
+        topic_word_counts(carried, words, X.shape[1]))
+    ours = [r["log_likelihood"] for r in result.history]
+    assert ours == pytest.approx([r["log_likelihood"] for r in reports], rel=1e-12)
