@@ -256,8 +256,7 @@ def test_lda_corpus_planted_topics_recoverable():
     planted topics merged, one split), with scikit-learn's variational Bayes as well: a
     single missed topic out of 10 is enough to fall below 0.9.
     """
-    lda = pytest.importorskip("lda", reason="the reference sampler is the `lda` package "
-                                            "(test extra)")
+    import lda  # the reference sampler (test extra)
     import logging
 
     logging.getLogger("lda").addHandler(logging.NullHandler())  # no basicConfig from lda
@@ -310,7 +309,6 @@ def test_match_topics_noisy_and_rectangular():
 # --- load_reuters ---------------------------------------------------------------------
 
 def test_reuters():
-    pytest.importorskip("lda", reason="load_reuters needs the `lda` package (test extra)")
     X, vocab = load_reuters()
     assert sp.isspmatrix_csr(X) and X.dtype == np.int64
     assert X.shape == (395, 4258) and len(vocab) == 4258

@@ -215,7 +215,7 @@ def test_data_blocks_stay_pinned(request, client_factory, system, where):
 
 
 def test_place_blocks_persists_lazy_blocks(client_factory):
-    da = pytest.importorskip("dask.array")
+    import dask.array as da
     client = client_factory(2, processes=True)
     x = np.arange(40.0).reshape(20, 2)
     lazy = da.from_array(x, chunks=(5, 2))
