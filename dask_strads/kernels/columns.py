@@ -1,7 +1,8 @@
 """Column access for dense (Fortran) and CSC blocks, chosen at compile time.
 
 A block is either a 2-D float64 array or a tuple ``(indptr, indices, data)`` of a CSC matrix;
-every kernel is written once against these four primitives.
+every kernel is written once against the primitives below (numba picks the implementation
+from the argument's type when it compiles the caller).
 """
 import numpy as np
 from numba import njit, types
@@ -9,7 +10,7 @@ from numba.extending import overload
 
 
 def n_columns(X):
-    raise NotImplementedError  # replaced by the numba overloads below
+    raise NotImplementedError  # numba-only: the overloads below are the implementations
 
 
 def column_dot(X, j, v):
@@ -34,25 +35,6 @@ def column_accumulate(X, j, a, v, seen, rows, n_rows):
 
 def column_dot_self(X, j):
     raise NotImplementedError
-
-
-@overload(column_dot_self)
-def _column_dot_self(X, j):
-    if _is_dense(X):
-        def dense(X, j):
-            total = 0.0
-            for i in range(X.shape[0]):
-                total += X[i, j] * X[i, j]
-            return total
-        return dense
-
-    def csc(X, j):
-        indptr, indices, data = X
-        total = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            total += data[p] * data[p]
-        return total
-    return csc
 
 
 def _is_dense(X):
@@ -157,6 +139,25 @@ def _column_accumulate(X, j, a, v, seen, rows, n_rows):
                 rows[n_rows] = i
                 n_rows += 1
         return n_rows
+    return csc
+
+
+@overload(column_dot_self)
+def _column_dot_self(X, j):
+    if _is_dense(X):
+        def dense(X, j):
+            total = 0.0
+            for i in range(X.shape[0]):
+                total += X[i, j] * X[i, j]
+            return total
+        return dense
+
+    def csc(X, j):
+        indptr, indices, data = X
+        total = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            total += data[p] * data[p]
+        return total
     return csc
 
 
