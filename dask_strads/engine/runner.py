@@ -46,7 +46,7 @@ def _init_carried(program, carried_id):
 
 
 def _pull(program, pushed, previous):
-    """Pushed values are ``(state, partial, seconds)`` or ``(partial, seconds)``."""
+    """Pushed values are whole pushes (blocks on the hub) or ``(partial, seconds)``."""
     start = perf_counter()
     shared, report = program.pull({b: p[-2] for b, p in pushed.items()}, previous[0])
     report = dict(report)
