@@ -53,7 +53,7 @@ def main():
                          time.perf_counter() - start))
         rows[name] = [statistics.median(column) for column in zip(*runs)]
     cyclic = rows["cyclic, rho 0.1"][0]
-    print(f"\n| schedule | evaluated | changed | rounds | seconds | evaluated / cyclic |")
+    print("\n| schedule | evaluated | changed | rounds | seconds | evaluated / cyclic |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, (evaluated, changed, rounds, seconds) in rows.items():
         print(f"| {name} | {evaluated:,.0f} | {changed:,.0f} | {rounds:.0f} | {seconds:.2f} "

@@ -5,7 +5,7 @@ import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import check_array, check_consistent_length
+from sklearn.utils.validation import check_consistent_length
 
 try:
     import sparse as pydata_sparse
@@ -48,10 +48,14 @@ def check_dask_design(X, y):
     return X, np.asarray(means.todense() if hasattr(means, "todense") else means), y_np
 
 
-def _all_finite_block(block):
+def stored_values(block):
+    """The values a chunk stores: all entries of a dense one, the explicit ones of a sparse one."""
     block = to_scipy_if_pydata(block)
-    values = block.data if sp.issparse(block) else np.asarray(block)
-    return np.array([[bool(np.isfinite(values).all())]])
+    return block.data if sp.issparse(block) else np.asarray(block)
+
+
+def _all_finite_block(block):
+    return np.array([[bool(np.isfinite(stored_values(block)).all())]])
 
 
 def check_in_memory_design(X, y, estimator):
@@ -87,17 +91,19 @@ def block_edges(n_features, n_blocks):
     return np.linspace(0, n_features, n_blocks + 1).astype(int)
 
 
-def feature_blocks(X, edges, make_block):
-    """``make_block(X_columns, lo, hi)`` for each block: eagerly, or lazily for dask arrays."""
+def blocks_along(X, edges, make_block, axis):
+    """``make_block(part, lo, hi)`` for the parts of X cut at ``edges`` along ``axis`` (1: column
+    blocks, 0: row blocks): eagerly, or lazily for dask arrays (computed where they land)."""
     pairs = list(zip(edges[:-1], edges[1:]))
     if is_dask_array(X):
-        X = X.rechunk({0: -1, 1: tuple(np.diff(edges))})
-        chunks = X.to_delayed()[0]
+        X = X.rechunk({axis: tuple(np.diff(edges)), 1 - axis: -1})
+        chunks = X.to_delayed().ravel()
         return [dask.delayed(_lazy_block)(make_block, chunk, lo, hi)
                 for chunk, (lo, hi) in zip(chunks, pairs)]
     if sp.issparse(X):
-        X = X.tocsc()
-    return [make_block(X[:, lo:hi], lo, hi) for lo, hi in pairs]
+        X = X.tocsc() if axis == 1 else X.tocsr()
+    take = (lambda lo, hi: X[:, lo:hi]) if axis == 1 else (lambda lo, hi: X[lo:hi])
+    return [make_block(take(lo, hi), lo, hi) for lo, hi in pairs]
 
 
 def _lazy_block(make_block, chunk, lo, hi):

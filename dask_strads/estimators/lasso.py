@@ -13,7 +13,7 @@ from ..engine import Engine, futures_to_array, place_blocks, worker_addresses
 from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
 from .base import DaskEstimatorMixin
 from .inputs import (block_edges, check_dask_design, check_in_memory_design, check_number,
-                     check_positive_int, column_means, feature_blocks, is_dask_array,
+                     check_positive_int, column_means, blocks_along, is_dask_array,
                      to_scipy_if_pydata)
 
 
@@ -141,7 +141,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             return make_raw_block(columns, y_centred, coef_init[lo:hi], means[lo:hi],
                                   centre_dense)
 
-        blocks = place_blocks(client, feature_blocks(X, edges, make_block))
+        blocks = place_blocks(client, blocks_along(X, edges, make_block, axis=1))
         n_samples = len(y_centred)
         gap_tolerance = self.tol * float(y_centred @ y_centred) / n_samples
         program = LassoProgram(

@@ -1,6 +1,5 @@
 """``dask_strads.LatentDirichletAllocation``: collapsed Gibbs LDA with the STRADS word rotation."""
 import dask
-import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -10,7 +9,8 @@ from ..engine import Engine, place_blocks, worker_addresses
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
 from ..programs.lda import LDAProgram, make_shard, vocabulary_blocks
 from .base import DaskEstimatorMixin
-from .inputs import block_edges, check_number, check_positive_int, is_dask_array, to_scipy_if_pydata
+from .inputs import (block_edges, blocks_along, check_number, check_positive_int, is_dask_array,
+                     stored_values, to_scipy_if_pydata)
 
 
 class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
@@ -127,15 +127,10 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks, seed)
         edges = block_edges(X.shape[0], n_shards)
 
-        def shard(rows):
-            return make_shard(sp.csr_matrix(to_scipy_if_pydata(rows)), block_of_word, local_index,
-                              n_blocks)
+        def shard(rows, lo, hi):
+            return make_shard(sp.csr_matrix(rows), block_of_word, local_index, n_blocks)
 
-        if is_dask_array(X):
-            X = X.rechunk({0: tuple(np.diff(edges)), 1: -1})
-            raw = [dask.delayed(shard)(chunk) for chunk in X.to_delayed()[:, 0]]
-        else:
-            raw = [shard(X[lo:hi]) for lo, hi in zip(edges[:-1], edges[1:])]
+        raw = blocks_along(X, edges, shard, axis=0)
         program = LDAProgram(self.n_components, alpha, beta, len(word_counts), sizes, n_shards,
                              seed)
         engine = Engine(program, client, staleness=self.staleness,
@@ -206,8 +201,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
 
 def _count_flags(block):
     """[finite, non-negative, integer] of one chunk, shaped (1, 1, 3)."""
-    block = to_scipy_if_pydata(block)
-    values = block.data if sp.issparse(block) else np.asarray(block)
+    values = stored_values(block)
     finite = bool(np.all(np.isfinite(values)))
     flags = [finite, bool(np.all(values >= 0)),
              finite and bool(np.all(values == np.round(values)))]

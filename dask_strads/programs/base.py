@@ -130,6 +130,11 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
     return params, reports
 
 
+def round_seed(seed, round_index, block_id):
+    """The random seed of one block's push in one round: reproducible, different everywhere."""
+    return (seed * 1_000_003 + round_index * 1009 + block_id) % (2**31 - 1)
+
+
 def carried_id(instruction):
     """The carried block an instruction asks for, or None."""
     return getattr(instruction, "carried", None)

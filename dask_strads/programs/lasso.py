@@ -14,7 +14,7 @@ import numpy as np
 
 from ..kernels.columns import add_columns, column_sq_norms
 from ..kernels.lasso import CYCLIC, PRIORITY, RANDOM, full_pass, sub_rounds
-from .base import Program
+from .base import Program, round_seed
 
 SCHEDULES = {"priority": PRIORITY, "cyclic": CYCLIC, "random": RANDOM}
 #: Fewest sub-rounds in a round: a round costs tens of milliseconds of Dask latency, so even a
@@ -38,6 +38,7 @@ class LassoData:
     col_norm2: np.ndarray
     X_dot_y: np.ndarray  # x~_j . y_c, for the duality gap
     coef_init: np.ndarray
+    cyclic_order: np.ndarray  # the sweep order of the "cyclic" schedule
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,8 @@ class LassoProgram(Program):
         X = _as_kernel_matrix(X)
         col_sums = _column_sums(X, len(means))
         col_norm2 = np.maximum(column_sq_norms(X) - self.n_samples * means**2, 0.0)
-        data = LassoData(X, col_sums, means, col_norm2, np.zeros(len(means)), raw["coef"])
+        data = LassoData(X, col_sums, means, col_norm2, np.zeros(len(means)), raw["coef"],
+                         _cyclic_order(len(means), self.seed))
         gradient = np.empty(len(means))
         full_pass(X, data.coef_init, y, 0.0, col_sums, means, col_norm2, self.alpha_n,
                   self.positive, gradient)
@@ -171,11 +173,8 @@ class LassoProgram(Program):
 
     # -- schedule / push / pull -----------------------------------------------------------
     def schedule(self, round_index, history):
-        instructions = {}
-        for b, width in enumerate(self.widths):
-            seed = (self.seed * 1_000_003 + round_index * 1009 + b) % (2**31 - 1)
-            instructions[b] = Instruction(round_index, seed)
-        return instructions
+        return {b: Instruction(round_index, round_seed(self.seed, round_index, b))
+                for b in range(len(self.widths))}
 
     def push(self, data, state, instruction, shared):
         coef, pending = self._committed(state, shared)
@@ -198,7 +197,7 @@ class LassoProgram(Program):
             data.X, data.col_sums, data.col_means, data.col_norm2, coef, priority, r, offset,
             *self._sub_round_bounds(priority), LOCAL_TOL,
             self.n_candidates, self.schedule_code,
-            _cyclic_order(len(coef), self.seed), state.cursor, self.rho, self.alpha_n,
+            data.cyclic_order, state.cursor, self.rho, self.alpha_n,
             self.positive, self.eta, self.power, instruction.seed)
         mine = Pending(instruction.round, coef - start_coef, start_r - r, start_offset - offset)
         update = BlockUpdate(

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..kernels.lda import (block_log_likelihood, count_rows, nonzero_topics, random_topics,
                            row_state, sample_block, topic_dtype, topic_totals)
-from .base import Program
+from .base import Program, round_seed
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ class LDAProgram(Program):
     def schedule(self, round_index, history):
         step = round_index % self.n_carried
         return {p: SubRound(round_index, (p + step) % self.n_carried,
-                            (self.seed * 1_000_003 + round_index * 1009 + p) % (2**31 - 1))
+                            round_seed(self.seed, round_index, p))
                 for p in range(self.n_shards)}
 
     def push(self, data, state, instruction, shared, carried):
