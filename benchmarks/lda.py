@@ -269,7 +269,7 @@ def run_strads(cls, X, K, alpha, beta, iterations, seed):
     est = cls(n_components=K, doc_topic_prior=alpha, topic_word_prior=beta,
               max_iter=iterations, random_state=seed)
     t0 = time.perf_counter()
-    theta = est.fit_transform(X)
+    theta = est.fit(X).doc_topic_
     fit = time.perf_counter() - t0
     history = getattr(est, "history_", None)
     records = list(getattr(history, "records", history) or [])

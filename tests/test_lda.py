@@ -25,7 +25,7 @@ def fitted(X, client, **params):
     model = LatentDirichletAllocation(K, doc_topic_prior=0.1, topic_word_prior=0.01,
                                       max_iter=60, random_state=0, **params)
     model.client = client
-    return model, model.fit_transform(X)
+    return model, model.fit(X).doc_topic_
 
 
 def test_recovers_planted_topics_and_counts_every_token(corpus, client):
@@ -53,6 +53,16 @@ def test_transform_score_and_perplexity_agree_with_their_definitions(corpus, cli
     assert model.score(X[:40]) == pytest.approx(expected, rel=1e-2)  # transform is sampled
     assert model.perplexity(X[:40]) == pytest.approx(
         np.exp(-model.score(X[:40]) / dense.sum()), rel=1e-2)
+
+
+def test_fit_transform_is_fit_then_transform(corpus, client):
+    X, _, _ = corpus
+    model, theta = fitted(X, client)
+    again = LatentDirichletAllocation(K, doc_topic_prior=0.1, topic_word_prior=0.01, max_iter=60,
+                                      random_state=0)
+    again.client = client
+    np.testing.assert_array_equal(again.fit_transform(X), model.transform(X))
+    np.testing.assert_array_equal(again.doc_topic_, theta)
 
 
 def test_dask_input_gives_the_in_memory_result(corpus, client):

@@ -43,6 +43,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     ----------
     components_ : ndarray (K, V)
         Word-topic counts plus ``topic_word_prior``: rows proportional to the topics.
+    doc_topic_ : ndarray (n_documents, K)
+        The training documents' topic distributions from the final sampler state,
+        (n_dk + alpha) / (n_d + K alpha); rows sum to 1.
     n_iter_, history_
         Iterations run; per-iteration records (iteration, time, log_likelihood per token,
         tokens_per_second) and the engine's totals in ``history_.stats``.
@@ -106,16 +109,13 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, X, y=None):
-        """Fit the topics to a document-term count matrix (documents x words)."""
-        self._fit(X)
-        return self
+        """Fit the topics to a document-term count matrix (documents x words).
 
-    def fit_transform(self, X, y=None):
-        """Fit, and return the training documents' topic distributions from the final sampler
-        state: (n_dk + alpha) / (n_d + K alpha), rows summing to 1."""
-        return self._fit(X)
-
-    def _fit(self, X):
+        The training documents' topic distributions from the final sampler state are kept in
+        ``doc_topic_``. ``fit_transform(X)`` is ``fit(X).transform(X)``, as in scikit-learn: with a
+        fixed ``random_state`` it equals ``transform(X)`` of the fitted model, which the final
+        sampler state (one Gibbs sample) cannot.
+        """
         self._check_params()
         X, word_counts = self._check_counts(X, reset=True)
         alpha, beta = self._priors()
@@ -146,7 +146,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         self.n_iter_ = result.history.stats.rounds // n_blocks
         self.history_ = _per_iteration(result.history, n_blocks)
         self.n_vocab_blocks_ = n_blocks
-        return (n_dk + alpha) / (n_dk.sum(axis=1, keepdims=True) + self.n_components * alpha)
+        self.doc_topic_ = (n_dk + alpha) / (n_dk.sum(axis=1, keepdims=True)
+                                            + self.n_components * alpha)
+        return self
 
     # -- inference ----------------------------------------------------------------------------
     def _phi_by_word(self):
@@ -191,6 +193,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.input_tags.positive_only = True
+        # Word counts are integers. scikit-learn's checks draw integer data only for estimators
+        # tagged categorical (as CategoricalNB), and non-integer counts are refused here.
+        tags.input_tags.categorical = True
         tags.requires_fit = True
         return tags
 
