@@ -238,7 +238,7 @@ def cost_per_token(doc, word, z, n_docs, n_vocab, n_topics, sweeps=3, burn_in=2)
     for s in range(sweeps):
         out = lda.sample_block(doc, word, z, *args, 100 + s)
         terms += out[0]
-        buckets += out[1:]
+        buckets += out[1:4]
     elapsed = time.perf_counter() - start
     n = sweeps * len(doc)
     return terms / n, n / elapsed, buckets / buckets.sum(), dn.mean(), wn[wn > 0].mean()
@@ -263,7 +263,10 @@ def test_cost_per_token_is_sublinear_in_k():
 
 
 # -- log-likelihood --------------------------------------------------------------------------------
-def test_block_log_likelihood_matches_numpy():
+def test_log_predictive_is_the_leave_one_out_probability_of_each_token():
+    """Replay the kernel's draws in numpy: take each token out, add up
+    log sum_k (n_dk + alpha)(n_wk + beta) / (n_k + V beta) / (n_d - 1 + K alpha), put it back
+    with the topic the kernel drew."""
     rng = np.random.default_rng(5)
     n_docs, n_vocab, n_topics, alpha, beta = 25, 40, 7, 0.3, 0.05
     doc = np.repeat(np.arange(n_docs), rng.integers(1, 30, n_docs))
@@ -272,19 +275,20 @@ def test_block_log_likelihood_matches_numpy():
     state = lda.initial_counts(doc, word, z, n_docs, n_vocab, n_topics)
     for s in range(3):  # move away from the uniform start; the lists are no longer sorted
         lda.sample_block(doc, word, z, *state[0], *state[1], state[2], alpha, beta, n_vocab, s)
-    (n_dk, dt, dn), (n_wk, wt, wn), n_k = lda.initial_counts(doc, word, z, n_docs, n_vocab,
-                                                             n_topics)
-    theta = (n_dk + alpha) / (n_dk.sum(1, keepdims=True) + n_topics * alpha)
-    phi = (n_wk + beta) / (n_k + n_vocab * beta)  # V x K
-    expected = np.log((theta[doc] * phi[word]).sum(1)).sum()
-    # blockwise: 3 vocabulary blocks, local word ids, summed
-    total = 0.0
-    for lo, hi in [(0, 10), (10, 33), (33, n_vocab)]:
-        mask = (word >= lo) & (word < hi)
-        block = lda.row_state(word[mask] - lo, z[mask], hi - lo, n_topics)
-        total += lda.block_log_likelihood(doc[mask], word[mask] - lo, n_dk, dt, dn, *block, n_k,
-                                          alpha, beta, n_vocab)
-    np.testing.assert_allclose(total, expected, rtol=1e-12)
-    whole = lda.block_log_likelihood(doc, word, n_dk, dt, dn, n_wk, wt, wn, n_k, alpha, beta,
-                                     n_vocab)
-    np.testing.assert_allclose(whole, expected, rtol=1e-12)
+    (n_dk, _, _), (n_wk, _, _), n_k = lda.initial_counts(doc, word, z, n_docs, n_vocab, n_topics)
+    n_dk, n_wk, n_k = n_dk.astype(float), n_wk.astype(float), n_k.astype(float)
+    before = z.copy()
+    *_, log_predictive = lda.sample_block(doc, word, z, *state[0], *state[1], state[2], alpha,
+                                          beta, n_vocab, 3)
+    n_d = n_dk.sum(axis=1)
+    expected = 0.0
+    for i, (d, w) in enumerate(zip(doc, word)):
+        n_dk[d, before[i]] -= 1
+        n_wk[w, before[i]] -= 1
+        n_k[before[i]] -= 1
+        joint = (n_dk[d] + alpha) * (n_wk[w] + beta) / (n_k + n_vocab * beta)
+        expected += np.log(joint.sum() / (n_d[d] - 1 + n_topics * alpha))
+        n_dk[d, z[i]] += 1
+        n_wk[w, z[i]] += 1
+        n_k[z[i]] += 1
+    np.testing.assert_allclose(log_predictive, expected, rtol=1e-10)

@@ -48,7 +48,10 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         (n_dk + alpha) / (n_d + K alpha); rows sum to 1.
     n_iter_, history_
         Iterations run; per-iteration records (iteration, time, log_likelihood per token,
-        tokens_per_second) and the engine's totals in ``history_.stats``.
+        tokens_per_second). ``log_likelihood`` is the mean over the iteration's tokens of the log
+        leave-one-out predictive probability log p(w_i | all other tokens), summed by the sampler
+        as it draws each token (free; a little below the plug-in log sum_k theta_dk phi_kw).
+        The engine's totals are in ``history_.stats``.
     """
 
     def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,

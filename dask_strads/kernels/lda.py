@@ -1,6 +1,6 @@
 """Numba kernels of the LDA program: collapsed Gibbs sampling of the tokens of one (document
 shard, vocabulary block) pair with the SparseLDA bucket sampler (Yao, Mimno, McCallum, KDD 2009),
-and the blockwise training log-likelihood.
+which also sums the tokens' leave-one-out log predictive probabilities (a training log-likelihood).
 
 Model: K topics, V words in the whole vocabulary, symmetric priors ``alpha`` (document-topic)
 and ``beta`` (topic-word). A token i of document d with word w is resampled from
@@ -183,9 +183,11 @@ def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wor
     collapsed Gibbs; ``z``, the counts, the nonzero-topic lists and ``n_k`` are updated in place.
 
     ``n_vocab`` is the full vocabulary size V (not the block's). ``seed`` seeds numba's generator.
-    Returns ``(terms, from_s, from_r, from_q)``: an operation count (bucket terms computed or
-    walked, list entries scanned, Fenwick nodes touched, plus K for the set-up) and how many
-    tokens drew from each bucket.
+    Returns ``(terms, from_s, from_r, from_q, log_predictive)``: an operation count (bucket terms
+    computed or walked, list entries scanned, Fenwick nodes touched, plus K for the set-up), how
+    many tokens drew from each bucket, and the sum over tokens of the log leave-one-out
+    predictive probability  log p(w_i | all other tokens) = log (s + r + q) / (n_d - 1 + K alpha),
+    a training log-likelihood that the sampler computes anyway.
     """
     np.random.seed(seed)
     n_topics = n_k.shape[0]
@@ -199,8 +201,11 @@ def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wor
     q_terms = np.empty(n_topics)
     terms = n_topics
     from_s = from_r = from_q = 0
+    log_predictive = 0.0
+    alpha_k = n_topics * alpha
     current = -1
     r = 0.0
+    n_d_rest = 0.0  # the document's other tokens plus K alpha
     for i in range(z.shape[0]):
         d = doc[i]
         w = word[i]
@@ -208,10 +213,13 @@ def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wor
         if d != current:  # document bucket of the new document, O(K_d)
             current = d
             r = 0.0
+            n_d = 0
             for j in range(doc_nnz[d]):
                 k = doc_topics[d, j]
                 r += n_dk[d, k] * inv[k]
+                n_d += n_dk[d, k]
             r *= beta
+            n_d_rest = n_d - 1 + alpha_k
             terms += doc_nnz[d]
         # take token i out of the counts (the "-i" of the conditional); s, r follow topic t
         r -= beta * n_dk[d, t] * inv[t]
@@ -236,6 +244,7 @@ def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wor
             q += term
         terms += n_w
         s = tree_total(tree)
+        log_predictive += np.log((s + r + q) / n_d_rest)
         u = np.random.random() * (s + r + q)
         new = -1
         if u < q:
@@ -279,47 +288,4 @@ def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wor
         r += beta * n_dk[d, new] * inv[new]
         z[i] = new
         terms += 2 * depth
-    return terms, from_s, from_r, from_q
-
-
-# -- evaluation ------------------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
-def block_log_likelihood(doc, word, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz, n_k,
-                         alpha, beta, n_vocab):
-    """Sum over the given tokens of  log sum_k theta_dk phi_kw,  with
-    theta_dk = (n_dk + alpha) / (n_d + K alpha) and phi_kw = (n_wk + beta) / (n_k + V beta).
-
-    Same s + r + q decomposition as the sampler (counts include the token), so O(K) per call,
-    O(K_d) per change of document and O(K_w) per token. Add the results over blocks and shards
-    for the corpus total.
-    """
-    n_topics = n_k.shape[0]
-    v_beta = n_vocab * beta
-    inv = np.empty(n_topics)
-    s = 0.0
-    for k in range(n_topics):
-        inv[k] = 1.0 / (n_k[k] + v_beta)
-        s += alpha * beta * inv[k]
-    total = 0.0
-    current = -1
-    r = 0.0
-    norm = 0.0
-    for i in range(doc.shape[0]):
-        d = doc[i]
-        w = word[i]
-        if d != current:
-            current = d
-            r = 0.0
-            n_d = 0
-            for j in range(doc_nnz[d]):
-                k = doc_topics[d, j]
-                r += n_dk[d, k] * inv[k]
-                n_d += n_dk[d, k]
-            r *= beta
-            norm = 1.0 / (n_d + n_topics * alpha)
-        q = 0.0
-        for j in range(word_nnz[w]):
-            k = word_topics[w, j]
-            q += (alpha + n_dk[d, k]) * n_wk[w, k] * inv[k]
-        total += np.log((s + r + q) * norm)
-    return total
+    return terms, from_s, from_r, from_q, log_predictive

@@ -21,8 +21,8 @@ from time import perf_counter
 
 import numpy as np
 
-from ..kernels.lda import (block_log_likelihood, count_rows, nonzero_topics, random_topics,
-                           row_state, sample_block, topic_dtype, topic_totals)
+from ..kernels.lda import (count_rows, nonzero_topics, random_topics, row_state, sample_block,
+                           topic_dtype, topic_totals)
 from .base import Program, round_seed
 
 
@@ -161,13 +161,10 @@ class LDAProgram(Program):
             counted[u] = True
         n_k = shared.copy()
         start = perf_counter()
-        sample_block(doc, word, z[tokens], n_dk, doc_topics, doc_nnz, block.n_wk,
-                     block.word_topics, block.word_nnz, n_k, self.alpha, self.beta, self.n_vocab,
-                     instruction.seed)
+        *_, log_likelihood = sample_block(
+            doc, word, z[tokens], n_dk, doc_topics, doc_nnz, block.n_wk, block.word_topics,
+            block.word_nnz, n_k, self.alpha, self.beta, self.n_vocab, instruction.seed)
         seconds = perf_counter() - start
-        log_likelihood = block_log_likelihood(
-            doc, word, n_dk, doc_topics, doc_nnz, block.n_wk, block.word_topics,
-            block.word_nnz, n_k, self.alpha, self.beta, self.n_vocab)
         report = SampleReport(n_k - shared, len(doc), log_likelihood, seconds)
         return ShardState(z, n_dk, doc_topics, doc_nnz, counted), report, block
 
