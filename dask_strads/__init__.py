@@ -4,8 +4,8 @@ from .programs import Program, run_sequential
 
 __version__ = "0.1.0"
 
-__all__ = ["Engine", "Lasso", "LatentDirichletAllocation", "Program", "close_embedded_client", "embedded_client",
-           "run_sequential"]
+__all__ = ["Engine", "Lasso", "LatentDirichletAllocation", "Program", "RatingsMatrix",
+           "close_embedded_client", "embedded_client", "run_sequential"]
 
 
 def __getattr__(name):
@@ -15,4 +15,8 @@ def __getattr__(name):
         from . import estimators
 
         return getattr(estimators, name)
+    if name == "RatingsMatrix":
+        from .ratings import RatingsMatrix
+
+        return RatingsMatrix
     raise AttributeError(f"module 'dask_strads' has no attribute {name!r}")

