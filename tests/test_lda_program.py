@@ -1,4 +1,6 @@
 """The LDA program (word rotation over carried vocabulary blocks) in a loop and on the engine."""
+import pickle
+
 import numpy as np
 import pytest
 
@@ -77,3 +79,16 @@ def test_engine_matches_the_sequential_loop(client_factory, staleness):
         topic_word_counts(carried, words, X.shape[1]))
     ours = [r["log_likelihood"] for r in result.history]
     assert ours == pytest.approx([r["log_likelihood"] for r in reports], rel=1e-12)
+
+
+def test_a_block_travels_as_its_nonzero_counts():
+    X, _, shards, program, _ = setup(n_shards=1, n_blocks=2)
+    _, _, carried = run_sequential(program, shards, 2 * program.n_carried)
+    block = carried[0]
+    back = pickle.loads(pickle.dumps(block, protocol=5))
+    np.testing.assert_array_equal(back.n_wk, block.n_wk)
+    np.testing.assert_array_equal(back.word_nnz, block.word_nnz)
+    for row, n in enumerate(block.word_nnz):  # same lists, same order: sampling is unchanged
+        np.testing.assert_array_equal(back.word_topics[row, :n], block.word_topics[row, :n])
+    nonzeros = np.count_nonzero(block.n_wk)
+    assert len(pickle.dumps(block, protocol=5)) < 8 * nonzeros + 8 * len(block.n_wk) + 1000

@@ -41,6 +41,16 @@ def _carried(pushed):
     return pushed[1]
 
 
+def _state(pushed):
+    """A push's value without its carried block, so that the block can leave the worker."""
+    return pushed[:1]
+
+
+def _received(carried):
+    """A carried block, copied to this worker: its last worker may now let go of it."""
+    return carried
+
+
 def _init_carried(program, carried_id):
     return program.init_carried(carried_id)
 
@@ -138,6 +148,7 @@ class Engine:
         owners = [b.worker for b in blocks]
         hub = owners[0]
         program, lag = self.program, self.program.report_lag
+        in_place = program.updates_in_place
         history = History()
         start = perf_counter()
 
@@ -149,14 +160,14 @@ class Engine:
         pulled = {-1: self._submit(_pull, self._for_pull(dict(enumerate(pushed)), owners, hub),
                                    seed, worker=hub, name="pull-init")}
         states = {-1: list(pushed)}
-        carried = {-1: [self._submit(_init_carried, c, worker=owners[c % len(owners)],
-                                     name=f"carried-init-{c}")
-                        for c in range(program.n_carried)]}
+        home = [owners[c % len(owners)] for c in range(program.n_carried)]
+        carried = {-1: [self._submit(_init_carried, c, worker=w, name=f"carried-init-{c}")
+                        for c, w in enumerate(home)]}
         pending = deque()
         final_round = None
         bar = _progress_bar(self.max_rounds) if self.progress else None
 
-        def read_oldest():
+        def read_oldest(may_stop=True):
             round_index, future = pending.popleft()
             report = future.result()
             record = {"round": round_index, "time": perf_counter() - start, **report}
@@ -164,6 +175,8 @@ class Engine:
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix({k: v for k, v in report.items() if k in ("objective", "gap")})
+            if not may_stop:
+                return None
             stop = program.converged(report)
             if stop:
                 history.stats.converged = True  # the program's test, not a callback's stop
@@ -181,12 +194,19 @@ class Engine:
                 round_pushes = {}
                 for b, instruction in instructions.items():
                     c = carried_id(instruction)
-                    extra = () if c is None else (moving[c],)
-                    current[b] = round_pushes[b] = self._submit(
-                        _push, data[b], current[b], instruction, source, *extra,
+                    if c is None:
+                        current[b] = round_pushes[b] = self._submit(
+                            _push, data[b], current[b], instruction, source,
+                            worker=owners[b], name=f"push-{b}-{t}")
+                        continue
+                    if home[c] != owners[b]:
+                        moving[c] = self._submit_plain(_received, moving[c], worker=owners[b])
+                    round_pushes[b] = self._submit(
+                        _push, data[b], current[b], instruction, source, moving[c],
                         worker=owners[b], name=f"push-{b}-{t}")
-                    if c is not None:
-                        moving[c] = self._submit_plain(_carried, current[b], worker=owners[b])
+                    current[b] = self._submit_plain(_state, round_pushes[b], worker=owners[b])
+                    moving[c] = self._submit_plain(_carried, round_pushes[b], worker=owners[b])
+                    home[c] = owners[b]
                 carried[t] = moving
                 pulled[t] = self._submit(_pull, self._for_pull(round_pushes, owners, hub),
                                          pulled[t - 1], worker=hub, name=f"pull-{t}")
@@ -197,14 +217,22 @@ class Engine:
                     final_round = read_oldest()
                 if final_round is not None:
                     break
-                _forget_before((pulled, states, carried),
-                               t - max(self.staleness, self.pipeline_depth + lag) - 2)
+                # the oldest round the result may still come from: a stop can only come from a
+                # report not read yet, of round t - pipeline_depth + 1 or later
+                kept_from = t if in_place else t - self.pipeline_depth + 1 - lag
+                _forget_before((states, carried), kept_from)
+                _forget_before((pulled,), min(kept_from, t - self.staleness))
             while final_round is None and pending:
                 final_round = read_oldest()
+            while in_place and pending:  # rounds that ran after the stop
+                read_oldest(may_stop=False)
         finally:
             if bar is not None:
                 bar.close()
-        last = final_round if final_round is not None else len(history.records) - 1
+        if in_place:  # only the newest values exist
+            last, lag = len(history.records) - 1, 0
+        else:
+            last = final_round if final_round is not None else len(history.records) - 1
         history.stats.rounds = last + 1
         kept = max(-1, last - lag)
         params = [self._submit(_result, data[b], states[kept][b], pulled[kept], worker=owners[b],

@@ -53,11 +53,16 @@ def topic_dtype(n_topics):
 
 # -- builders ------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
+def add_counts(counts, rows, z):
+    """Add one to ``counts[rows[i], z[i]]`` for every token i, in place."""
+    for i in range(rows.shape[0]):
+        counts[rows[i], z[i]] += 1
+
+
 def count_rows(rows, z, n_rows, n_topics):
     """(n_rows x K) int32 counts: ``counts[rows[i], z[i]]`` summed over tokens i."""
     counts = np.zeros((n_rows, n_topics), dtype=np.int32)
-    for i in range(rows.shape[0]):
-        counts[rows[i], z[i]] += 1
+    add_counts(counts, rows, z)
     return counts
 
 
@@ -71,7 +76,8 @@ def topic_totals(z, n_topics):
 
 
 @njit(cache=True, nogil=True)
-def _fill_nonzero(counts, topics, nnz):
+def fill_nonzero(counts, topics, nnz):
+    """Rebuild the nonzero-topic lists of the rows of ``counts`` in place (ascending order)."""
     for row in range(counts.shape[0]):
         n = 0
         for k in range(counts.shape[1]):
@@ -85,7 +91,7 @@ def nonzero_topics(counts):
     """``(topics, nnz)``: the nonzero-topic lists of the rows of ``counts`` (ascending order)."""
     topics = np.zeros(counts.shape, dtype=topic_dtype(counts.shape[1]))
     nnz = np.zeros(counts.shape[0], dtype=np.int32)
-    _fill_nonzero(counts, topics, nnz)
+    fill_nonzero(counts, topics, nnz)
     return topics, nnz
 
 

@@ -31,6 +31,14 @@ class Program(ABC):
     #: Number of carried blocks (0: every parameter stays with its data block).
     n_carried = 0
 
+    #: Whether push updates ``state`` and the carried block in place (and returns them) instead
+    #: of building new ones. The engine then hands every value to exactly one later task and
+    #: keeps no earlier rounds: a worker holds one version of its state and of the carried
+    #: blocks it works on, and the result is the state after the last round submitted (a stop
+    #: takes effect up to ``pipeline_depth`` rounds late; the history covers every round run).
+    #: ``shared`` is read by every push and must never be modified.
+    updates_in_place = False
+
     #: Rounds between the state a report describes and the round that sent it. A program that
     #: measures its objective at the start of a push, before updating, reports on the previous
     #: round's state and sets this to 1.
@@ -60,8 +68,9 @@ class Program(ABC):
     def push(self, data, state, instruction, shared):
         """Update one block from its data: return ``(new_state, partial)``.
 
-        Must not modify ``state`` or ``shared`` in place: on a worker the previous round's
-        values are still referenced (for pipelining and for the final result).
+        Must not modify ``state`` or ``shared`` in place (unless ``updates_in_place``, and then
+        only ``state``): on a worker the previous round's values are still referenced (for
+        pipelining and for the final result).
         """
 
     @abstractmethod
@@ -120,7 +129,8 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
         final = t
         if program.converged(report):
             break
-    final = max(-1, final - program.report_lag)
+    if not program.updates_in_place:  # in place, earlier rounds' states are gone
+        final = max(-1, final - program.report_lag)
     params = [
         program.block_result(d, s, shared_by_round[final])
         for d, s in zip(data, states_by_round[final])

@@ -21,8 +21,8 @@ from time import perf_counter
 
 import numpy as np
 
-from ..kernels.lda import (count_rows, nonzero_topics, random_topics, row_state, sample_block,
-                           topic_dtype, topic_totals)
+from ..kernels.lda import (add_counts, fill_nonzero, pack_rows, random_topics, row_state,
+                           sample_block, topic_dtype, topic_totals, unpack_rows)
 from .base import Program, round_seed
 
 
@@ -51,6 +51,16 @@ class WordBlock:
     n_wk: np.ndarray
     word_topics: np.ndarray
     word_nnz: np.ndarray
+
+    def __reduce__(self):
+        # Between workers a block travels as its nonzero counts, O(nonzeros) instead of
+        # O(rows x K); the dense rows are rebuilt in pages that only nonzero rows touch.
+        return _unpacked_block, pack_rows(self.n_wk, self.word_topics, self.word_nnz) + (
+            self.n_wk.shape[1],)
+
+
+def _unpacked_block(indptr, ids, values, n_topics):
+    return WordBlock(*unpack_rows(indptr, ids, values, n_topics))
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,7 @@ class LDAProgram(Program):
     cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards."""
 
     report_lag = 0
+    updates_in_place = True  # a shard's state and a block's rows are large and have one reader
 
     def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0):
         self.n_topics = n_topics
@@ -147,26 +158,20 @@ class LDAProgram(Program):
         u = instruction.carried
         tokens = slice(data.starts[u], data.starts[u + 1])
         doc, word = data.doc[tokens], data.word[tokens]
-        z = state.z.copy()
-        n_dk, doc_topics, doc_nnz = (state.n_dk.copy(), state.doc_topics.copy(),
-                                     state.doc_nnz.copy())
-        counted = state.counted
-        if counted[u]:
-            block = WordBlock(carried.n_wk.copy(), carried.word_topics.copy(),
-                              carried.word_nnz.copy())
-        else:
-            n_wk = carried.n_wk + count_rows(word, z[tokens], len(carried.n_wk), self.n_topics)
-            block = WordBlock(n_wk, *nonzero_topics(n_wk))
-            counted = counted.copy()
-            counted[u] = True
+        block = carried
+        if not state.counted[u]:
+            add_counts(block.n_wk, word, state.z[tokens])
+            fill_nonzero(block.n_wk, block.word_topics, block.word_nnz)
+            state.counted[u] = True
         n_k = shared.copy()
         start = perf_counter()
         *_, log_likelihood = sample_block(
-            doc, word, z[tokens], n_dk, doc_topics, doc_nnz, block.n_wk, block.word_topics,
-            block.word_nnz, n_k, self.alpha, self.beta, self.n_vocab, instruction.seed)
+            doc, word, state.z[tokens], state.n_dk, state.doc_topics, state.doc_nnz, block.n_wk,
+            block.word_topics, block.word_nnz, n_k, self.alpha, self.beta, self.n_vocab,
+            instruction.seed)
         seconds = perf_counter() - start
         report = SampleReport(n_k - shared, len(doc), log_likelihood, seconds)
-        return ShardState(z, n_dk, doc_topics, doc_nnz, counted), report, block
+        return state, report, block
 
     def pull(self, partials, shared):
         reports = list(partials.values())
