@@ -92,3 +92,20 @@ def test_a_block_travels_as_its_nonzero_counts():
         np.testing.assert_array_equal(back.word_topics[row, :n], block.word_topics[row, :n])
     nonzeros = np.count_nonzero(block.n_wk)
     assert len(pickle.dumps(block, protocol=5)) < 8 * nonzeros + 8 * len(block.n_wk) + 1000
+
+
+def test_a_stop_returns_the_state_of_the_last_round_run(client_factory):
+    """LDA updates in place: a callback's stop takes effect up to pipeline_depth rounds late,
+    and the result and the history both cover every round run."""
+    client = client_factory(2)
+    X, _, shards, program, words = setup()
+    engine = Engine(program, client, max_rounds=50, pipeline_depth=2,
+                    callback=lambda record: record["round"] == 3)
+    result = engine.run(place_blocks(client, shards))
+    rounds = result.history.stats.rounds
+    assert 4 <= rounds <= 6 and [r["round"] for r in result.history] == list(range(rounds))
+    params, _, carried = run_sequential(program, shards, rounds)
+    np.testing.assert_array_equal(np.vstack(client.gather(result.params)), np.vstack(params))
+    np.testing.assert_array_equal(
+        topic_word_counts(client.gather(result.carried), words, X.shape[1]),
+        topic_word_counts(carried, words, X.shape[1]))
