@@ -7,6 +7,7 @@ import pytest
 from dask_strads import Engine, run_sequential
 from dask_strads.datasets import make_lda_corpus, match_topics
 from dask_strads.engine import place_blocks
+from dask_strads.estimators.inputs import block_edges
 from dask_strads.programs.lda import LDAProgram, make_shard, vocabulary_blocks
 
 N_TOPICS, ALPHA, BETA = 5, 0.1, 0.01
@@ -109,3 +110,12 @@ def test_a_stop_returns_the_state_of_the_last_round_run(client_factory):
     np.testing.assert_array_equal(
         topic_word_counts(client.gather(result.carried), words, X.shape[1]),
         topic_word_counts(carried, words, X.shape[1]))
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3, 7])
+def test_shards_cut_by_tokens_hold_about_equal_tokens(n_blocks):
+    lengths = np.random.default_rng(n_blocks).zipf(1.5, size=500).clip(max=2000)
+    edges = block_edges(len(lengths), n_blocks, weights=lengths)
+    assert edges[0] == 0 and edges[-1] == len(lengths) and np.all(np.diff(edges) >= 1)
+    tokens = np.add.reduceat(lengths, edges[:-1])
+    assert np.all(np.abs(tokens - lengths.sum() / n_blocks) <= lengths.max())

@@ -48,6 +48,18 @@ def check_dask_design(X, y):
     return X, np.asarray(means.todense() if hasattr(means, "todense") else means), y_np
 
 
+def check_dask_matrix(X, estimator, n_features=None):
+    """The shape and dtype of a dask X, before computing anything: 2D, non-empty, real numbers,
+    and ``n_features`` columns when given (with scikit-learn's message)."""
+    if X.ndim != 2 or 0 in X.shape:
+        raise ValueError(f"Expected a non-empty 2D array for X, got shape {X.shape}")
+    if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
+        raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
+                         f"expecting {n_features} features as input")
+
+
 def stored_values(block):
     """The values a chunk stores: all entries of a dense one, the explicit ones of a sparse one."""
     block = to_scipy_if_pydata(block)
@@ -86,9 +98,22 @@ def check_number(value, name, low=None, high=None, low_open=False):
         raise ValueError(f"{name} must be <= {high}, got {value!r}")
 
 
-def block_edges(n_features, n_blocks):
+def block_edges(n_features, n_blocks, weights=None):
+    """Edges of ``n_blocks`` contiguous blocks of ``n_features`` items: of about equal size, or
+    of about equal total ``weights`` (e.g. tokens per document) when given."""
     n_blocks = max(1, min(n_blocks, n_features))
-    return np.linspace(0, n_features, n_blocks + 1).astype(int)
+    if weights is None or np.sum(weights) <= 0:
+        return np.linspace(0, n_features, n_blocks + 1).astype(int)
+    cumulative = np.cumsum(weights, dtype=np.float64)
+    edges = [0]
+    for j in range(1, n_blocks):
+        target = cumulative[-1] * j / n_blocks
+        last = int(np.searchsorted(cumulative, target))  # the item that reaches the target
+        if last > 0 and target - cumulative[last - 1] < cumulative[last] - target:
+            last -= 1  # the cut nearer the target
+        # every block keeps at least one item
+        edges.append(min(max(last + 1, edges[-1] + 1), n_features - (n_blocks - j)))
+    return np.array(edges + [n_features])
 
 
 def blocks_along(X, edges, make_block, axis):

@@ -88,7 +88,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
             raise ValueError("callback must be callable or None")
 
     def _check_counts(self, X, reset):
-        """X as CSR int64 counts (or a dask array, checked chunk by chunk), with its column sums."""
+        """X as CSR int64 counts (or a dask array, checked chunk by chunk), with its column sums
+        (tokens per word) and row sums (tokens per document)."""
         if is_dask_array(X):
             if X.ndim != 2 or 0 in X.shape:
                 raise ValueError(f"X must be a non-empty 2D array, got shape {X.shape}")
@@ -96,11 +97,12 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
                 raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
             flags = X.map_blocks(_count_flags, chunks=(1, 1, 3), new_axis=2, dtype=bool)
             with self._resolved_client().as_current():
-                ok, word_counts = dask.compute(flags.all(axis=(0, 1)), X.sum(axis=0))
+                ok, word_counts, doc_lengths = dask.compute(flags.all(axis=(0, 1)),
+                                                            X.sum(axis=0), X.sum(axis=1))
             _raise_unless_counts(*ok)
             if reset:
                 self.n_features_in_ = X.shape[1]
-            return X, np.asarray(getattr(word_counts, "todense", lambda: word_counts)()).ravel()
+            return X, _dense_vector(word_counts), _dense_vector(doc_lengths)
         X = validate_data(self, to_scipy_if_pydata(X), accept_sparse="csr", dtype=np.float64,
                           reset=reset, ensure_min_samples=1, ensure_min_features=1)
         X = sp.csr_matrix(X)
@@ -108,7 +110,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
                              bool(np.all(X.data == np.round(X.data))))
         X = X.astype(np.int64)
         X.eliminate_zeros()
-        return X, np.asarray(X.sum(axis=0)).ravel()
+        return X, _dense_vector(X.sum(axis=0)), _dense_vector(X.sum(axis=1))
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, X, y=None):
@@ -120,7 +122,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         sampler state (one Gibbs sample) cannot.
         """
         self._check_params()
-        X, word_counts = self._check_counts(X, reset=True)
+        X, word_counts, doc_lengths = self._check_counts(X, reset=True)
         alpha, beta = self._priors()
         seed = int(check_random_state(self.random_state).randint(2**31 - 1))
         client = self._resolved_client()
@@ -128,7 +130,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         n_shards = max(1, min(n_workers, X.shape[0]))
         n_blocks = max(n_shards, self.n_vocab_blocks or n_shards)
         block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks, seed)
-        edges = block_edges(X.shape[0], n_shards)
+        edges = block_edges(X.shape[0], n_shards, weights=doc_lengths)  # tokens balanced
 
         def shard(rows, lo, hi):
             return make_shard(sp.csr_matrix(rows), block_of_word, local_index, n_blocks)
@@ -161,7 +163,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     def transform(self, X):
         """Topic distributions of documents, by Gibbs sampling with the topics fixed."""
         check_is_fitted(self)
-        X, _ = self._check_counts(X, reset=False)
+        X = self._check_counts(X, reset=False)[0]
         if is_dask_array(X):
             return X.map_blocks(self._transform_in_memory, dtype=np.float64,
                                 chunks=(X.chunks[0], (self.n_components,)))
@@ -178,7 +180,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         """Log-likelihood of X: sum over tokens of log sum_k theta_dk phi_kw, with theta from
         :meth:`transform`."""
         theta = self.transform(X)
-        X, _ = self._check_counts(X, reset=False)
+        X = self._check_counts(X, reset=False)[0]
         if is_dask_array(X):
             X, theta = dask.compute(X, theta)
         X = sp.csr_matrix(to_scipy_if_pydata(X), dtype=np.int64)
@@ -205,6 +207,11 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     @property
     def _n_features_out(self):
         return self.n_components
+
+
+def _dense_vector(sums):
+    """A matrix's row or column sums (numpy matrix, pydata sparse or array) as a 1-D array."""
+    return np.asarray(getattr(sums, "todense", lambda: sums)()).ravel()
 
 
 def _count_flags(block):
