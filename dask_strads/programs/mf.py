@@ -1,0 +1,254 @@
+"""The STRADS matrix-factorization program: row-wise coordinate descent, users and items in turn.
+
+Model of a rating: ``mu + b_i + c_j + w_i . h_j`` (or ``w_i . h_j`` without biases), fitted to
+the stored entries only, with the L2 penalty ``alpha_W ||W||^2 + alpha_H ||H||^2 +
+alpha_bias (||b||^2 + ||c||^2)``. The biases ride in the factors as two extra coordinates: a user
+row is ``[w_i, b_i, 1]`` and an item row ``[h_j, 1, c_j]``, so their dot product is the model
+(the global mean ``mu`` is subtracted from the ratings once) and one kernel updates factors and
+biases alike.
+
+Blocks: users are cut into U row blocks (ids ``0 .. U-1``, ratings by rows) and items into I
+column blocks (ids ``U .. U+I-1``, ratings by columns). Round ``2t`` updates every item block
+from the user factor ``W``, round ``2t + 1`` every user block from the item factor ``H``; the
+other side sits the round out. A push runs coordinate descent on its rows against the other
+side's whole factor, which it reads from ``shared``: the pull assembles the factor blocks of the
+round into the full factor, which goes to the next round's pushes worker to worker. A push
+recomputes its residuals from its own factor and the other side's new one (that costs one
+sweep), so no residual is kept between rounds. An iteration is an item round then a user round:
+a fit ends with user factors fitted to the final item factors.
+
+Rows of one side are independent given the other side, so the result does not depend on the
+blocks: the same seed gives the same factors on any number of workers, up to the order in which
+the pull adds up the objective. Every coordinate update is an exact minimisation, so the
+objective never increases.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels.mf import update_rows
+from .base import Program
+
+USERS, ITEMS = "users", "items"
+#: Rows drawn from one seed for the initial user factors: the draw of a row does not depend on
+#: the block that holds it.
+SEED_ROWS = 4096
+
+
+@dataclass(frozen=True)
+class Ratings:
+    """The ratings of a block, minus the global mean: a user block's rows (CSR) or an item
+    block's columns (CSC); ``start`` is the first user or item of the block."""
+
+    side: str
+    start: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class FactorBlock:
+    """A push's partial: the block's new factor rows, its squared error and its penalty."""
+
+    side: str
+    start: int
+    factor: np.ndarray
+    loss: float
+    penalty: float
+
+
+@dataclass(frozen=True)
+class SharedFactor:
+    """The factor the last round updated (all its rows), its penalty, and the objective after
+    the last complete iteration."""
+
+    side: str
+    factor: np.ndarray
+    penalty: float
+    iteration_objective: float
+
+
+@dataclass(frozen=True)
+class Side:
+    """How one side's rows are updated: which coordinates, with which penalties."""
+
+    size: int
+    coords: np.ndarray
+    lam: np.ndarray
+
+
+def make_raw_block(part, side, start):
+    """A block as sent to its worker: part of X (rows for users, columns for items)."""
+    return {"part": part, "side": side, "start": start}
+
+
+def observed(part, axis):
+    """``(indptr, indices, values)`` of the stored entries of X by rows (axis 0) or columns
+    (axis 1). Every entry of a dense array is stored; a sparse one keeps its explicit zeros."""
+    if sp.issparse(part):
+        part = sp.csr_matrix(part, copy=True) if axis == 0 else sp.csc_matrix(part, copy=True)
+        part.sum_duplicates()
+        return (part.indptr.astype(np.int64), part.indices.astype(np.int64),
+                part.data.astype(np.float64))
+    part = np.asarray(part, dtype=np.float64)
+    lines, length = part.shape if axis == 0 else part.shape[::-1]
+    values = part.ravel(order="C" if axis == 0 else "F")
+    return (np.arange(lines + 1, dtype=np.int64) * length,
+            np.tile(np.arange(length, dtype=np.int64), lines), values)
+
+
+def initial_user_factors(seed, start, stop, n_components, scale):
+    """Rows ``start:stop`` of a seeded N(0, scale^2) matrix, the same whatever the blocks."""
+    first, last = start // SEED_ROWS, (stop - 1) // SEED_ROWS + 1
+    draws = [np.random.default_rng([seed, c]).standard_normal((SEED_ROWS, n_components))
+             for c in range(first, last)]
+    offset = first * SEED_ROWS
+    return scale * np.concatenate(draws)[start - offset:stop - offset]
+
+
+def relative_decrease(before, after):
+    if not np.isfinite(before):
+        return np.inf
+    return (before - after) / before if before > 0 else 0.0
+
+
+def penalty(factor, lam):
+    return float(np.dot((factor * factor).sum(axis=0), lam))
+
+
+class MFProgram(Program):
+    """Matrix factorization of an ``n_users x n_items`` ratings matrix (see the module).
+
+    ``user_edges`` / ``item_edges``: block boundaries. ``mean``: the global mean, subtracted
+    from the ratings (0 without biases). ``sweeps``: coordinate-descent sweeps over a row per
+    round. ``tol``: stop when an iteration lowers the objective by at most this fraction.
+    """
+
+    def __init__(self, n_components, user_edges, item_edges, n_ratings, alpha_W, alpha_H,
+                 alpha_bias, biases, mean, sweeps=1, tol=1e-4, init_scale=0.1, seed=0):
+        self.n_components = n_components
+        self.user_edges = np.asarray(user_edges)
+        self.item_edges = np.asarray(item_edges)
+        self.n_user_blocks = len(self.user_edges) - 1
+        self.n_ratings = n_ratings
+        self.biases = biases
+        self.mean = mean
+        self.sweeps = sweeps
+        self.tol = tol
+        self.init_scale = init_scale
+        self.seed = seed
+        k = n_components
+        self.width = k + 2 if biases else k
+        factors = np.arange(k)
+        user_lam = np.full(self.width, float(alpha_W))
+        item_lam = np.full(self.width, float(alpha_H))
+        if biases:
+            user_lam[k:] = alpha_bias, 0.0
+            item_lam[k:] = 0.0, alpha_bias
+            user_coords, item_coords = np.append(factors, k), np.append(factors, k + 1)
+        else:
+            user_coords = item_coords = factors
+        self.sides = {USERS: Side(int(self.user_edges[-1]), user_coords, user_lam),
+                      ITEMS: Side(int(self.item_edges[-1]), item_coords, item_lam)}
+
+    @property
+    def n_blocks(self):
+        return self.n_user_blocks + len(self.item_edges) - 1
+
+    def block_ids(self, side):
+        return (range(self.n_user_blocks) if side == USERS
+                else range(self.n_user_blocks, self.n_blocks))
+
+    # -- the layout of a factor's rows ---------------------------------------------------------
+    def _bias_column(self, side):
+        return self.n_components + (0 if side == USERS else 1)
+
+    def _ones_column(self, side):
+        return self.n_components + (1 if side == USERS else 0)
+
+    def rows(self, factors, bias, side):
+        """A side's rows as the kernel wants them, from factors (n x k) and biases (n)."""
+        out = np.zeros((len(factors), self.width))
+        out[:, :self.n_components] = factors
+        if self.biases:
+            out[:, self._bias_column(side)] = bias
+            out[:, self._ones_column(side)] = 1.0
+        return out
+
+    def split(self, rows, side):
+        """``(factors, biases)`` of a side's rows (zero biases when biases are off)."""
+        factors = rows[:, :self.n_components]
+        bias = rows[:, self._bias_column(side)] if self.biases else np.zeros(len(rows))
+        return np.ascontiguousarray(factors), np.ascontiguousarray(bias)
+
+    def fold_in(self, indptr, indices, values, item_rows, sweeps, tol):
+        """User rows fitted to ratings (CSR, not centred) with the item rows fixed, from zero."""
+        users = self.sides[USERS]
+        factor = self.rows(np.zeros((len(indptr) - 1, self.n_components)), 0.0, USERS)
+        update_rows(indptr, indices, values - self.mean, factor, item_rows, users.coords,
+                    users.lam, sweeps, tol)
+        return factor
+
+    # -- blocks -------------------------------------------------------------------------------
+    def prepare_block(self, raw, block_id):
+        indptr, indices, values = observed(raw["part"], axis=0 if raw["side"] == USERS else 1)
+        return Ratings(raw["side"], raw["start"], indptr, indices, values - self.mean)
+
+    def initial_shared(self):
+        # items start at zero (their ones column meets zero user biases), so they add nothing
+        return SharedFactor(ITEMS, None, 0.0, np.inf)
+
+    def init_block(self, data, block_id):
+        rows = len(data.indptr) - 1
+        if data.side == ITEMS:
+            return self.rows(np.zeros((rows, self.n_components)), 0.0, ITEMS), None
+        factor = self.rows(initial_user_factors(self.seed, data.start, data.start + rows,
+                                                self.n_components, self.init_scale),
+                           0.0, USERS)
+        # with the item factor at zero, the residuals are the ratings themselves
+        loss = float(np.dot(data.values, data.values))
+        return factor, FactorBlock(USERS, data.start, factor,
+                                   loss, penalty(factor, self.sides[USERS].lam))
+
+    # -- schedule / push / pull ---------------------------------------------------------------
+    def schedule(self, round_index, history):
+        side = ITEMS if round_index % 2 == 0 else USERS
+        return dict.fromkeys(self.block_ids(side))
+
+    def push(self, data, state, instruction, shared):
+        if shared.side == data.side:
+            raise RuntimeError("matrix factorization alternates users and items and needs the "
+                               "other side's factor of the previous round: run it with "
+                               "staleness 0")
+        side = self.sides[data.side]
+        factor = state.copy()
+        loss = update_rows(data.indptr, data.indices, data.values, factor, shared.factor,
+                           side.coords, side.lam, self.sweeps, 0.0)
+        return factor, FactorBlock(data.side, data.start, factor, loss,
+                                   penalty(factor, side.lam))
+
+    def pull(self, partials, shared):
+        blocks = [p for p in partials.values() if p is not None]
+        side = blocks[0].side
+        factor = np.empty((self.sides[side].size, self.width))
+        for block in blocks:
+            factor[block.start:block.start + len(block.factor)] = block.factor
+        loss = sum(block.loss for block in blocks)
+        side_penalty = sum(block.penalty for block in blocks)
+        objective = loss + side_penalty + shared.penalty
+        report = {"side": side, "objective": objective, "loss": loss,
+                  "rmse": float(np.sqrt(loss / self.n_ratings))}
+        iteration_objective = shared.iteration_objective
+        if side == USERS:
+            report["relative_decrease"] = relative_decrease(iteration_objective, objective)
+            iteration_objective = objective
+        return SharedFactor(side, factor, side_penalty, iteration_objective), report
+
+    def converged(self, report):
+        return report.get("relative_decrease", np.inf) <= self.tol
+
+    def block_result(self, data, state, shared):
+        """The block's factor rows (with the bias and ones coordinates when biases are on)."""
+        return state
