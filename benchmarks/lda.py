@@ -265,11 +265,38 @@ def strads_estimator():
     return LatentDirichletAllocation
 
 
+def worker_time_shares(task_stream, n_workers, wall):
+    """Where the workers' time went during a fit, from Dask's task stream: shares of
+    ``n_workers * wall`` spent sampling (push tasks), moving blocks (transfers, receiving),
+    in the engine's other small tasks, and waiting (synchronisation and Dask latency)."""
+    spent = {"sampling": 0.0, "moving blocks": 0.0, "other tasks": 0.0}
+    for task in task_stream:
+        for span in task["startstops"]:
+            seconds = span["stop"] - span["start"]
+            if span["action"] != "compute":
+                spent["moving blocks"] += seconds  # transfer, (de)serialisation
+            elif "push" in str(task["key"]):
+                spent["sampling"] += seconds
+            elif "_received" in str(task["key"]):
+                spent["moving blocks"] += seconds
+            else:
+                spent["other tasks"] += seconds
+    total = n_workers * wall
+    spent["waiting"] = max(0.0, total - sum(spent.values()))
+    return {name: seconds / total for name, seconds in spent.items()}
+
+
 def run_strads(cls, X, K, alpha, beta, iterations, seed):
+    from distributed import get_task_stream
+
+    from dask_strads.engine import resolve_client
+
+    client = resolve_client()  # the one the estimator will run on: active, else embedded
     est = cls(n_components=K, doc_topic_prior=alpha, topic_word_prior=beta,
               max_iter=iterations, random_state=seed)
     t0 = time.perf_counter()
-    theta = est.fit(X).doc_topic_
+    with get_task_stream(client=client) as stream:
+        theta = est.fit(X).doc_topic_
     fit = time.perf_counter() - t0
     history = getattr(est, "history_", None)
     records = list(getattr(history, "records", history) or [])
@@ -282,9 +309,9 @@ def run_strads(cls, X, K, alpha, beta, iterations, seed):
         notes = f"{len(records)} history records"
     else:
         iter_times, setup, notes = np.array([fit / iterations]), float("nan"), "no history_"
-    stats = getattr(history, "stats", None)
-    if stats is not None and getattr(stats, "rounds", 0):
-        notes += f", {100 * stats.overhead_share:.0f}% Dask overhead"
+    shares = worker_time_shares(stream.data, est.n_vocab_blocks_, fit)
+    notes += ", worker time: " + ", ".join(f"{name} {100 * share:.0f}%"
+                                           for name, share in shares.items())
     return {"theta": theta, "phi": est.components_, "setup": setup, "iter_times": iter_times,
             "fit": fit, "notes": notes}
 
