@@ -4,14 +4,14 @@ from .programs import Program, run_sequential
 
 __version__ = "0.1.0"
 
-__all__ = ["Engine", "Lasso", "LatentDirichletAllocation", "Program", "RatingsMatrix",
-           "close_embedded_client", "embedded_client", "run_sequential"]
+__all__ = ["Engine", "Lasso", "LatentDirichletAllocation", "MatrixFactorization", "Program",
+           "RatingsMatrix", "close_embedded_client", "embedded_client", "run_sequential"]
 
 
 def __getattr__(name):
     # Estimators pull in scikit-learn; workers, which import this package to run programs, don't
     # need it, so it is loaded on first use.
-    if name in ("Lasso", "LatentDirichletAllocation"):
+    if name in ("Lasso", "LatentDirichletAllocation", "MatrixFactorization"):
         from . import estimators
 
         return getattr(estimators, name)

@@ -1,0 +1,365 @@
+"""``dask_strads.MatrixFactorization``: matrix completion by model-parallel coordinate descent."""
+from typing import NamedTuple
+
+import dask
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_array, check_is_fitted, check_random_state, validate_data
+
+from ..engine import Engine, place_blocks, worker_addresses
+from ..programs.mf import ITEMS, USERS, MFProgram, make_raw_block, observed
+from .base import DaskEstimatorMixin
+from .inputs import (block_edges, blocks_along, check_dask_matrix, check_number,
+                     check_positive_int, is_dask_array, stored_values, to_scipy_if_pydata)
+
+#: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
+#: coordinate moves more than FOLD_IN_TOL, or FOLD_IN_SWEEPS sweeps.
+FOLD_IN_SWEEPS = 200
+FOLD_IN_TOL = 1e-10
+#: Rows of scores built at a time by ``recommend`` (rows x n_items floats).
+RECOMMEND_ROWS = 1024
+
+
+class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                          BaseEstimator):
+    """Matrix completion: ratings ``X ≈ mu + b_i + c_j + W H`` fitted to the stored entries of X.
+
+    Only the stored entries of X are observations: those of a sparse matrix (explicit zeros
+    included), every entry of a dense array. Minimises, over the observations,
+    ``sum (x_ij - mu - b_i - c_j - w_i . h_j)^2 + alpha_W ||W||^2 + alpha_H ||H||^2
+    + alpha_bias (||b||^2 + ||c||^2)``, with ``mu`` the mean observation, by coordinate descent:
+    all user rows from the item factors, then all item rows from the user factors (see
+    :mod:`dask_strads.programs.mf`). Users and items are split into one block each per worker.
+
+    Parameters
+    ----------
+    n_components : int
+        Rank k of the factors.
+    alpha_W : float
+        L2 penalty of the user factors (not scaled by the number of ratings: see docs/mf.md).
+    alpha_H : float or "same"
+        L2 penalty of the item factors; "same" takes ``alpha_W``.
+    alpha_bias : float
+        L2 penalty of the user and item biases.
+    biases : bool
+        Fit the global mean and the user and item biases; False fits ``X ≈ W H`` alone.
+    max_iter : int
+        Iterations, each updating every item row and then every user row.
+    tol : float
+        Stop when an iteration lowers the objective by at most this fraction of it.
+    inner_iter : int
+        Coordinate-descent sweeps over each row per update.
+    random_state : int, RandomState or None
+        Seeds the initial user factors.
+    progress : bool
+        Show a progress bar (tqdm) over the rounds (two an iteration).
+    callback : callable or None
+        Called with each round's record (a dict); returning True stops the fit.
+
+    Attributes
+    ----------
+    user_factors_ : ndarray (n_users, k)
+    components_ : ndarray (k, n_items)
+        The item factors.
+    intercept_ : float
+        The global mean (0 without biases).
+    user_bias_, item_bias_ : ndarray (n_users,), (n_items,)
+        Zero without biases.
+    n_iter_ : int
+    history_ : dask_strads.engine.History
+        Per iteration: objective, train RMSE (``rmse``), relative decrease and time; the engine's
+        totals in ``history_.stats``.
+
+    The client is not a parameter: set ``est.client = client`` (it is not pickled or cloned).
+    """
+
+    def __init__(self, n_components=10, *, alpha_W=18.0, alpha_H="same", alpha_bias=5.0,
+                 biases=True, max_iter=100, tol=1e-4, inner_iter=1, random_state=None,
+                 progress=False, callback=None):
+        self.n_components = n_components
+        self.alpha_W = alpha_W
+        self.alpha_H = alpha_H
+        self.alpha_bias = alpha_bias
+        self.biases = biases
+        self.max_iter = max_iter
+        self.tol = tol
+        self.inner_iter = inner_iter
+        self.random_state = random_state
+        self.progress = progress
+        self.callback = callback
+
+    # -- parameters and input ---------------------------------------------------------------
+    def _check_params(self):
+        check_positive_int(self.n_components, "n_components")
+        check_positive_int(self.max_iter, "max_iter")
+        check_positive_int(self.inner_iter, "inner_iter")
+        check_number(self.alpha_W, "alpha_W", low=0.0)
+        if not (isinstance(self.alpha_H, str) and self.alpha_H == "same"):
+            check_number(self.alpha_H, "alpha_H", low=0.0)
+        check_number(self.alpha_bias, "alpha_bias", low=0.0)
+        check_number(self.tol, "tol", low=0.0)
+        for name in ("biases", "progress"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError("callback must be callable or None")
+
+    def _check_ratings(self, X):
+        """X checked without touching the estimator, with its observations' sum and their
+        counts per user and per item."""
+        if is_dask_array(X):
+            check_dask_matrix(X, self)
+            stats = X.map_blocks(_observation_stats, chunks=(1, 1, 2), new_axis=2, dtype=float)
+            per_user = X.map_blocks(_stored_counts, 0, chunks=(X.chunks[0], (1,) * X.numblocks[1]),
+                                    dtype=np.int64)
+            per_item = X.map_blocks(_stored_counts, 1, chunks=((1,) * X.numblocks[0], X.chunks[1]),
+                                    dtype=np.int64)
+            with self._resolved_client().as_current():
+                (finite, total), per_user, per_item = dask.compute(
+                    stats.sum(axis=(0, 1)), per_user.sum(axis=1), per_item.sum(axis=0))
+            if finite < stats.shape[0] * stats.shape[1]:
+                raise ValueError("Input X contains NaN or infinity.")
+        else:
+            X = check_array(to_scipy_if_pydata(X), accept_sparse=["csr", "csc"],
+                            dtype=np.float64, estimator=self)
+            if sp.issparse(X) and not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()  # repeated (i, j) pairs are one observation, as in scipy
+            total = stored_values(X).sum()
+            per_user, per_item = _stored_counts(X, 0).ravel(), _stored_counts(X, 1).ravel()
+        if per_user.sum() == 0:
+            raise ValueError("X stores no entries: there is no rating to fit")
+        return X, float(total), per_user, per_item
+
+    # -- fitting ------------------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Fit the factors to the stored entries of X (users x items)."""
+        self._check_params()
+        checked, total, per_user, per_item = self._check_ratings(X)
+        n_ratings = int(per_user.sum())
+        seed = int(check_random_state(self.random_state).randint(2**31 - 1))
+        client = self._resolved_client()
+        n_workers = len(worker_addresses(client))
+        n_users, n_items = checked.shape
+        # blocks of about equal numbers of ratings: a push costs O(ratings x k)
+        user_edges = block_edges(n_users, n_workers, per_user)
+        item_edges = block_edges(n_items, n_workers, per_item)
+        program = MFProgram(
+            self.n_components, user_edges, item_edges, n_ratings, self.alpha_W,
+            self.alpha_W if self.alpha_H == "same" else self.alpha_H, self.alpha_bias,
+            self.biases, total / n_ratings if self.biases else 0.0, sweeps=self.inner_iter,
+            tol=self.tol, seed=seed)
+        raw = (blocks_along(checked, user_edges, _block_maker(USERS), axis=0)
+               + blocks_along(checked, item_edges, _block_maker(ITEMS), axis=1))
+        engine = Engine(program, client, max_rounds=2 * self.max_iter, progress=self.progress,
+                        callback=self.callback)
+        result = engine.run(_place_side_by_side(client, raw, program.n_user_blocks))
+        rows = client.gather(result.params)
+        users = program.split(np.vstack(rows[:program.n_user_blocks]), USERS)
+        items = program.split(np.vstack(rows[program.n_user_blocks:]), ITEMS)
+        if is_dask_array(checked):
+            seen = _seen_on_cluster(client, result.data[:program.n_user_blocks], n_items)
+        else:
+            seen = _pattern(*observed(checked, axis=0)[:2], n_items)
+
+        validate_data(self, X, reset=True, skip_check_array=True)  # n_features_in_, names
+        self.user_factors_, self.user_bias_ = users
+        self.components_, self.item_bias_ = np.ascontiguousarray(items[0].T), items[1]
+        self.intercept_ = program.mean
+        self.history_ = _per_iteration(result.history)
+        self.n_iter_ = len(self.history_)
+        self._program = program
+        self._seen = seen
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, and return the user factors."""
+        return self.fit(X).user_factors_
+
+    # -- transforming and predicting --------------------------------------------------------
+    def transform(self, X):
+        """User factors of the rows of X, fitted to their stored entries with the item factors
+        fixed (fold-in); lazy for a dask array."""
+        check_is_fitted(self)
+        item_rows = self._program.rows(self.components_.T, self.item_bias_, ITEMS)
+        if is_dask_array(X):
+            check_dask_matrix(X, self, self.n_features_in_)
+            return X.rechunk({1: -1}).map_blocks(
+                _fold_in, self._program, item_rows, dtype=np.float64,
+                chunks=(X.chunks[0], (self.components_.shape[0],)))
+        return _fold_in(validate_data(self, to_scipy_if_pydata(X), reset=False,
+                                      accept_sparse=["csr", "csc"], dtype=np.float64),
+                        self._program, item_rows)
+
+    def predict_entries(self, rows, cols):
+        """Predicted ratings of the (user, item) pairs ``(rows[n], cols[n])``."""
+        check_is_fitted(self)
+        rows = _check_indices(rows, len(self.user_factors_), "rows")
+        cols = _check_indices(cols, self.components_.shape[1], "cols")
+        if rows.shape != cols.shape:
+            raise ValueError(f"rows and cols differ in shape: {rows.shape} and {cols.shape}")
+        return self._factors().predict(rows, cols)
+
+    def recommend(self, rows, n=10, exclude_seen=True):
+        """The ``n`` items of highest predicted rating for each user of ``rows``, best first.
+
+        ``exclude_seen`` leaves out the items the user rated in the training matrix. Returns an
+        int array (len(rows), n); where fewer than ``n`` items are left the row ends with -1.
+        """
+        check_is_fitted(self)
+        rows = _check_indices(rows, len(self.user_factors_), "rows")
+        check_positive_int(n, "n")
+        n_items = self.components_.shape[1]
+        top = np.full((len(rows), n), -1, dtype=np.int64)
+        for lo in range(0, len(rows), RECOMMEND_ROWS):
+            users = rows[lo:lo + RECOMMEND_ROWS]
+            scores = (self.user_factors_[users] @ self.components_ + self.item_bias_
+                      + self.user_bias_[users, None])
+            if exclude_seen:
+                seen = self._seen[users].tocoo()
+                scores[seen.row, seen.col] = -np.inf
+            kept = min(n, n_items)
+            best = np.argpartition(-scores, kept - 1, axis=1)[:, :kept]
+            order = np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1, kind="stable")
+            best = np.take_along_axis(best, order, axis=1)
+            best[np.take_along_axis(scores, best, axis=1) == -np.inf] = -1
+            top[lo:lo + len(users), :kept] = best
+        return top
+
+    def score(self, X, y=None):
+        """Minus the RMSE of the predictions over the stored entries of X, a matrix of the
+        fitted users and items (e.g. held-out ratings)."""
+        check_is_fitted(self)
+        if is_dask_array(X):
+            check_dask_matrix(X, self, self.n_features_in_)
+        else:
+            X = validate_data(self, to_scipy_if_pydata(X), reset=False,
+                              accept_sparse=["csr", "csc"], dtype=np.float64)
+        if X.shape[0] != len(self.user_factors_):
+            raise ValueError(f"X has {X.shape[0]} rows, but score compares with the "
+                             f"{len(self.user_factors_)} users of the fit")
+        if is_dask_array(X):
+            errors = X.map_blocks(_squared_errors, self._factors(), chunks=(1, 1, 2),
+                                  new_axis=2, dtype=float)
+            with self._resolved_client().as_current():
+                squared, count = errors.sum(axis=(0, 1)).compute()
+        else:
+            squared, count = _squared_errors(X, self._factors())[0, 0]
+        if count == 0:
+            raise ValueError("X stores no entries: there is no rating to score")
+        return -float(np.sqrt(squared / count))
+
+    def _factors(self):
+        return Factors(self.intercept_, self.user_bias_, self.item_bias_, self.user_factors_,
+                       self.components_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+
+class Factors(NamedTuple):
+    """A fitted model, as sent to the tasks that score a dask array."""
+
+    intercept: float
+    user_bias: np.ndarray
+    item_bias: np.ndarray
+    user_factors: np.ndarray
+    components: np.ndarray
+
+    def predict(self, rows, cols):
+        products = np.einsum("ij,ji->i", self.user_factors[rows], self.components[:, cols])
+        return self.intercept + self.user_bias[rows] + self.item_bias[cols] + products
+
+
+def _fold_in(X, program, item_rows):
+    X = check_array(to_scipy_if_pydata(X), accept_sparse="csr", dtype=np.float64)
+    rows = program.fold_in(*observed(X, axis=0), item_rows, FOLD_IN_SWEEPS, FOLD_IN_TOL)
+    return program.split(rows, USERS)[0]
+
+
+def _squared_errors(X, factors, block_info=None):
+    """[[[sum of squared errors, count]]] over the stored entries of a chunk of X."""
+    first_row, first_col = ((block_info[0]["array-location"][0][0],
+                             block_info[0]["array-location"][1][0]) if block_info else (0, 0))
+    indptr, indices, values = observed(to_scipy_if_pydata(X), axis=0)
+    rows = first_row + np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    errors = factors.predict(rows, first_col + indices) - values
+    return np.array([[[float(np.dot(errors, errors)), float(len(values))]]])
+
+
+def _check_indices(values, size, name):
+    values = np.asarray(values)
+    if values.ndim != 1 or not (np.issubdtype(values.dtype, np.integer) or values.size == 0):
+        raise ValueError(f"{name} must be a 1D array of integer indices, got {values!r}")
+    if values.size and (values.min() < 0 or values.max() >= size):
+        raise ValueError(f"{name} must be in [0, {size}), got values in "
+                         f"[{values.min()}, {values.max()}]")
+    return values.astype(np.int64)
+
+
+def _observation_stats(block):
+    """[[[finite, sum]]] of the stored entries of a chunk."""
+    values = stored_values(block)
+    finite = bool(np.all(np.isfinite(values)))
+    return np.array([[[float(finite), values.sum() if finite else 0.0]]])
+
+
+def _stored_counts(block, axis):
+    """Stored entries of a chunk per row (axis 0, as a column) or per column (axis 1, a row)."""
+    counts = np.diff(observed(to_scipy_if_pydata(block), axis)[0])
+    return counts[:, None] if axis == 0 else counts[None, :]
+
+
+def _block_maker(side):
+    def make_block(part, lo, hi):
+        return make_raw_block(part, side, int(lo))
+    return make_block
+
+
+def _place_side_by_side(client, raw, n_user_blocks):
+    """Pin user block b and item block b on one worker: place_blocks hands contiguous runs of
+    its list to the workers in turn, so the list interleaves the two sides."""
+    order = sorted(range(len(raw)), key=lambda b: (b, 0) if b < n_user_blocks
+                   else (b - n_user_blocks, 1))
+    pinned = place_blocks(client, [raw[b] for b in order])
+    placed = [None] * len(raw)
+    for position, b in enumerate(order):
+        placed[b] = pinned[position]
+    return placed
+
+
+def _pattern(indptr, indices, n_items):
+    """The stored entries of a CSR matrix as a boolean CSR matrix."""
+    return sp.csr_matrix((np.ones(len(indices), dtype=bool), indices, indptr),
+                         shape=(len(indptr) - 1, n_items))
+
+
+def _row_pattern(ratings):
+    return ratings.indptr, ratings.indices.astype(np.int32)
+
+
+def _seen_on_cluster(client, user_blocks, n_items):
+    """The training pattern from the user blocks on the workers."""
+    parts = client.gather([client.submit(_row_pattern, block.future, workers=[block.worker])
+                           for block in user_blocks])
+    return sp.vstack([_pattern(indptr, indices, n_items) for indptr, indices in parts],
+                     format="csr")
+
+
+def _per_iteration(history):
+    """One record per iteration, from its closing round (the user round)."""
+    records = []
+    for record in history.records:
+        if record["side"] == USERS:
+            records.append({"iteration": record["round"] // 2, "time": record["time"],
+                            "objective": record["objective"], "rmse": record["rmse"],
+                            "relative_decrease": record["relative_decrease"]})
+    history.records[:] = records
+    return history
