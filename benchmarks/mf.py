@@ -44,16 +44,15 @@ Solvers and their settings
   replaced by the training mean; the RMSE is computed in Spark. Seconds per iteration:
   fit / maxIter.
 
-Peak memory: a thread samples every 20 ms, during set-up and fit, the resident set size
-(psutil) of the processes a solver computes in, and keeps the largest sum of
+Peak memory, measured in one more, untimed, set-up and fit per solver and data set: the
+peak of this process's allocations traced by ``tracemalloc`` (exact for Python objects and
+numpy buffers, but it slows allocation-heavy code, hence a separate run) plus the peak RSS
+(psutil, sampled every 20 ms) of the processes a solver computes in besides this one
   dask_strads  every Dask worker process (whole RSS, the Dask runtime's ~150 MB each
-               included; nannies excluded) + this process's growth over its RSS before
-               the fit (client and scheduler live here);
-  spark        the JVM's whole RSS (it grows to the heap it was given and keeps it) + this
-               process's growth;
-  surprise     this process's growth.
-Before each fit, freed memory is handed back to the OS (``gc.collect`` and glibc's
-``malloc_trim``), so that this process's growth counts what the fit allocates.
+               included; nannies excluded); the client and the scheduler are in this process;
+  spark        the JVM (whole RSS: it grows to the heap it was given and keeps it);
+  surprise     none: it computes in this process.
+The two peaks are added: an upper bound when they do not coincide.
 
 Usage
   python benchmarks/mf.py --repeats 3 --markdown
@@ -62,6 +61,7 @@ Usage
       --synthetic-ratings 2e6
 """
 import argparse
+import contextlib
 import importlib.metadata
 import os
 import platform
@@ -95,51 +95,50 @@ WARMUP_ROWS = 200
 
 # --- memory -----------------------------------------------------------------------------
 
-def _release_freed_memory():
-    """Hand the memory Python and malloc hold free back to the OS (glibc), so that this
-    process's RSS grows again when a fit allocates."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: the growth is then underestimated
-        pass
-
-
 class PeakMemory:
-    """Largest (RSS of ``pids`` + growth of this process's RSS) seen inside a ``with`` block."""
+    """Peak memory of a ``with`` block: this process's traced allocations plus other processes.
+
+    This process: the peak of ``tracemalloc`` (Python objects and numpy buffers allocated in
+    the block; exact, but it slows allocation-heavy code, so the block is not timed). Other
+    processes (``pids``: Dask workers, the JVM): the largest sum of their RSS, sampled every
+    ``interval`` seconds. The two peaks are added: an upper bound if they do not coincide.
+    """
 
     def __init__(self, pids=(), interval=0.02):
         import psutil
 
-        self._self = psutil.Process()
         self._others = [psutil.Process(pid) for pid in pids]
         self._interval = interval
         self._stop = threading.Event()
+        self._others_peak = 0
         self.peak = 0
 
     def _sample(self):
-        own = self._self.memory_info().rss - self._baseline
-        self.peak = max(self.peak, own + sum(p.memory_info().rss for p in self._others))
+        self._others_peak = max(self._others_peak,
+                                sum(p.memory_info().rss for p in self._others))
 
     def _run(self):
         while not self._stop.wait(self._interval):
             self._sample()
 
     def __enter__(self):
-        _release_freed_memory()
-        self._baseline = self._self.memory_info().rss
+        import tracemalloc
+
         self._sample()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+        tracemalloc.start()
         return self
 
     def __exit__(self, *exc):
+        import tracemalloc
+
+        traced_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
         self._stop.set()
         self._thread.join()
         self._sample()
+        self.peak = traced_peak + self._others_peak
 
 
 # --- data -------------------------------------------------------------------------------
@@ -181,7 +180,7 @@ def _triplets(X):
     return pd.DataFrame({"user": coo.row, "item": coo.col, "rating": coo.data})
 
 
-# --- solvers: each run returns dict(setup, fit, n_iter, per_iter, rmse, peak) ------------
+# --- solvers: run() returns dict(setup, fit, n_iter, per_iter, rmse); watch wraps set-up + fit
 
 class Strads:
     name = STRADS
@@ -191,26 +190,26 @@ class Strads:
 
         self.cls = MatrixFactorization
         self.client = embedded_client()
-        self.worker_pids = list(self.client.run(os.getpid).values())
+        self.pids = list(self.client.run(os.getpid).values())  # the workers, not the nannies
         self.args = args
-        self.notes = f"{len(self.worker_pids)} workers"
+        self.notes = f"{len(self.pids)} workers"
 
-    def run(self, train, test):
+    def run(self, train, test, watch=contextlib.nullcontext()):
         est = self.cls(n_components=self.args.rank, random_state=self.args.seed)
-        with PeakMemory(self.worker_pids) as memory:
+        with watch:
             t0 = time.perf_counter()
             est.fit(train)
             fit = time.perf_counter() - t0
         times = [record["time"] for record in est.history_]
         return {"setup": 0.0, "fit": fit, "n_iter": est.n_iter_,
                 "per_iter": float(np.median(np.diff([0.0] + times))),
-                "rmse": _rmse(est.predict_entries(test.row, test.col), test.data),
-                "peak": memory.peak}
+                "rmse": _rmse(est.predict_entries(test.row, test.col), test.data)}
 
 
 class Surprise:
     name = "surprise"
     notes = "1 thread"
+    pids = ()
 
     def __init__(self, args):
         import surprise
@@ -218,9 +217,9 @@ class Surprise:
         self.surprise = surprise
         self.args = args
 
-    def run(self, train, test):
+    def run(self, train, test, watch=contextlib.nullcontext()):
         surprise = self.surprise
-        with PeakMemory() as memory:
+        with watch:
             t0 = time.perf_counter()
             frame = _triplets(train)
             reader = surprise.Reader(rating_scale=(frame.rating.min(), frame.rating.max()))
@@ -233,7 +232,7 @@ class Surprise:
         predictions = algo.test(zip(test.row.tolist(), test.col.tolist(), test.data.tolist()))
         return {"setup": setup, "fit": fit, "n_iter": SURPRISE_EPOCHS,
                 "per_iter": fit / SURPRISE_EPOCHS,
-                "rmse": _rmse([p.est for p in predictions], test.data), "peak": memory.peak}
+                "rmse": _rmse([p.est for p in predictions], test.data)}
 
 
 class Spark:
@@ -250,7 +249,7 @@ class Spark:
                       .config("spark.sql.shuffle.partitions", str(2 * args.threads))
                       .getOrCreate())
         self.spark.sparkContext.setLogLevel("ERROR")
-        self.jvm_pid = int(self.spark.sparkContext._jvm.ProcessHandle.current().pid())
+        self.pids = [int(self.spark.sparkContext._jvm.ProcessHandle.current().pid())]
         self.args = args
         self.reg = SPARK_REGS[1] if args.spark_reg is None else args.spark_reg
         self.tmp = tempfile.TemporaryDirectory(prefix="mf-bench-spark-")
@@ -310,8 +309,8 @@ class Spark:
         mse = predicted.select(F.avg((F.col("prediction") - F.col("rating")) ** 2)).first()[0]
         return float(np.sqrt(mse))
 
-    def run(self, train, test):
-        with PeakMemory([self.jvm_pid]) as memory:
+    def run(self, train, test, watch=contextlib.nullcontext()):
+        with watch:
             t0 = time.perf_counter()
             train_frame = self._frame(train, "train")
             setup = time.perf_counter() - t0
@@ -322,7 +321,7 @@ class Spark:
         train_frame.unpersist()
         test_frame.unpersist()
         return {"setup": setup, "fit": fit, "n_iter": SPARK_ITERATIONS,
-                "per_iter": fit / SPARK_ITERATIONS, "rmse": rmse, "peak": memory.peak}
+                "per_iter": fit / SPARK_ITERATIONS, "rmse": rmse}
 
 
 def start_solvers(args):
@@ -368,12 +367,14 @@ def run_dataset(data, solvers, args):
             if hasattr(solver, "prepare"):
                 solver.prepare(data["train"])
             runs = [solver.run(data["train"], data["test"]) for _ in range(args.repeats)]
+            memory = PeakMemory(solver.pids)
+            solver.run(data["train"], data["test"], watch=memory)
         except Exception as exc:
             print(f"    {solver.name}: failed, skipped ({type(exc).__name__}: {exc})", flush=True)
             continue
         row = {key: statistics.median(run[key] for run in runs)
-               for key in ("setup", "fit", "n_iter", "per_iter", "rmse", "peak")}
-        row.update(solver=solver.name, notes=solver.notes)
+               for key in ("setup", "fit", "n_iter", "per_iter", "rmse")}
+        row.update(solver=solver.name, notes=solver.notes, peak=memory.peak)
         rows.append(row)
         print(f"    {solver.name}: fit {row['fit']:.2f} s ({row['n_iter']:.0f} iterations), "
               f"test RMSE {row['rmse']:.4f}, peak {row['peak'] / 2**20:.0f} MB", flush=True)

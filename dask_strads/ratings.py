@@ -19,7 +19,7 @@ import scipy.sparse as sp
 __all__ = ["RatingsMatrix"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # == on arrays is element-wise: compare by identity
 class RatingsMatrix:
     """A sparse ratings matrix and the ids of its rows (users) and columns (items).
 
