@@ -12,6 +12,7 @@ from distributed import get_task_stream
 from dask_strads import MatrixFactorization
 from dask_strads.datasets import load_movielens, make_ratings, train_test_split_ratings
 from dask_strads.engine import cluster as embedded
+from dask_strads.estimators.mf import _place_side_by_side
 
 RANK, NOISE = 5, 0.3
 EMPTY_USER, EMPTY_ITEM = 7, 11
@@ -89,6 +90,14 @@ def test_one_two_and_four_workers_give_the_same_model(client_factory, ratings):
         assert_same_model(fits[0], other)
         assert other.history_.column("objective") == pytest.approx(
             fits[0].history_.column("objective"), rel=1e-12)
+
+
+def test_user_and_item_block_b_share_worker_b(client):
+    placed = _place_side_by_side(client, ["users 0", "users 1", "items 0", "items 1"], 2)
+    workers = [block.worker for block in placed]
+    assert workers[0] == workers[2] != workers[1] == workers[3]
+    assert client.gather([block.future for block in placed]) == [
+        "users 0", "users 1", "items 0", "items 1"]
 
 
 def test_empty_users_and_items_predict_from_the_biases(fitted):
