@@ -83,6 +83,18 @@ def test_history_records_a_decreasing_objective_until_tol(fitted):
     assert all(r["rmse"] > 0 and r["time"] > 0 for r in history)
 
 
+def test_a_callback_sees_every_round_and_can_stop_the_fit(client, ratings):
+    seen = []
+
+    def stop_after_two_iterations(record):
+        seen.append((record["round"], record["side"]))
+        return record["round"] == 3
+
+    est = model(client, callback=stop_after_two_iterations).fit(ratings[0])
+    assert seen == [(0, "items"), (1, "users"), (2, "items"), (3, "users")]
+    assert est.n_iter_ == 2 and not est.history_.stats.converged
+
+
 def test_one_two_and_four_workers_give_the_same_model(client_factory, ratings):
     train, _ = ratings
     fits = [model(client_factory(n), tol=0.0, max_iter=15).fit(train) for n in (1, 2, 4)]
