@@ -1,7 +1,9 @@
-"""scikit-learn's estimator checks (the legacy set included) on dask_strads.Lasso.
+"""scikit-learn's estimator checks (the legacy set included) on every dask_strads estimator.
 
 The checks fit many small estimators without a client: they run on the session's cached
 two-worker cluster, made the current client for each check, rather than on the embedded one.
+LDA is tagged categorical so that the checks feed it integer counts (docs/lda.md);
+MatrixFactorization reads the dense arrays they feed as fully observed ratings.
 """
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -16,7 +18,7 @@ def current_client(client_factory):
         yield client
 
 
-@parametrize_with_checks([dask_strads.Lasso()], legacy=True)
+@parametrize_with_checks([dask_strads.Lasso(), dask_strads.LatentDirichletAllocation(max_iter=5),
+                          dask_strads.MatrixFactorization()], legacy=True)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
-
