@@ -23,7 +23,8 @@ Solvers and their settings
 - dask_strads: ``MatrixFactorization(n_components=k, random_state=seed)`` with its defaults,
   on the embedded default cluster (one single-threaded worker process per core).
   Set-up is 0: the estimator takes the CSR matrix as it is. Seconds per iteration: the
-  median gap between the per-iteration records of ``history_``.
+  median gap between the per-iteration records of ``history_``; the notes give the share
+  of the wall time that is Dask latency (``history_.stats.overhead_share``).
 - surprise: ``surprise.SVD(n_factors=k, random_state=seed)`` with its defaults (biased,
   20 epochs of SGD, lr 0.005, reg 0.02): single-threaded Cython. Set-up builds its
   ``Trainset`` from a DataFrame of the training triplets (``Reader(rating_scale=(min,
@@ -192,7 +193,10 @@ class Strads:
         self.client = embedded_client()
         self.pids = list(self.client.run(os.getpid).values())  # the workers, not the nannies
         self.args = args
-        self.notes = f"{len(self.pids)} workers"
+
+    def describe(self, runs):
+        overhead = statistics.median(run["overhead"] for run in runs)
+        return f"{len(self.pids)} workers, {100 * overhead:.0f}% Dask overhead"
 
     def run(self, train, test, watch=contextlib.nullcontext()):
         est = self.cls(n_components=self.args.rank, random_state=self.args.seed)
@@ -203,12 +207,12 @@ class Strads:
         times = [record["time"] for record in est.history_]
         return {"setup": 0.0, "fit": fit, "n_iter": est.n_iter_,
                 "per_iter": float(np.median(np.diff([0.0] + times))),
-                "rmse": _rmse(est.predict_entries(test.row, test.col), test.data)}
+                "rmse": _rmse(est.predict_entries(test.row, test.col), test.data),
+                "overhead": est.history_.stats.overhead_share}
 
 
 class Surprise:
     name = "surprise"
-    notes = "1 thread"
     pids = ()
 
     def __init__(self, args):
@@ -216,6 +220,9 @@ class Surprise:
 
         self.surprise = surprise
         self.args = args
+
+    def describe(self, runs):
+        return "1 thread"
 
     def run(self, train, test, watch=contextlib.nullcontext()):
         surprise = self.surprise
@@ -254,8 +261,7 @@ class Spark:
         self.reg = SPARK_REGS[1] if args.spark_reg is None else args.spark_reg
         self.tmp = tempfile.TemporaryDirectory(prefix="mf-bench-spark-")
 
-    @property
-    def notes(self):
+    def describe(self, runs):
         return (f"local[{self.args.threads}], regParam {self.reg}, driver memory "
                 f"{self.args.spark_memory}")
 
@@ -374,7 +380,7 @@ def run_dataset(data, solvers, args):
             continue
         row = {key: statistics.median(run[key] for run in runs)
                for key in ("setup", "fit", "n_iter", "per_iter", "rmse")}
-        row.update(solver=solver.name, notes=solver.notes, peak=memory.peak)
+        row.update(solver=solver.name, notes=solver.describe(runs), peak=memory.peak)
         rows.append(row)
         print(f"    {solver.name}: fit {row['fit']:.2f} s ({row['n_iter']:.0f} iterations), "
               f"test RMSE {row['rmse']:.4f}, peak {row['peak'] / 2**20:.0f} MB", flush=True)
