@@ -9,8 +9,8 @@ from ..engine import Engine, place_blocks, worker_addresses
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
 from ..programs.lda import LDAProgram, make_shard, vocabulary_blocks
 from .base import DaskEstimatorMixin
-from .inputs import (block_edges, blocks_along, check_number, check_positive_int, is_dask_array,
-                     stored_values, to_scipy_if_pydata)
+from .inputs import (block_edges, blocks_along, check_dask_matrix, check_number,
+                     check_positive_int, is_dask_array, stored_values, to_scipy_if_pydata)
 
 
 class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
@@ -88,29 +88,29 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
             raise ValueError("callback must be callable or None")
 
     def _check_counts(self, X, reset):
-        """X as CSR int64 counts (or a dask array, checked chunk by chunk), with its column sums
-        (tokens per word) and row sums (tokens per document)."""
+        """X as CSR int64 counts (or a dask array, checked chunk by chunk). With ``reset`` (a
+        fit) also its column sums (tokens per word) and row sums (tokens per document), else
+        None for both."""
         if is_dask_array(X):
-            if X.ndim != 2 or 0 in X.shape:
-                raise ValueError(f"X must be a non-empty 2D array, got shape {X.shape}")
-            if not reset and X.shape[1] != self.n_features_in_:
-                raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
+            check_dask_matrix(X, self, None if reset else self.n_features_in_)
             flags = X.map_blocks(_count_flags, chunks=(1, 1, 3), new_axis=2, dtype=bool)
+            sums = (X.sum(axis=0), X.sum(axis=1)) if reset else ()
             with self._resolved_client().as_current():
-                ok, word_counts, doc_lengths = dask.compute(flags.all(axis=(0, 1)),
-                                                            X.sum(axis=0), X.sum(axis=1))
+                ok, *sums = dask.compute(flags.all(axis=(0, 1)), *sums)
             _raise_unless_counts(*ok)
             if reset:
                 self.n_features_in_ = X.shape[1]
-            return X, _dense_vector(word_counts), _dense_vector(doc_lengths)
-        X = validate_data(self, to_scipy_if_pydata(X), accept_sparse="csr", dtype=np.float64,
-                          reset=reset, ensure_min_samples=1, ensure_min_features=1)
-        X = sp.csr_matrix(X)
-        _raise_unless_counts(True, bool(np.all(X.data >= 0)),
-                             bool(np.all(X.data == np.round(X.data))))
-        X = X.astype(np.int64)
-        X.eliminate_zeros()
-        return X, _dense_vector(X.sum(axis=0)), _dense_vector(X.sum(axis=1))
+        else:
+            X = validate_data(self, to_scipy_if_pydata(X), accept_sparse="csr", dtype=np.float64,
+                              reset=reset, ensure_min_samples=1, ensure_min_features=1)
+            X = sp.csr_matrix(X)
+            _raise_unless_counts(True, bool(np.all(X.data >= 0)),
+                                 bool(np.all(X.data == np.round(X.data))))
+            X = X.astype(np.int64)
+            X.eliminate_zeros()
+            sums = (X.sum(axis=0), X.sum(axis=1)) if reset else ()
+        word_counts, doc_lengths = map(_dense_vector, sums) if reset else (None, None)
+        return X, word_counts, doc_lengths
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, X, y=None):
