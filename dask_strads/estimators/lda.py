@@ -163,7 +163,10 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     def transform(self, X):
         """Topic distributions of documents, by Gibbs sampling with the topics fixed."""
         check_is_fitted(self)
-        X = self._check_counts(X, reset=False)[0]
+        return self._transform_counts(self._check_counts(X, reset=False)[0])
+
+    def _transform_counts(self, X):
+        """:meth:`transform` of checked counts."""
         if is_dask_array(X):
             return X.map_blocks(self._transform_in_memory, dtype=np.float64,
                                 chunks=(X.chunks[0], (self.n_components,)))
@@ -179,8 +182,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     def score(self, X, y=None):
         """Log-likelihood of X: sum over tokens of log sum_k theta_dk phi_kw, with theta from
         :meth:`transform`."""
-        theta = self.transform(X)
+        check_is_fitted(self)
         X = self._check_counts(X, reset=False)[0]
+        theta = self._transform_counts(X)
         if is_dask_array(X):
             X, theta = dask.compute(X, theta)
         X = sp.csr_matrix(to_scipy_if_pydata(X), dtype=np.int64)
