@@ -370,7 +370,7 @@ def _sequential_sample(p, q, n, rng):
 
 @pytest.mark.parametrize("n", [7, 8])  # 7 of 30 cells: batches with repeats redrawn; 8: keys
 def test_ratings_cells_are_weighted_sampling_without_replacement(n):
-    from dask_strads.datasets import _sample_cells
+    from dask_strads.datasets.generators import _sample_cells
 
     p = np.array([0.5, 0.2, 0.1, 0.1, 0.05, 0.05])
     q = np.array([0.4, 0.3, 0.1, 0.1, 0.1])
