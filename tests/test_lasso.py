@@ -18,6 +18,8 @@ from sklearn.base import clone
 from sklearn.datasets import load_diabetes
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso as SkLasso
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import check_param_validation
 
 import dask_strads
 from dask_strads.engine import cluster as embedded
@@ -474,6 +476,25 @@ def test_bad_params_raise_before_cluster_work(client_factory, small_problem, fit
     est.client = client
     est.set_params(**params)
     _refit_must_fail(est, client, X, y, (ValueError, TypeError), match)
+
+
+@pytest.mark.parametrize("params", [
+    {"alpha": np.inf}, {"alpha": True}, {"tol": np.nan}, {"max_iter": True},
+    {"dependency_threshold": np.inf}, {"priority_floor": -1e-9}, {"priority_power": 1.0},
+    {"sub_rounds": 0}, {"n_blocks": 1.5}, {"fit_intercept": 1}, {"positive": "yes"},
+    {"random_state": "seed"},
+], ids=str)
+def test_invalid_params_raise_invalid_parameter_error(small_problem, params):
+    """Checked against ``_parameter_constraints`` before the embedded cluster is started."""
+    before = embedded._default
+    with pytest.raises(InvalidParameterError, match=f"'{next(iter(params))}' parameter of Lasso"):
+        dask_strads.Lasso(**params).fit(*small_problem)
+    assert embedded._default is before
+
+
+def test_sklearn_check_param_validation():
+    """scikit-learn's own check of ``_parameter_constraints`` (not part of ``check_estimator``)."""
+    check_param_validation("Lasso", dask_strads.Lasso())
 
 
 BAD_DASK = {

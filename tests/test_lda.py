@@ -2,6 +2,8 @@
 import dask.array as da
 import numpy as np
 import pytest
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import check_param_validation
 
 from dask_strads import LatentDirichletAllocation
 from dask_strads.datasets import make_lda_corpus, match_topics
@@ -93,3 +95,20 @@ def test_bad_parameters_raise(corpus, client, params):
     X, _, _ = corpus
     with pytest.raises(ValueError):
         LatentDirichletAllocation(**params).fit(X)
+
+
+@pytest.mark.parametrize("params", [
+    dict(n_components=True), dict(transform_iter=1), dict(topic_word_prior=0.0),
+    dict(doc_topic_prior=np.inf), dict(topic_word_prior=np.nan), dict(n_vocab_blocks=0),
+    dict(staleness=0.5), dict(progress=1), dict(callback="print"), dict(random_state="seed"),
+], ids=str)
+def test_invalid_params_raise_invalid_parameter_error(corpus, params):
+    X, _, _ = corpus
+    with pytest.raises(InvalidParameterError,
+                       match=f"'{next(iter(params))}' parameter of LatentDirichletAllocation"):
+        LatentDirichletAllocation(**params).fit(X)
+
+
+def test_sklearn_check_param_validation():
+    """scikit-learn's own check of ``_parameter_constraints`` (not part of ``check_estimator``)."""
+    check_param_validation("LatentDirichletAllocation", LatentDirichletAllocation())

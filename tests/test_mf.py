@@ -8,6 +8,8 @@ import pytest
 import scipy.sparse as sp
 import sparse
 from distributed import get_task_stream
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import check_param_validation
 
 from dask_strads import MatrixFactorization
 from dask_strads.datasets import load_movielens, make_ratings, train_test_split_ratings
@@ -284,6 +286,25 @@ def test_bad_params_raise_and_leave_the_fit_intact(client, fitted, ratings, case
     est.client = client
     name = case.split("-")[0]
     _refit_must_fail(est, client, ratings[0], (ValueError, TypeError), name)
+
+
+@pytest.mark.parametrize("params", [
+    {"n_components": True}, {"alpha_W": np.inf}, {"alpha_H": np.inf}, {"alpha_H": "Same"},
+    {"alpha_bias": False}, {"tol": np.nan}, {"inner_iter": 1.0}, {"biases": 1},
+    {"progress": "no"}, {"random_state": 1.5},
+], ids=str)
+def test_invalid_params_raise_invalid_parameter_error(ratings, params):
+    """Checked against ``_parameter_constraints`` before the embedded cluster is started."""
+    started = embedded._default
+    with pytest.raises(InvalidParameterError,
+                       match=f"'{next(iter(params))}' parameter of MatrixFactorization"):
+        MatrixFactorization(**params).fit(ratings[0])
+    assert embedded._default is started
+
+
+def test_sklearn_check_param_validation():
+    """scikit-learn's own check of ``_parameter_constraints`` (not part of ``check_estimator``)."""
+    check_param_validation("MatrixFactorization", MatrixFactorization())
 
 
 @pytest.mark.parametrize("call, match", [

@@ -1,5 +1,16 @@
-"""What every dask_strads estimator shares: where it runs, and staying picklable and clonable."""
+"""What every dask_strads estimator shares: where it runs, checking its hyperparameters, and
+staying picklable and clonable."""
+from sklearn.utils._param_validation import Interval
+
 from ..engine.cluster import resolve_client
+
+
+class NumberInterval(Interval):
+    """scikit-learn's ``Interval`` that refuses bools: ``numbers.Integral`` and ``numbers.Real``
+    include ``True`` and ``False``, which are no iteration count or penalty."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, bool) and super().is_satisfied_by(val)
 
 
 class DaskEstimatorMixin:
@@ -18,6 +29,12 @@ class DaskEstimatorMixin:
     @client.setter
     def client(self, client):
         self._client = client
+
+    def _check_params(self):
+        """Check the hyperparameters against the class's ``_parameter_constraints`` (raises
+        scikit-learn's ``InvalidParameterError``, a ValueError and a TypeError); the first thing
+        a fit does, before any cluster work."""
+        self._validate_params()
 
     def _resolved_client(self):
         return resolve_client(self.client)

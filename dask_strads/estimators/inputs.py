@@ -89,15 +89,6 @@ def check_positive_int(value, name, minimum=1):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
-def check_number(value, name, low=None, high=None, low_open=False):
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if low is not None and (value < low or (low_open and value == low)):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}, got {value!r}")
-
-
 def block_edges(n_features, n_blocks, weights=None):
     """Edges of ``n_blocks`` contiguous blocks of ``n_features`` items: of about equal size, or
     of about equal total ``weights`` (e.g. tokens per document) when given."""

@@ -1,20 +1,21 @@
 """``dask_strads.Lasso``: sklearn's Lasso, fitted by the STRADS program on a Dask cluster."""
 import warnings
+from numbers import Integral, Real
 
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Options, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
 from ..engine import Engine, futures_to_array, place_blocks, worker_addresses
 from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
-from .base import DaskEstimatorMixin
-from .inputs import (block_edges, check_dask_design, check_in_memory_design, check_number,
-                     check_positive_int, column_means, blocks_along, is_dask_array,
-                     to_scipy_if_pydata)
+from .base import DaskEstimatorMixin, NumberInterval
+from .inputs import (block_edges, check_dask_design, check_in_memory_design, column_means,
+                     blocks_along, is_dask_array, to_scipy_if_pydata)
 
 
 class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
@@ -69,6 +70,27 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     The client is not a parameter: set ``est.client = client`` (it is not pickled or cloned).
     """
 
+    _parameter_constraints = {
+        "alpha": [NumberInterval(Real, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "positive": ["boolean"],
+        "random_state": ["random_state"],
+        "schedule": [StrOptions(set(SCHEDULES))],
+        "n_candidates": [NumberInterval(Integral, 1, None, closed="left")],
+        "dependency_threshold": [NumberInterval(Real, 0, None, closed="neither")],
+        "priority_floor": [NumberInterval(Real, 0, None, closed="left")],
+        "priority_power": [Options(Integral, {1, 2})],
+        "sub_rounds": [NumberInterval(Integral, 1, None, closed="left"), None],
+        "staleness": [NumberInterval(Integral, 0, None, closed="left")],
+        "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
+        "keep_on_cluster": ["boolean"],
+        "progress": ["boolean"],
+        "callback": [callable, None],
+    }
+
     def __init__(self, alpha=1.0, *, fit_intercept=True, max_iter=1000, tol=1e-4,
                  warm_start=False, positive=False, random_state=None, schedule="priority",
                  n_candidates=32, dependency_threshold=0.1, priority_floor=0.1,
@@ -92,27 +114,6 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.keep_on_cluster = keep_on_cluster
         self.progress = progress
         self.callback = callback
-
-    def _check_params(self):
-        check_number(self.alpha, "alpha", low=0.0)
-        check_number(self.tol, "tol", low=0.0)
-        check_positive_int(self.max_iter, "max_iter")
-        check_positive_int(self.n_candidates, "n_candidates")
-        check_positive_int(self.staleness, "staleness", minimum=0)
-        check_number(self.dependency_threshold, "dependency_threshold", low=0.0, low_open=True)
-        check_number(self.priority_floor, "priority_floor", low=0.0)
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {sorted(SCHEDULES)}, got {self.schedule!r}")
-        if self.priority_power not in (1, 2):
-            raise ValueError(f"priority_power must be 1 or 2, got {self.priority_power!r}")
-        for name in ("sub_rounds", "n_blocks"):
-            if getattr(self, name) is not None:
-                check_positive_int(getattr(self, name), name)
-        for name in ("fit_intercept", "warm_start", "positive", "keep_on_cluster", "progress"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
-        if self.callback is not None and not callable(self.callback):
-            raise ValueError("callback must be callable or None")
 
     def fit(self, X, y):
         """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""

@@ -1,4 +1,6 @@
 """``dask_strads.LatentDirichletAllocation``: collapsed Gibbs LDA with the STRADS word rotation."""
+from numbers import Integral, Real
+
 import dask
 import numpy as np
 import scipy.sparse as sp
@@ -8,9 +10,9 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 from ..engine import Engine, place_blocks, worker_addresses
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
 from ..programs.lda import LDAProgram, make_shard, vocabulary_blocks
-from .base import DaskEstimatorMixin
-from .inputs import (block_edges, blocks_along, check_dask_matrix, check_number,
-                     check_positive_int, is_dask_array, stored_values, to_scipy_if_pydata)
+from .base import DaskEstimatorMixin, NumberInterval
+from .inputs import (block_edges, blocks_along, check_dask_matrix, is_dask_array,
+                     stored_values, to_scipy_if_pydata)
 
 
 class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
@@ -54,6 +56,19 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         The engine's totals are in ``history_.stats``.
     """
 
+    _parameter_constraints = {
+        "n_components": [NumberInterval(Integral, 1, None, closed="left")],
+        "doc_topic_prior": [NumberInterval(Real, 0, None, closed="neither"), None],
+        "topic_word_prior": [NumberInterval(Real, 0, None, closed="neither"), None],
+        "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_vocab_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
+        "staleness": [NumberInterval(Integral, 0, None, closed="left")],
+        "transform_iter": [NumberInterval(Integral, 2, None, closed="left")],
+        "random_state": ["random_state"],
+        "progress": ["boolean"],
+        "callback": [callable, None],
+    }
+
     def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,
                  max_iter=100, n_vocab_blocks=None, staleness=0, transform_iter=50,
                  random_state=None, progress=False, callback=None):
@@ -73,19 +88,6 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         alpha = self.doc_topic_prior if self.doc_topic_prior is not None else 1 / self.n_components
         beta = self.topic_word_prior if self.topic_word_prior is not None else 1 / self.n_components
         return float(alpha), float(beta)
-
-    def _check_params(self):
-        check_positive_int(self.n_components, "n_components")
-        check_positive_int(self.max_iter, "max_iter")
-        check_positive_int(self.transform_iter, "transform_iter", minimum=2)
-        check_positive_int(self.staleness, "staleness", minimum=0)
-        if self.n_vocab_blocks is not None:
-            check_positive_int(self.n_vocab_blocks, "n_vocab_blocks")
-        for name in ("doc_topic_prior", "topic_word_prior"):
-            if getattr(self, name) is not None:
-                check_number(getattr(self, name), name, low=0.0, low_open=True)
-        if self.callback is not None and not callable(self.callback):
-            raise ValueError("callback must be callable or None")
 
     def _check_counts(self, X, reset):
         """X as CSR int64 counts (or a dask array, checked chunk by chunk). With ``reset`` (a

@@ -1,16 +1,18 @@
 """``dask_strads.MatrixFactorization``: matrix completion by model-parallel coordinate descent."""
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import dask
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, check_random_state, validate_data
 
 from ..engine import Engine, place_blocks, worker_addresses
 from ..programs.mf import ITEMS, USERS, MFProgram, make_raw_block, observed
-from .base import DaskEstimatorMixin
-from .inputs import (block_edges, blocks_along, check_dask_matrix, check_number,
+from .base import DaskEstimatorMixin, NumberInterval
+from .inputs import (block_edges, blocks_along, check_dask_matrix,
                      check_positive_int, is_dask_array, stored_values, to_scipy_if_pydata)
 
 #: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
@@ -74,6 +76,20 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
     The client is not a parameter: set ``est.client = client`` (it is not pickled or cloned).
     """
 
+    _parameter_constraints = {
+        "n_components": [NumberInterval(Integral, 1, None, closed="left")],
+        "alpha_W": [NumberInterval(Real, 0, None, closed="left")],
+        "alpha_H": [NumberInterval(Real, 0, None, closed="left"), StrOptions({"same"})],
+        "alpha_bias": [NumberInterval(Real, 0, None, closed="left")],
+        "biases": ["boolean"],
+        "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "inner_iter": [NumberInterval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "progress": ["boolean"],
+        "callback": [callable, None],
+    }
+
     def __init__(self, n_components=10, *, alpha_W=18.0, alpha_H="same", alpha_bias=5.0,
                  biases=True, max_iter=100, tol=1e-4, inner_iter=1, random_state=None,
                  progress=False, callback=None):
@@ -90,21 +106,6 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         self.callback = callback
 
     # -- parameters and input ---------------------------------------------------------------
-    def _check_params(self):
-        check_positive_int(self.n_components, "n_components")
-        check_positive_int(self.max_iter, "max_iter")
-        check_positive_int(self.inner_iter, "inner_iter")
-        check_number(self.alpha_W, "alpha_W", low=0.0)
-        if not (isinstance(self.alpha_H, str) and self.alpha_H == "same"):
-            check_number(self.alpha_H, "alpha_H", low=0.0)
-        check_number(self.alpha_bias, "alpha_bias", low=0.0)
-        check_number(self.tol, "tol", low=0.0)
-        for name in ("biases", "progress"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
-        if self.callback is not None and not callable(self.callback):
-            raise ValueError("callback must be callable or None")
-
     def _check_ratings(self, X):
         """X checked without touching the estimator, with its observations' sum and their
         counts per user and per item."""
