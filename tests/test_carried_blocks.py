@@ -6,7 +6,6 @@ import pytest
 from distributed import get_worker
 
 from dask_strads import Engine, run_sequential
-from dask_strads.engine import place_blocks
 from dask_strads.programs import Program
 
 
@@ -45,7 +44,7 @@ class RotatingSums(Program):
     def pull(self, partials, shared):
         return shared + sum(partials.values()), {"pushes": len(partials)}
 
-    def block_result(self, data, state, shared):
+    def collect(self, data, state, shared):
         return np.array([state])
 
 
@@ -67,8 +66,7 @@ def test_carried_blocks_rotate_and_sum_like_the_sequential_loop(client_factory, 
     client = client_factory(n_workers)
     program, blocks = problem()
     rounds = 2 * program.n_carried
-    pinned = place_blocks(client, blocks)
-    result = Engine(program, client, max_rounds=rounds).run(pinned)
+    result = Engine(program, client, max_rounds=rounds).run(blocks)
     carried = client.gather(result.carried)
     _, _, reference = run_sequential(program, blocks, rounds)
     closed_form = 2 * sum(blocks)
@@ -76,7 +74,7 @@ def test_carried_blocks_rotate_and_sum_like_the_sequential_loop(client_factory, 
         np.testing.assert_allclose(total, expected, rtol=1e-12)
         np.testing.assert_allclose(total, closed_form[c], rtol=1e-12)
         # block c was updated in round t by data block p with (p + t) % U == c, on p's worker
-        owners = [pinned[p].worker for t in range(rounds) for p in range(len(blocks))
+        owners = [result.param_workers[p] for t in range(rounds) for p in range(len(blocks))
                   if (p + t) % program.n_carried == c]
         assert list(trail) == owners
     assert client.gather(result.params)[0][0] == rounds
@@ -85,9 +83,8 @@ def test_carried_blocks_rotate_and_sum_like_the_sequential_loop(client_factory, 
 def test_carried_blocks_with_two_workers_cross_between_them(client_factory):
     client = client_factory(2)
     program, blocks = problem()
-    pinned = place_blocks(client, blocks)
-    assert pinned[0].worker != pinned[1].worker
-    result = Engine(program, client, max_rounds=program.n_carried).run(pinned)
+    result = Engine(program, client, max_rounds=program.n_carried).run(blocks)
+    assert result.param_workers[0] != result.param_workers[1]
     trails = [trail for _, trail in client.gather(result.carried)]
     assert all(len(set(trail)) == 2 for trail in trails if len(trail) == 2)
     assert sum(len(set(trail)) == 2 for trail in trails) >= 1
@@ -104,4 +101,4 @@ def test_one_carried_block_cannot_go_to_two_blocks_in_a_round(client_factory):
     with pytest.raises(ValueError, match="carried block is scheduled for two blocks"):
         run_sequential(program, blocks, 1)
     with pytest.raises(ValueError, match="carried block is scheduled for two blocks"):
-        Engine(program, client, max_rounds=1).run(place_blocks(client, blocks))
+        Engine(program, client, max_rounds=1).run(blocks)

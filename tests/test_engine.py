@@ -1,13 +1,16 @@
 """The engine against independent references: run_sequential, np.linalg.solve, who_has."""
+import dask
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster, default_client, get_worker
+import psutil
+from distributed import Client, Worker, default_client, get_worker
 
 from dask_strads.engine import (
-    Engine, EngineResult, PinnedBlock, close_embedded_client, embedded_client, place_blocks,
-    resolve_client,
+    DistributedExecutor, Engine, EngineResult, LocalExecutor, close_embedded_client,
+    embedded_client, executor_for,
 )
-from dask_strads.engine import cluster as cluster_module
+from dask_strads.engine import runtime
+from dask_strads.engine.blocks import PinnedBlock, place_blocks
 from dask_strads.programs import BlockJacobi, jacobi_blocks, run_sequential
 
 N, N_BLOCKS = 40, 4
@@ -97,9 +100,7 @@ def system():
 
 
 def fit(client, program, raw, **options):
-    blocks = place_blocks(client, raw)
-    engine = Engine(program, client=client, **options)
-    return engine.run(blocks)
+    return Engine(program, client=client, **options).run(raw)
 
 
 # --------------------------------------------------------------------------- results
@@ -118,7 +119,30 @@ def test_jacobi_matches_sequential_and_solve(client_factory, system, n_workers, 
     assert_same_run(client, result, run_sequential(program, raw, ROUNDS, staleness=staleness))
     np.testing.assert_allclose(gather_x(client, result), np.linalg.solve(A, b),
                                rtol=1e-9, atol=1e-12)
-    assert len({blk.worker for blk in result.data}) == n_workers  # every worker holds a block
+    assert len(set(result.param_workers)) == n_workers  # every worker holds a block
+
+
+@pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_local_schedulers_run_the_same_graphs(system, scheduler, staleness):
+    """With dask.config naming a local scheduler and no client, no cluster starts and the
+    result equals the sequential loop's and the distributed run's."""
+    A, b, program, raw = system
+    close_embedded_client()
+    with dask.config.set(scheduler=scheduler):
+        engine = Engine(program, staleness=staleness, max_rounds=ROUNDS)
+        assert isinstance(engine.executor, LocalExecutor)
+        result = engine.run(raw)
+    assert runtime._embedded is None
+    reference = run_sequential(program, raw, ROUNDS, staleness=staleness)
+    np.testing.assert_allclose(np.concatenate(result.gather()), np.concatenate(reference[0]),
+                               rtol=1e-10, atol=1e-14)
+    assert result.history.column("change") == pytest.approx(
+        [r["change"] for r in reference[1]], rel=1e-10, abs=1e-14)
+    array = result.parameters()
+    assert array.chunks == ((10,) * N_BLOCKS,)
+    np.testing.assert_allclose(array.compute(scheduler="sync"), np.linalg.solve(A, b),
+                               rtol=1e-9, atol=1e-12)
 
 
 def test_staleness_changes_the_trajectory(system):
@@ -173,45 +197,57 @@ def test_report_lag_takes_the_previous_rounds_state(client_factory, system):
 
 
 @pytest.mark.parametrize("where", ["processes", "cli"])
-def test_data_blocks_stay_pinned(request, client_factory, system, where):
-    _, _, base, raw = system
+def test_blocks_stay_pinned_and_parameters_are_a_dask_array(request, client_factory, system,
+                                                            where):
+    A, b, base, raw = system
     client = client_factory(2, processes=True) if where == "processes" else (
         request.getfixturevalue("cli_cluster"))
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     program = WhereJacobi(base.row_starts)
-    blocks = place_blocks(client, raw)
-    owners = [blk.worker for blk in blocks]
-    assert set(owners) == set(workers)
     snapshots = []
 
     def callback(record):
         snapshots.append(client.who_has())
         return False
 
-    result = Engine(program, client=client, max_rounds=8, callback=callback).run(blocks)
+    result = Engine(program, client=client, max_rounds=8, callback=callback).run(raw)
+    owners = result.param_workers
+    assert set(owners) == set(workers)
     assert len(snapshots) == 8
-    assert [blk.worker for blk in result.data] == owners
-    data_keys = [blk.future.key for blk in result.data]
-    for snapshot in snapshots:  # during the fit
-        for b, key in enumerate(data_keys):
-            assert list(snapshot[key]) == [owners[b]], (b, snapshot[key])
-        for b, blk in enumerate(blocks):
-            assert list(snapshot[blk.future.key]) == [owners[b]]
-    client.gather(result.params)  # computed
-    after = client.who_has([blk.future for blk in result.data] + [blk.future for blk in blocks])
-    for b in range(N_BLOCKS):  # after it
-        assert list(after[data_keys[b]]) == [owners[b]]
-        assert list(after[blocks[b].future.key]) == [owners[b]]
-    params_who = client.who_has(result.params)
-    for b, future in enumerate(result.params):
-        assert owners[b] in params_who[future.key]
-    # every push (and the prepare) ran on its block's worker
+    for snapshot in snapshots:  # during the fit: each block's cell on its worker, only there
+        cells = {key: where for key, where in snapshot.items()
+                 if key.startswith("strads-jacobi-block-")}
+        assert len(cells) == N_BLOCKS
+        for key, where in cells.items():
+            assert list(where) == [owners[int(key.split("-")[3])]], key
+    # every push ran on its block's worker
     for record in result.history:
         assert record["pushed_on"] == dict(enumerate(owners))
-    prepared = client.gather([blk.future for blk in result.data])
-    assert [d["prepared_on"] for d in prepared] == owners
+    # the parameters: a Dask array whose chunks are the blocks, left on their workers
+    array = result.parameters()
+    assert array.chunks == ((10,) * N_BLOCKS,)
+    who = client.who_has(result.params)
+    assert [list(who[f.key]) for f in result.params] == [[w] for w in owners]
+    np.testing.assert_allclose(client.compute(array).result(), gather_x(client, result))
     np.testing.assert_allclose(gather_x(client, result),
                                np.concatenate(run_sequential(base, raw, 8)[0]), rtol=1e-10)
+
+
+def test_a_round_is_one_graph_with_readable_keys(client_factory, system):
+    """A round: one push per block, one pull, one report; keys name program, kind, block, round."""
+    _, _, program, raw = system
+    client = client_factory(2, processes=False)
+    graphs = []
+    engine = Engine(program, client=client, max_rounds=3)
+    submit = engine.executor.submit
+    engine.executor.submit = lambda graph: graphs.append(graph) or submit(graph)
+    engine.run(raw)
+    start, *rounds, end = graphs
+    assert len(rounds) == 3
+    for t, graph in enumerate(rounds):
+        keys = sorted("-".join(k.split("-")[:-1]) for tasks in graph.values() for k in tasks)
+        assert keys == sorted([f"strads-jacobi-push-{b}-{t}" for b in range(N_BLOCKS)]
+                              + [f"strads-jacobi-pull-{t}", f"strads-jacobi-report-{t}"])
 
 
 def test_place_blocks_persists_lazy_blocks(client_factory):
@@ -306,17 +342,18 @@ def test_engine_rejects_bad_options_before_cluster_work(system, options):
     close_embedded_client()
     with pytest.raises(ValueError):
         Engine(program, **options)  # no client: validation must come before starting one
-    assert cluster_module._default is None
+    assert runtime._embedded is None
     with pytest.raises(ValueError):
         Engine(program, client=_NoCluster(), **options)
 
 
-@pytest.mark.parametrize("blocks", [[], None, "not blocks", [{"A": 1}]])
-def test_run_rejects_bad_blocks_before_cluster_work(client_factory, system, blocks):
+@pytest.mark.parametrize("blocks, error", [([], ValueError), (None, TypeError),
+                                           ("not blocks", TypeError)])
+def test_run_rejects_bad_blocks_before_cluster_work(client_factory, system, blocks, error):
     _, _, program, _ = system
     engine = Engine(program, client=client_factory(1, processes=False))
-    engine.client = _NoCluster()
-    with pytest.raises(TypeError):
+    engine.executor = _NoCluster()
+    with pytest.raises(error):
         engine.run(blocks)
 
 
@@ -333,62 +370,69 @@ def test_exception_in_push_propagates(client_factory, system):
 # --------------------------------------------------------------------------- cluster
 
 
-def test_resolve_client_returns_given_client(client_factory):
+def test_executor_for_a_given_client(client_factory):
     client = client_factory(1, processes=False)
-    assert resolve_client(client) is client
+    executor = executor_for(client)
+    assert isinstance(executor, DistributedExecutor) and executor.client is client
 
 
 @pytest.mark.parametrize("bad", ["tcp://127.0.0.1:8786", object(), 3])
-def test_resolve_client_type_error(bad):
+def test_executor_for_refuses_what_is_not_a_client(bad):
     with pytest.raises(TypeError, match="distributed.Client"):
-        resolve_client(bad)
+        executor_for(bad)
 
 
-def test_resolve_client_uses_active_client(client_factory, system):
+def test_small_fits_run_in_process(system):
+    close_embedded_client()
+    executor = executor_for(None, stored_entries=runtime.IN_PROCESS_BELOW - 1)
+    assert isinstance(executor, LocalExecutor) and len(executor.workers) == 1
+    assert runtime._embedded is None
+
+
+def test_the_active_client_is_used(client_factory, system):
     _, _, program, raw = system
     base = client_factory(1, processes=True)
     close_embedded_client()  # another test may have left it running
     with pytest.raises(ValueError):
         default_client()  # the fixtures leak no default client
     with Client(base.scheduler.address, set_as_default=True) as active:
-        assert resolve_client() is active
         engine = Engine(program, max_rounds=3)
-        assert engine.client is active
-        result = engine.run(place_blocks(active, raw))
+        assert engine.executor.client is active
+        result = engine.run(raw)
         assert_same_run(active, result, run_sequential(program, raw, 3))
         del result
     with pytest.raises(ValueError):
         default_client()
-    assert cluster_module._default is None
+    assert runtime._embedded is None
 
 
-def test_embedded_client_started_once_and_closed(monkeypatch, system):
+def _listening():
+    return {(c.laddr.ip, c.laddr.port) for c in psutil.Process().net_connections("inet")
+            if c.status == psutil.CONN_LISTEN}
+
+
+def test_embedded_cluster_threads_on_localhost_started_once_not_default(system):
     _, _, program, raw = system
-    requested = []
-
-    def threaded_cluster(**options):  # the real one is one process per core; threads start faster
-        requested.append(dict(options))
-        return LocalCluster(**{**options, "processes": False})
-
-    monkeypatch.setattr(cluster_module, "default_cluster_size", lambda: 1)
-    monkeypatch.setattr(cluster_module, "LocalCluster", threaded_cluster)
     close_embedded_client()
-    with pytest.raises(ValueError):
-        default_client()
+    before = _listening()
     try:
-        first = resolve_client()
+        first = embedded_client()
+        new = _listening() - before
+        assert new and {ip for ip, _ in new} == {"127.0.0.1"}, new  # the dashboard, no more
+        assert first.dashboard_link.startswith("http://127.0.0.1:")
         assert embedded_client() is first
-        assert len(requested) == 1  # started once
-        assert {k: requested[0][k] for k in ("n_workers", "threads_per_worker", "processes")} == {
-            "n_workers": 1, "threads_per_worker": 1, "processes": True}
-        assert resolve_client() is first
-        assert len(first.scheduler_info(n_workers=-1)["workers"]) == 1
+        with pytest.raises(ValueError):
+            default_client()  # never the process-wide default
+        info = first.scheduler_info(n_workers=-1)
+        assert len(info["workers"]) == runtime.default_cluster_size()
+        assert all(w["nthreads"] == 1 for w in info["workers"].values())
+        assert {w["cls"] for w in first.cluster.worker_spec.values()} == {Worker}  # threads
         engine = Engine(program, max_rounds=3)
-        assert engine.client is first
-        result = engine.run(place_blocks(first, raw))
+        assert engine.executor.client is first
+        result = engine.run(raw)
         assert_same_run(first, result, run_sequential(program, raw, 3))
         del result
     finally:
         close_embedded_client()
     assert first.status == "closed"
-    assert cluster_module._default is None
+    assert runtime._embedded is None

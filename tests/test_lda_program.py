@@ -6,9 +6,8 @@ import pytest
 
 from dask_strads import Engine, run_sequential
 from dask_strads.datasets import make_lda_corpus, match_topics
-from dask_strads.engine import place_blocks
-from dask_strads.estimators.inputs import block_edges
-from dask_strads.programs.lda import LDAProgram, make_shard, vocabulary_blocks
+from dask_strads.partition import block_edges
+from dask_strads.programs.lda import LDAProgram, SubRound, make_shard, vocabulary_blocks
 
 N_TOPICS, ALPHA, BETA = 5, 0.1, 0.01
 
@@ -17,7 +16,7 @@ def setup(n_shards=2, n_blocks=3, seed=0):
     X, phi, _ = make_lda_corpus(n_docs=200, n_words=400, n_topics=N_TOPICS, doc_length=80,
                                 random_state=seed)
     word_counts = np.asarray(X.sum(axis=0)).ravel()
-    block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks, seed)
+    block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks)
     edges = np.linspace(0, X.shape[0], n_shards + 1).astype(int)
     shards = [make_shard(X[lo:hi], block_of_word, local_index, n_blocks)
               for lo, hi in zip(edges[:-1], edges[1:])]
@@ -27,14 +26,14 @@ def setup(n_shards=2, n_blocks=3, seed=0):
 
 def topic_word_counts(carried, words, n_vocab):
     block_of_word, local_index = words
-    return np.stack([carried[block_of_word[w]].n_wk[local_index[w]] for w in range(n_vocab)],
+    return np.stack([carried[block_of_word[w]][local_index[w]] for w in range(n_vocab)],
                     axis=1)
 
 
 def test_vocabulary_blocks_cover_every_word_once_and_balance_tokens():
     counts = np.minimum(np.random.default_rng(1).zipf(1.3, size=3000), 500).astype(float)
     counts[:100] = 0  # words that never occur
-    block_of_word, local_index, sizes = vocabulary_blocks(counts, 4, seed=0)
+    block_of_word, local_index, sizes = vocabulary_blocks(counts, 4)
     assert sizes.sum() == len(counts)
     for u in range(4):
         assert sorted(local_index[block_of_word == u]) == list(range(sizes[u]))
@@ -71,8 +70,7 @@ def test_engine_matches_the_sequential_loop(client_factory, staleness):
     client = client_factory(2)
     X, _, shards, program, words = setup()
     rounds = 5 * program.n_carried
-    pinned = place_blocks(client, shards)
-    result = Engine(program, client, staleness=staleness, max_rounds=rounds).run(pinned)
+    result = Engine(program, client, staleness=staleness, max_rounds=rounds).run(shards)
     params, reports, carried = run_sequential(program, shards, rounds, staleness=staleness)
     np.testing.assert_array_equal(np.vstack(client.gather(result.params)), np.vstack(params))
     np.testing.assert_array_equal(
@@ -84,8 +82,10 @@ def test_engine_matches_the_sequential_loop(client_factory, staleness):
 
 def test_a_block_travels_as_its_nonzero_counts():
     X, _, shards, program, _ = setup(n_shards=1, n_blocks=2)
-    _, _, carried = run_sequential(program, shards, 2 * program.n_carried)
-    block = carried[0]
+    data = program.prepare_block(shards[0], 0)
+    state, started = program.init_block(data, 0)
+    _, _, block = program.push(data, state, SubRound(0, 0, 1), started.n_k_change,
+                               carried=program.init_carried(0))
     back = pickle.loads(pickle.dumps(block, protocol=5))
     np.testing.assert_array_equal(back.n_wk, block.n_wk)
     np.testing.assert_array_equal(back.word_nnz, block.word_nnz)
@@ -102,7 +102,7 @@ def test_a_stop_returns_the_state_of_the_last_round_run(client_factory):
     X, _, shards, program, words = setup()
     engine = Engine(program, client, max_rounds=50, pipeline_depth=2,
                     callback=lambda record: record["round"] == 3)
-    result = engine.run(place_blocks(client, shards))
+    result = engine.run(shards)
     rounds = result.history.stats.rounds
     assert 4 <= rounds <= 6 and [r["round"] for r in result.history] == list(range(rounds))
     params, _, carried = run_sequential(program, shards, rounds)

@@ -4,8 +4,8 @@ import pytest
 
 from dask_strads import Engine, run_sequential
 from dask_strads.datasets import make_ratings, train_test_split_ratings
-from dask_strads.engine import place_blocks
-from dask_strads.estimators.inputs import block_edges, blocks_along
+from dask_strads.estimators.inputs import blocks_along
+from dask_strads.partition import block_edges
 from dask_strads.programs.mf import ITEMS, USERS, MFProgram, make_raw_block
 
 RANK = 4
@@ -30,10 +30,11 @@ def setup(X, n_user_blocks=2, n_item_blocks=2, biases=True, alpha=1.0, tol=0.0):
 
 
 def factors(program, params):
-    """(W, b, H, c) from the blocks' rows."""
-    users = program.split(np.vstack(params[:program.n_user_blocks]), USERS)
-    items = program.split(np.vstack(params[program.n_user_blocks:]), ITEMS)
-    return users[0], users[1], items[0], items[1]
+    """(W, b, H, c) from the blocks' collected rows: factors, then the bias."""
+    k = program.n_components
+    users = np.vstack(params[:program.n_user_blocks])
+    items = np.vstack(params[program.n_user_blocks:])
+    return users[:, :k], users[:, k], items[:, :k], items[:, k]
 
 
 def objective(X, mean, W, b, H, c, alpha, alpha_bias):
@@ -108,7 +109,7 @@ def test_engine_matches_the_sequential_loop(client_factory, ratings, n_workers):
     client = client_factory(n_workers)
     program, raw = setup(ratings[0], 2, 3)
     rounds = 12
-    result = Engine(program, client, max_rounds=rounds).run(place_blocks(client, raw))
+    result = Engine(program, client, max_rounds=rounds).run(raw)
     params, reports = run_sequential(program, raw, rounds)
     for ours, reference in zip(client.gather(result.params), params):
         np.testing.assert_array_equal(ours, reference)

@@ -1,10 +1,10 @@
 """Model-agnostic execution of STRADS programs on Dask."""
-from .blocks import PinnedBlock, futures_to_array, place_blocks, worker_addresses
-from .cluster import close_embedded_client, embedded_client, resolve_client
+from .executors import DistributedExecutor, LocalExecutor
 from .history import FitStats, History
 from .runner import Engine, EngineResult
+from .runtime import close_embedded_client, embedded_client, executor_for
 
 __all__ = [
-    "Engine", "EngineResult", "FitStats", "History", "PinnedBlock", "close_embedded_client",
-    "embedded_client", "futures_to_array", "place_blocks", "resolve_client", "worker_addresses",
+    "DistributedExecutor", "Engine", "EngineResult", "FitStats", "History", "LocalExecutor",
+    "close_embedded_client", "embedded_client", "executor_for",
 ]

@@ -1,4 +1,4 @@
-"""Placing data blocks on workers and keeping them there."""
+"""Placing data blocks on the workers of a cluster and keeping them there."""
 from dataclasses import dataclass
 
 import dask
@@ -26,21 +26,19 @@ def worker_addresses(client, timeout=30):
     return workers
 
 
-def spread(n_blocks, workers):
-    """Worker of each block: contiguous runs of blocks, as even as the counts allow."""
-    return [workers[b * len(workers) // n_blocks] for b in range(n_blocks)]
+def spread(n_blocks, workers, slots=None):
+    """Worker of each block: contiguous runs of blocks, as even as the counts allow; or, with
+    ``slots`` (one int per block), blocks of the same slot on the same worker, slot ``s`` of
+    ``max(slots) + 1`` placed as block ``s`` of that many would be."""
+    if slots is None:
+        return [workers[b * len(workers) // n_blocks] for b in range(n_blocks)]
+    n_slots = max(slots) + 1
+    return [workers[s * len(workers) // n_slots] for s in slots]
 
 
 def scatter_one(client, value, worker):
     """One future for ``value`` on ``worker`` (scatter alone would split lists and dicts)."""
     return client.scatter([value], workers=[worker], hash=False)[0]
-
-
-def scatter_blocks(client, blocks):
-    """Send in-memory blocks from the client, each straight to the worker that will own it."""
-    owners = spread(len(blocks), worker_addresses(client))
-    futures = [scatter_one(client, block, owner) for block, owner in zip(blocks, owners)]
-    return [PinnedBlock(f, w) for f, w in zip(futures, owners)]
 
 
 def persist_blocks(client, blocks):
@@ -56,16 +54,12 @@ def persist_blocks(client, blocks):
     return [PinnedBlock(f, sorted(who_has[f.key])[0]) for f in futures]
 
 
-def place_blocks(client, blocks):
-    """Pin a list of blocks, in memory (scattered) or lazy (dask collections, persisted)."""
-    if all(dask.is_dask_collection(b) for b in blocks):
+def place_blocks(client, blocks, workers=None, slots=None):
+    """Pin a list of blocks: in memory ones are scattered straight to the worker that will own
+    them (see :func:`spread`), lazy ones (dask collections) persisted where the cluster computes
+    them."""
+    if blocks and all(dask.is_dask_collection(b) for b in blocks):
         return persist_blocks(client, blocks)
-    return scatter_blocks(client, blocks)
-
-
-def futures_to_array(futures, shapes, dtype, axis=0):
-    """A Dask array whose chunks are the given futures (kept where they are)."""
-    import dask.array as da  # only here: workers import this module and need no dask.array
-
-    parts = [da.from_delayed(f, shape=shape, dtype=dtype) for f, shape in zip(futures, shapes)]
-    return da.concatenate(parts, axis=axis)
+    owners = spread(len(blocks), workers or worker_addresses(client), slots)
+    return [PinnedBlock(scatter_one(client, block, owner), owner)
+            for block, owner in zip(blocks, owners)]

@@ -8,9 +8,11 @@ class FitStats:
 
     ``compute_seconds`` adds, round by round, the slowest block's push plus the pull: the time the
     round would take with no Dask latency. ``overhead_share`` is the rest of the wall time.
+    ``tasks_per_round``: the tasks in the graph of the last round.
     """
 
     rounds: int = 0
+    tasks_per_round: int = 0
     wall_seconds: float = 0.0
     compute_seconds: float = 0.0
     converged: bool = False

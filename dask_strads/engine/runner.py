@@ -1,258 +1,281 @@
-"""The model-agnostic engine: turns each round of a program into Dask tasks pinned to workers."""
+"""The model-agnostic engine: each round of a program becomes one Dask graph of pinned tasks."""
+import inspect
 import uuid
 from collections import deque
 from dataclasses import dataclass
 from time import perf_counter
 
+from dask._task_spec import Task, TaskRef
+
 from ..programs.base import carried_id, check_carried_assignment
-from .blocks import PinnedBlock, scatter_one
-from .cluster import resolve_client
+from . import tasks
 from .history import History
-
-
-def _prepare(program, raw, block_id):
-    return program.prepare_block(raw, block_id)
-
-
-# A push's value is (state, carried block or None, partial, seconds).
-
-def _init(program, data, block_id):
-    start = perf_counter()
-    state, partial = program.init_block(data, block_id)
-    return state, None, partial, perf_counter() - start
-
-
-def _push(program, data, previous, instruction, pulled, *carried):
-    start = perf_counter()
-    if carried:
-        state, partial, moved = program.push(data, previous[0], instruction, pulled[0],
-                                             carried=carried[0])
-    else:
-        (state, partial), moved = program.push(data, previous[0], instruction, pulled[0]), None
-    return state, moved, partial, perf_counter() - start
-
-
-def _partial(pushed):
-    """``(partial, seconds)`` of a push: all the pull needs, without the block's state."""
-    return pushed[2:]
-
-
-def _carried(pushed):
-    return pushed[1]
-
-
-def _state(pushed):
-    """A push's value without its carried block, so that the block can leave the worker."""
-    return pushed[:1]
-
-
-def _received(carried):
-    """A carried block, copied to this worker: its last worker may now let go of it."""
-    return carried
-
-
-def _init_carried(program, carried_id):
-    return program.init_carried(carried_id)
-
-
-def _pull(program, pushed, previous):
-    """Pushed values are whole pushes (blocks on the hub) or ``(partial, seconds)``."""
-    start = perf_counter()
-    shared, report = program.pull({b: p[-2] for b, p in pushed.items()}, previous[0])
-    report = dict(report)
-    slowest_push = max((p[-1] for p in pushed.values()), default=0.0)
-    report["compute_seconds"] = slowest_push + perf_counter() - start
-    return shared, report
-
-
-def _report(pulled):
-    return pulled[1]
-
-
-def _result(program, data, pushed, pulled):
-    return program.block_result(data, pushed[0], pulled[0])
+from .progress import ProgressBar
+from .runtime import executor_for
 
 
 @dataclass
 class EngineResult:
-    """Parameter blocks (futures on the blocks' workers), the pinned data, the history, and the
-    carried blocks (futures, wherever they were last updated)."""
+    """What a run leaves: the parameter blocks and carried blocks (handles on the workers that
+    hold them: futures on a cluster), the history, and how to read them."""
 
     params: list
-    data: list
-    history: History
     carried: list
+    history: History
+    executor: object
+    param_workers: list
+    carried_workers: list
+
+    def gather(self):
+        """The parameter blocks, in memory."""
+        return self.executor.gather(self.params)
+
+    def gather_carried(self):
+        return self.executor.gather(self.carried)
+
+    def parameters(self, axis=0):
+        """The parameter blocks as one Dask array, a chunk per block, left on its worker."""
+        return self.executor.as_array(self.params, self.param_workers, axis)
+
+    def carried_parameters(self, axis=0):
+        """The carried blocks' parameters as one Dask array, a chunk per carried block."""
+        return self.executor.as_array(self.carried, self.carried_workers, axis)
+
+
+class _Run:
+    """The handles and bookkeeping of one run, from start to collect."""
+
+    def __init__(self, name, owners, start):
+        self.name = name
+        self.owners = owners
+        self.hub = owners[0]
+        self.start = start
+        self.history = History()
+        self.pending = deque()  # (round, report handle), oldest first
+        self.final_round = None
+        self.pulled = {}  # round -> handle of that round's Pulled
+        self.submitted = -1
+
+    def key(self, kind, *parts):
+        return "-".join(["strads", self.name, kind, *map(str, parts)])
 
 
 class Engine:
-    """Runs a :class:`~dask_strads.programs.Program` on a Dask cluster.
+    """Runs a :class:`~dask_strads.programs.Program` on Dask, one task graph per round.
 
-    Data blocks are pinned: every task that touches block ``b`` is restricted to ``b``'s worker,
-    and the block's state is a chain of futures on that worker. Per round the client submits one
-    push task per scheduled block and one pull task; it may run ``pipeline_depth`` rounds ahead
-    of the newest report it has read, so that round latencies overlap.
+    Every block has a cell (its data and state) on one worker for the whole fit. A round is one
+    graph: a push task per scheduled block, pinned to the block's worker; one pull on the first
+    block's worker; one task that extracts the report for the client; and, for programs with
+    carried blocks, one hand-off task per carried block, which Dask then moves to the next
+    worker that asks for it. Keys read ``strads-<program>-<kind>-<block>-<round>-<run>``. The
+    client may submit ``pipeline_depth`` rounds beyond the newest report it has read, so that
+    round latencies overlap.
 
     Parameters
     ----------
     program : Program
     client : distributed.Client, optional
-        Defaults to the active client, else the embedded local cluster.
+        Where to run; by default the active client, else a local Dask scheduler when
+        ``dask.config`` names one, else the embedded cluster (see :mod:`.runtime`).
     staleness : int
         ``s``: the push of round ``t`` sees the pull of round ``t - 1 - s``. 0 is bulk-synchronous.
     max_rounds : int
     pipeline_depth : int
         Rounds submitted beyond the newest report read by the client.
     progress : bool
-        Show a tqdm progress bar.
+        Show a progress bar (tqdm).
     callback : callable, optional
-        Called with each round's record; returning True stops the fit.
+        ``callback(record)`` or ``callback(record, run)``, called with each round's record;
+        returning True stops the fit. ``run.parameters()`` gives the current parameter blocks as
+        a Dask array.
+    executor : optional
+        An executor from :mod:`.executors`; overrides ``client``.
     """
 
     def __init__(self, program, client=None, staleness=0, max_rounds=100, pipeline_depth=2,
-                 progress=False, callback=None):
-        if staleness < 0 or int(staleness) != staleness:
-            raise ValueError(f"staleness must be a non-negative integer, got {staleness!r}")
-        if max_rounds < 1 or int(max_rounds) != max_rounds:
-            raise ValueError(f"max_rounds must be a positive integer, got {max_rounds!r}")
-        if pipeline_depth < 1 or int(pipeline_depth) != pipeline_depth:
-            raise ValueError(f"pipeline_depth must be a positive integer, got {pipeline_depth!r}")
+                 progress=False, callback=None, executor=None):
+        for name, value, low in (("staleness", staleness, 0), ("max_rounds", max_rounds, 1),
+                                 ("pipeline_depth", pipeline_depth, 1)):
+            if int(value) != value or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         self.program = program
-        self.client = resolve_client(client)
+        self.executor = executor or executor_for(client)
         self.staleness = int(staleness)
         self.max_rounds = int(max_rounds)
         self.pipeline_depth = int(pipeline_depth)
         self.progress = progress
         self.callback = callback
 
-    def _submit(self, function, *args, worker, name):
-        return self.client.submit(
-            function, self.program, *args, workers=[worker], allow_other_workers=False,
-            pure=False, key=f"strads-{name}-{self._run_id}",
-        )
-
-    def _for_pull(self, pushed, owners, hub):
-        """What the pull reads of each push: blocks away from the hub send only their partial,
-        so that block states never leave their workers."""
-        return {b: future if owners[b] == hub else self._submit_plain(_partial, future, worker=owners[b])
-                for b, future in pushed.items()}
-
-    def _submit_plain(self, function, *args, worker):
-        return self.client.submit(function, *args, workers=[worker], allow_other_workers=False,
-                                  pure=False)
-
-    def run(self, blocks):
-        """Fit from pinned data blocks (see :mod:`dask_strads.engine.blocks`)."""
-        if not blocks or not all(isinstance(b, PinnedBlock) for b in blocks):
-            raise TypeError("blocks must be a non-empty list of PinnedBlock")
-        self._run_id = uuid.uuid4().hex[:8]
-        owners = [b.worker for b in blocks]
-        hub = owners[0]
-        program, lag = self.program, self.program.report_lag
-        in_place = program.updates_in_place
-        history = History()
-        start = perf_counter()
-
-        data = [self._submit(_prepare, blk.future, b, worker=w, name=f"prepare-{b}")
-                for b, (blk, w) in enumerate(zip(blocks, owners))]
-        pushed = [self._submit(_init, d, b, worker=w, name=f"init-{b}")
-                  for b, (d, w) in enumerate(zip(data, owners))]
-        seed = scatter_one(self.client, (program.initial_shared(), None), hub)
-        pulled = {-1: self._submit(_pull, self._for_pull(dict(enumerate(pushed)), owners, hub),
-                                   seed, worker=hub, name="pull-init")}
-        states = {-1: list(pushed)}
-        home = [owners[c % len(owners)] for c in range(program.n_carried)]
-        carried = {-1: [self._submit(_init_carried, c, worker=w, name=f"carried-init-{c}")
-                        for c, w in enumerate(home)]}
-        pending = deque()
-        final_round = None
-        bar = _progress_bar(self.max_rounds) if self.progress else None
-
-        def read_oldest(may_stop=True):
-            round_index, future = pending.popleft()
-            report = future.result()
-            record = {"round": round_index, "time": perf_counter() - start, **report}
-            history.append(record)
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix({k: v for k, v in report.items() if k in ("objective", "gap")})
-            if not may_stop:
-                return None
-            stop = program.converged(report)
-            if stop:
-                history.stats.converged = True  # the program's test, not a callback's stop
-            if self.callback is not None and self.callback(record):
-                stop = True
-            return round_index if stop else None
-
+    # -- the steps of a run ---------------------------------------------------------------------
+    def run(self, blocks, slots=None):
+        """Fit from data blocks (in memory or dask collections); ``slots`` optionally puts
+        blocks of equal slot on one worker."""
+        run = self.start(blocks, slots)
+        bar = ProgressBar(self.max_rounds, self.program.name) if self.progress else None
         try:
             for t in range(self.max_rounds):
-                instructions = program.schedule(t, history.records)
-                check_carried_assignment(instructions)
-                source = pulled[max(-1, t - 1 - self.staleness)]
-                current = list(states[t - 1])
-                moving = list(carried[t - 1])
-                round_pushes = {}
-                for b, instruction in instructions.items():
-                    c = carried_id(instruction)
-                    if c is None:
-                        current[b] = round_pushes[b] = self._submit(
-                            _push, data[b], current[b], instruction, source,
-                            worker=owners[b], name=f"push-{b}-{t}")
-                        continue
-                    if home[c] != owners[b]:
-                        moving[c] = self._submit_plain(_received, moving[c], worker=owners[b])
-                    round_pushes[b] = self._submit(
-                        _push, data[b], current[b], instruction, source, moving[c],
-                        worker=owners[b], name=f"push-{b}-{t}")
-                    current[b] = self._submit_plain(_state, round_pushes[b], worker=owners[b])
-                    moving[c] = self._submit_plain(_carried, round_pushes[b], worker=owners[b])
-                    home[c] = owners[b]
-                carried[t] = moving
-                pulled[t] = self._submit(_pull, self._for_pull(round_pushes, owners, hub),
-                                         pulled[t - 1], worker=hub, name=f"pull-{t}")
-                states[t] = current
-                pending.append((t, self._submit_plain(_report, pulled[t], worker=hub)))
-                while final_round is None and pending and (
-                        len(pending) > self.pipeline_depth or pending[0][1].done()):
-                    final_round = read_oldest()
-                if final_round is not None:
+                self.submit_round(run, t)
+                if self.read_reports(run, self.pipeline_depth, bar):
                     break
-                # the oldest round the result may still come from: a stop can only come from a
-                # report not read yet, of round t - pipeline_depth + 1 or later
-                kept_from = t if in_place else t - self.pipeline_depth + 1 - lag
-                _forget_before((states, carried), kept_from)
-                _forget_before((pulled,), min(kept_from, t - self.staleness))
-            while final_round is None and pending:
-                final_round = read_oldest()
-            while in_place and pending:  # rounds that ran after the stop
-                read_oldest(may_stop=False)
+            self.read_reports(run, 0, bar)
         finally:
             if bar is not None:
-                bar.close()
-        if in_place:  # only the newest values exist
-            last, lag = len(history.records) - 1, 0
+                bar.close(run.history.stats.converged)
+        return self.collect(run)
+
+    def start(self, blocks, slots=None):
+        """Place the blocks, build their cells and the carried blocks, and pull once."""
+        if not isinstance(blocks, (list, tuple)):
+            raise TypeError(f"blocks must be a list of data blocks, got {type(blocks).__name__}")
+        if not blocks:
+            raise ValueError("blocks must be a non-empty list")
+        program, executor = self.program, self.executor
+        start = perf_counter()
+        raw, owners = executor.place(blocks, slots)
+        run = _Run(f"{program.name}", owners, start)
+        run.id = uuid.uuid4().hex[:8]
+        run.program = executor.share(program)
+        seed = executor.put(tasks.Pulled(program.initial_shared(), {}), run.hub)
+        graph = {}
+        cells, inits = [], []
+        for b, (block, worker) in enumerate(zip(raw, owners)):
+            cell = self._task(graph, worker, run.key("block", b, run.id), tasks.prepare,
+                              run.program, block, b)
+            cells.append(cell)
+            inits.append(self._task(graph, worker, run.key("init", b, run.id), tasks.initialise,
+                                    run.program, cell, b))
+        run.home = [owners[c % len(owners)] for c in range(program.n_carried)]
+        carried = [self._task(graph, w, run.key("carried-init", c, run.id), tasks.initial_carried,
+                              run.program, c) for c, w in enumerate(run.home)]
+        pull = self._task(graph, run.hub, run.key("pull-init", run.id), tasks.pull, run.program,
+                          seed, list(range(len(raw))), *inits)
+        handles = executor.submit(graph)
+        run.cells = [handles[c.key] for c in cells]
+        run.pushed = [handles[i.key] for i in inits]
+        run.carried = [handles[c.key] for c in carried]
+        run.pulled[-1] = handles[pull.key]
+        return run
+
+    def submit_round(self, run, t):
+        """Emit round ``t`` as one graph."""
+        program = self.program
+        instructions = program.schedule(t, run.history.records)
+        check_carried_assignment(instructions)
+        keep_from = t - (0 if program.updates_in_place else
+                         self.pipeline_depth + program.report_lag)
+        source = run.pulled[max(-1, t - 1 - self.staleness)]
+        graph, pushes = {}, {}
+        hand_offs = {}
+        for b, instruction in instructions.items():
+            worker, c = run.owners[b], carried_id(instruction)
+            extra = () if c is None else (run.carried[c],)
+            pushes[b] = self._task(graph, worker, run.key("push", b, t, run.id), tasks.push,
+                                   run.program, run.cells[b], run.pushed[b], source, instruction,
+                                   t, keep_from, *extra)
+            if c is not None:
+                hand_offs[c] = self._task(graph, worker, run.key("carried", c, t, run.id),
+                                          tasks.hand_off, run.cells[b], pushes[b], c)
+                run.home[c] = worker
+        pull = self._task(graph, run.hub, run.key("pull", t, run.id), tasks.pull, run.program,
+                          run.pulled[t - 1], list(pushes), *pushes.values())
+        report = self._task(graph, run.hub, run.key("report", t, run.id), tasks.report, pull)
+        handles = self.executor.submit(graph)
+        run.history.stats.tasks_per_round = sum(map(len, graph.values()))
+        for b, task in pushes.items():
+            run.pushed[b] = handles[task.key]
+        for c, task in hand_offs.items():
+            run.carried[c] = handles[task.key]
+        run.pulled[t] = handles[pull.key]
+        run.pending.append((t, handles[report.key]))
+        run.submitted = t
+        self._forget_pulls(run, t)
+
+    def read_reports(self, run, keep_pending, bar=None):
+        """Read reports, oldest first, until at most ``keep_pending`` are unread (reading on
+        while the oldest is done). Returns True once a report stops the fit. After a stop the
+        rounds in flight are dropped, unless the program updates in place: then the result is
+        the newest state, and their reports are recorded too."""
+        executor = self.executor
+        while run.pending and (len(run.pending) > keep_pending
+                               or executor.done(run.pending[0][1])):
+            if run.final_round is not None and not self.program.updates_in_place:
+                run.pending.clear()
+                break
+            round_index, handle = run.pending.popleft()
+            report = executor.result(handle)
+            record = {"round": round_index, "time": perf_counter() - run.start, **report}
+            run.history.append(record)
+            if bar is not None:
+                bar.update(report)
+            if run.final_round is None and self._stops(run, record):
+                run.final_round = round_index
+        return run.final_round is not None
+
+    def collect(self, run):
+        """The parameter blocks and carried blocks of the round the result comes from."""
+        program = self.program
+        if program.updates_in_place or run.final_round is None:
+            last = run.submitted  # in place, only the newest values exist
         else:
-            last = final_round if final_round is not None else len(history.records) - 1
-        history.stats.rounds = last + 1
-        kept = max(-1, last - lag)
-        params = [self._submit(_result, data[b], states[kept][b], pulled[kept], worker=owners[b],
-                               name=f"result-{b}")
-                  for b in range(len(blocks))]
-        history.stats.wall_seconds = perf_counter() - start
-        return EngineResult(params=params,
-                            data=[PinnedBlock(d, w) for d, w in zip(data, owners)],
-                            history=history, carried=carried[kept])
+            last = run.final_round
+        run.history.stats.rounds = last + 1
+        kept = max(-1, last - (0 if program.updates_in_place else program.report_lag))
+        graph = {}
+        params = [self._task(graph, w, run.key("collect", b, run.id), tasks.collect,
+                             run.program, cell, pushed, run.pulled[kept], kept)
+                  for b, (w, cell, pushed) in enumerate(zip(run.owners, run.cells, run.pushed))]
+        carried = [self._task(graph, w, run.key("collect-carried", c, run.id),
+                              tasks.collect_carried, run.program, value, c)
+                   for c, (w, value) in enumerate(zip(run.home, run.carried))]
+        handles = self.executor.submit(graph)
+        run.history.stats.wall_seconds = perf_counter() - run.start
+        return EngineResult([handles[t.key] for t in params], [handles[t.key] for t in carried],
+                            run.history, self.executor, list(run.owners), list(run.home))
+
+    # -- helpers ------------------------------------------------------------------------------
+    @staticmethod
+    def _task(graph, worker, key, function, *args):
+        """Add a task to ``graph`` under ``worker``; returns a reference to it."""
+        graph.setdefault(worker, {})[key] = Task(key, function, *args)
+        return TaskRef(key)
+
+    def _stops(self, run, record):
+        stop = self.program.converged(record)
+        if stop:
+            run.history.stats.converged = True  # the program's test, not a callback's stop
+        if self.callback is not None and _call(self.callback, record, _RunningFit(self, run)):
+            stop = True
+        return stop
+
+    def _forget_pulls(self, run, t):
+        """Drop the pulls no later push or result can read."""
+        oldest = t - self.staleness  # what the next round's pushes read
+        if not self.program.updates_in_place:  # a stop may still come from round t - depth
+            oldest = min(oldest, t - self.pipeline_depth - self.program.report_lag)
+        for r in [r for r in run.pulled if r < oldest]:
+            del run.pulled[r]
 
 
-def _forget_before(tables, round_index):
-    for table in tables:
-        for t in [t for t in table if -1 <= t < round_index]:
-            del table[t]
+class _RunningFit:
+    """What a callback may ask of a fit in progress."""
+
+    def __init__(self, engine, run):
+        self._engine, self._run = engine, run
+
+    def parameters(self, axis=0):
+        """The parameter blocks after the newest round run, as a Dask array."""
+        run, executor = self._run, self._engine.executor
+        graph = {}
+        refs = [Engine._task(graph, w, run.key("peek", b, run.submitted, run.id), tasks.collect,
+                             run.program, cell, pushed, run.pulled[run.submitted], run.submitted)
+                for b, (w, cell, pushed) in enumerate(zip(run.owners, run.cells, run.pushed))]
+        handles = executor.submit(graph)
+        return executor.as_array([handles[r.key] for r in refs], run.owners, axis)
 
 
-def _progress_bar(total):
+def _call(callback, record, running):
     try:
-        from tqdm.auto import tqdm
-    except ImportError as error:
-        raise ImportError("progress=True needs tqdm: pip install tqdm") from error
-    return tqdm(total=total, unit="round")
+        inspect.signature(callback).bind(record, running)
+    except (TypeError, ValueError):
+        return callback(record)
+    return callback(record, running)

@@ -1,8 +1,12 @@
-"""What every dask_strads estimator shares: where it runs, checking its hyperparameters, and
-staying picklable and clonable."""
+"""What every dask_strads estimator shares: where it runs, checking its hyperparameters, running
+the engine, keeping or gathering the fitted parameters, and staying picklable and clonable."""
+import numpy as np
 from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_random_state
 
-from ..engine.cluster import resolve_client
+from ..engine import Engine
+from ..engine.runtime import executor_for
+from .inputs import is_dask_array
 
 
 class NumberInterval(Interval):
@@ -14,21 +18,31 @@ class NumberInterval(Interval):
 
 
 class DaskEstimatorMixin:
-    """Client handling as in xgboost.dask: ``client`` is a property, not a constructor parameter.
+    """Where a fit runs, and the engine run every estimator makes.
 
-    A live ``distributed.Client`` cannot be pickled or deep-copied, so it is kept out of
-    ``get_params`` (``sklearn.clone`` gives an estimator that runs on the default client) and out
-    of the pickled state. Without a client the fit runs on the active client, else on the
-    embedded local cluster.
+    ``client`` is a property, not a constructor parameter, as in xgboost.dask: a live
+    ``distributed.Client`` cannot be pickled or deep-copied, so it stays out of ``get_params``
+    (``sklearn.clone`` gives an estimator that runs on the default choice) and out of pickles.
+    Without one a fit runs on the active client, else in this process when it is small or a
+    local Dask scheduler is configured, else on the embedded cluster.
+
+    With ``keep_on_cluster=True`` the fitted parameters stay on the workers as Dask arrays
+    whose chunks are the blocks; the estimator's own methods compute them through the fit's
+    client, and pickling gathers them.
     """
 
     @property
     def client(self):
-        return getattr(self, "_client", None)
+        """The client set with ``est.client = client``; else, after a fit on a cluster, the
+        client it ran on (its dashboard: ``est.client.dashboard_link``)."""
+        explicit = getattr(self, "_client", None)
+        return explicit if explicit is not None else getattr(self._executor, "client", None)
 
     @client.setter
     def client(self, client):
         self._client = client
+
+    _executor = None  # where the last fit ran
 
     def _check_params(self):
         """Check the hyperparameters against the class's ``_parameter_constraints`` (raises
@@ -36,10 +50,50 @@ class DaskEstimatorMixin:
         a fit does, before any cluster work."""
         self._validate_params()
 
-    def _resolved_client(self):
-        return resolve_client(self.client)
+    def _seed(self):
+        return int(check_random_state(self.random_state).randint(2**31 - 1))
+
+    def _fit_executor(self, stored_entries):
+        """Where a new fit runs (see the class docstring)."""
+        return executor_for(getattr(self, "_client", None), stored_entries)
+
+    def _data_executor(self, stored_entries=None):
+        """Where to compute on data after a fit: the client set, else the fit's cluster."""
+        if getattr(self, "_client", None) is None and self._executor is not None:
+            return self._executor
+        return self._fit_executor(stored_entries)
+
+    def _run_engine(self, program, blocks, executor, max_rounds, staleness=0, slots=None):
+        engine = Engine(program, staleness=staleness, max_rounds=max_rounds,
+                        progress=self.progress, callback=self.callback, executor=executor)
+        return engine.run(blocks, slots)
+
+    def _parameters(self, result, carried=False):
+        """The fitted parameter blocks (or carried blocks) as one array along the first axis: a
+        Dask array left on the workers with ``keep_on_cluster``, else in memory."""
+        if getattr(self, "keep_on_cluster", False):
+            return result.carried_parameters() if carried else result.parameters()
+        return np.concatenate(result.gather_carried() if carried else result.gather())
+
+    def _in_memory(self, value):
+        """A fitted array in memory: computed through the fit's client when kept on it."""
+        if not is_dask_array(value):
+            return value
+        if self._executor is None:
+            return value.compute()
+        try:
+            return np.asarray(self._executor.compute(value)[0])
+        except Exception as error:
+            raise RuntimeError(
+                f"{type(self).__name__} was fitted with keep_on_cluster=True and its parameters "
+                "cannot be read from the cluster any more (closed, or its workers lost): refit, "
+                "or pickle it while the cluster runs (pickling gathers them)") from error
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_client", None)
+        state.pop("_executor", None)
+        for name, value in state.items():
+            if is_dask_array(value):  # futures of one cluster mean nothing in a pickle
+                state[name] = self._in_memory(value)
         return state

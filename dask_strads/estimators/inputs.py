@@ -23,8 +23,10 @@ def to_scipy_if_pydata(X):
     return X
 
 
-def check_dask_design(X, y):
-    """Shapes, dtypes and finiteness of dask inputs; one pass over the data, nothing kept."""
+def check_dask_design(X, y, choose_executor):
+    """Shapes and dtypes of dask inputs, then (on the executor ``choose_executor(size)`` gives)
+    their finiteness and column means in one pass over the data. Returns
+    ``(X, means, y, executor)``."""
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D with shape {X.shape}")
     if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
@@ -40,12 +42,14 @@ def check_dask_design(X, y):
     # finiteness chunk by chunk: da.isfinite(X).all() fails on pydata sparse chunks (the
     # reduction concatenates COO arrays of different fill values)
     finite_chunks = X.map_blocks(_all_finite_block, chunks=(1, 1), dtype=bool)
-    means, finite_X, y_np = dask.compute(X.mean(axis=0), finite_chunks.all(), y.astype(float))
+    executor = choose_executor(X.size)
+    means, finite_X, y_np = executor.compute(X.mean(axis=0), finite_chunks.all(),
+                                             y.astype(float))
     if not finite_X:
         raise ValueError("Input X contains NaN or infinity.")
     if not np.all(np.isfinite(y_np)):
         raise ValueError("Input y contains NaN or infinity.")
-    return X, np.asarray(means.todense() if hasattr(means, "todense") else means), y_np
+    return X, np.asarray(means.todense() if hasattr(means, "todense") else means), y_np, executor
 
 
 def check_dask_matrix(X, estimator, n_features=None):
@@ -87,24 +91,6 @@ def column_means(X):
 def check_positive_int(value, name, minimum=1):
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def block_edges(n_features, n_blocks, weights=None):
-    """Edges of ``n_blocks`` contiguous blocks of ``n_features`` items: of about equal size, or
-    of about equal total ``weights`` (e.g. tokens per document) when given."""
-    n_blocks = max(1, min(n_blocks, n_features))
-    if weights is None or np.sum(weights) <= 0:
-        return np.linspace(0, n_features, n_blocks + 1).astype(int)
-    cumulative = np.cumsum(weights, dtype=np.float64)
-    edges = [0]
-    for j in range(1, n_blocks):
-        target = cumulative[-1] * j / n_blocks
-        last = int(np.searchsorted(cumulative, target))  # the item that reaches the target
-        if last > 0 and target - cumulative[last - 1] < cumulative[last] - target:
-            last -= 1  # the cut nearer the target
-        # every block keeps at least one item
-        edges.append(min(max(last + 1, edges[-1] + 1), n_features - (n_blocks - j)))
-    return np.array(edges + [n_features])
 
 
 def blocks_along(X, edges, make_block, axis):

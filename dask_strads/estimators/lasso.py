@@ -9,12 +9,12 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Options, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import Engine, futures_to_array, place_blocks, worker_addresses
 from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
 from .base import DaskEstimatorMixin, NumberInterval
-from .inputs import (block_edges, check_dask_design, check_in_memory_design, column_means,
+from ..partition import block_edges
+from .inputs import (check_dask_design, check_in_memory_design, column_means,
                      blocks_along, is_dask_array, to_scipy_if_pydata)
 
 
@@ -119,50 +119,38 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""
         self._check_params()
         if is_dask_array(X):
-            with self._resolved_client().as_current():  # X may live on a non-default client
-                X, means, y = check_dask_design(X, y)
+            X, means, y, executor = check_dask_design(X, y, self._fit_executor)
             n_features = self.n_features_in_ = X.shape[1]
             self.__dict__.pop("feature_names_in_", None)
         else:
             X, y = check_in_memory_design(X, y, self)
             means = column_means(X)
             n_features = X.shape[1]
+            executor = self._fit_executor(X.nnz if sp.issparse(X) else X.size)
         if not self.fit_intercept:
             means = np.zeros(n_features)
         y_mean = float(y.mean()) if self.fit_intercept else 0.0
         y_centred = y - y_mean
         coef_init = self._initial_coef(n_features)
 
-        client = self._resolved_client()
-        n_blocks = self.n_blocks or len(worker_addresses(client))
-        edges = block_edges(n_features, n_blocks)
+        edges = block_edges(n_features, self.n_blocks or len(executor.workers))
         centre_dense = self.fit_intercept
 
         def make_block(columns, lo, hi):
             return make_raw_block(columns, y_centred, coef_init[lo:hi], means[lo:hi],
                                   centre_dense)
 
-        blocks = place_blocks(client, blocks_along(X, edges, make_block, axis=1))
-        n_samples = len(y_centred)
-        gap_tolerance = self.tol * float(y_centred @ y_centred) / n_samples
+        gap_tolerance = self.tol * float(y_centred @ y_centred) / len(y_centred)
         program = LassoProgram(
             np.diff(edges), y_centred, self.alpha, self.positive, gap_tolerance,
             schedule=self.schedule, n_candidates=self.n_candidates, sub_rounds=self.sub_rounds,
             rho=self.dependency_threshold, eta=self.priority_floor, power=self.priority_power,
-            staleness=self.staleness,
-            seed=int(check_random_state(self.random_state).randint(2**31 - 1)))
-        engine = Engine(program, client, staleness=self.staleness, max_rounds=self.max_iter,
-                        progress=self.progress, callback=self.callback)
-        result = engine.run(blocks)
-        del blocks
-
-        if self.keep_on_cluster:
-            coef = futures_to_array(result.params, [(hi - lo,) for lo, hi in
-                                                    zip(edges[:-1], edges[1:])], np.float64)
-            intercept = y_mean - float(client.compute(da.dot(means, coef)).result())
-        else:
-            coef = np.concatenate(client.gather(result.params))
-            intercept = y_mean - float(means @ coef)
+            staleness=self.staleness, seed=self._seed())
+        result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
+                                  self.max_iter, staleness=self.staleness)
+        coef = self._parameters(result)
+        intercept = y_mean - float(executor.compute(da.dot(means, coef))[0]
+                                   if is_dask_array(coef) else means @ coef)
         history = result.history
         gaps = [r["gap"] for r in history if "gap" in r]
         self.coef_ = coef
@@ -170,6 +158,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.n_iter_ = history.stats.rounds
         self.dual_gap_ = gaps[-1] if gaps else np.inf
         self.history_ = history
+        self._executor = executor
         if not history.stats.converged and self.callback is None:
             warnings.warn(
                 f"Objective did not converge in {self.n_iter_} rounds. Duality gap: "
@@ -179,17 +168,10 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     def _initial_coef(self, n_features):
         if self.warm_start and hasattr(self, "coef_"):
-            coef = self._coef_array()
+            coef = np.asarray(self._in_memory(self.coef_))
             if coef.shape == (n_features,):
                 return coef.astype(np.float64)
         return np.zeros(n_features)
-
-    def _coef_array(self):
-        """``coef_`` in memory; kept on the cluster, it is gathered through the fit's client
-        (``np.asarray`` would compute it on the default scheduler, without its futures)."""
-        if is_dask_array(self.coef_):
-            return np.asarray(self._resolved_client().compute(self.coef_).result())
-        return np.asarray(self.coef_)
 
     def predict(self, X):
         """Predictions ``X @ coef_ + intercept_``; lazy for a dask array X."""
@@ -201,7 +183,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                                  self.intercept_, drop_axis=1, dtype=np.float64)
         X = validate_data(self, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], reset=False,
                           dtype=np.float64)
-        coef = self._coef_array()
+        coef = np.asarray(self._in_memory(self.coef_))
         return safe_sparse_dot(X, coef, dense_output=True).ravel() + self.intercept_
 
     def __sklearn_tags__(self):

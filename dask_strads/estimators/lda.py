@@ -1,18 +1,17 @@
 """``dask_strads.LatentDirichletAllocation``: collapsed Gibbs LDA with the STRADS word rotation."""
 from numbers import Integral, Real
 
-import dask
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import Engine, place_blocks, worker_addresses
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
 from ..programs.lda import LDAProgram, make_shard, vocabulary_blocks
 from .base import DaskEstimatorMixin, NumberInterval
-from .inputs import (block_edges, blocks_along, check_dask_matrix, is_dask_array,
-                     stored_values, to_scipy_if_pydata)
+from ..partition import block_edges
+from .inputs import (blocks_along, check_dask_matrix, is_dask_array, stored_values,
+                     to_scipy_if_pydata)
 
 
 class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
@@ -38,13 +37,14 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         Sub-rounds a shard may run ahead of the reconciled topic totals (0: synchronous).
     transform_iter : int
         Gibbs sweeps per document in ``transform`` (half of them burn-in).
-    random_state, progress, callback
+    random_state, keep_on_cluster, progress, callback
         As in :class:`dask_strads.Lasso`.
 
     Attributes
     ----------
     components_ : ndarray (K, V)
-        Word-topic counts plus ``topic_word_prior``: rows proportional to the topics.
+        Word-topic counts plus ``topic_word_prior``: rows proportional to the topics. With
+        ``keep_on_cluster=True`` a Dask array whose chunks along V are the vocabulary blocks.
     doc_topic_ : ndarray (n_documents, K)
         The training documents' topic distributions from the final sampler state,
         (n_dk + alpha) / (n_d + K alpha); rows sum to 1.
@@ -65,13 +65,14 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         "staleness": [NumberInterval(Integral, 0, None, closed="left")],
         "transform_iter": [NumberInterval(Integral, 2, None, closed="left")],
         "random_state": ["random_state"],
+        "keep_on_cluster": ["boolean"],
         "progress": ["boolean"],
         "callback": [callable, None],
     }
 
     def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,
                  max_iter=100, n_vocab_blocks=None, staleness=0, transform_iter=50,
-                 random_state=None, progress=False, callback=None):
+                 random_state=None, keep_on_cluster=False, progress=False, callback=None):
         self.n_components = n_components
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
@@ -80,6 +81,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         self.staleness = staleness
         self.transform_iter = transform_iter
         self.random_state = random_state
+        self.keep_on_cluster = keep_on_cluster
         self.progress = progress
         self.callback = callback
 
@@ -90,15 +92,16 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         return float(alpha), float(beta)
 
     def _check_counts(self, X, reset):
-        """X as CSR int64 counts (or a dask array, checked chunk by chunk). With ``reset`` (a
-        fit) also its column sums (tokens per word) and row sums (tokens per document), else
-        None for both."""
+        """X as CSR int64 counts (or a dask array, checked chunk by chunk), and the executor a
+        dask X was checked on (None for X in memory). With ``reset`` (a fit) also its column sums
+        (tokens per word) and row sums (tokens per document), else None for both."""
+        executor = None
         if is_dask_array(X):
             check_dask_matrix(X, self, None if reset else self.n_features_in_)
             flags = X.map_blocks(_count_flags, chunks=(1, 1, 3), new_axis=2, dtype=bool)
             sums = (X.sum(axis=0), X.sum(axis=1)) if reset else ()
-            with self._resolved_client().as_current():
-                ok, *sums = dask.compute(flags.all(axis=(0, 1)), *sums)
+            executor = (self._fit_executor if reset else self._data_executor)(X.size)
+            ok, *sums = executor.compute(flags.all(axis=(0, 1)), *sums)
             _raise_unless_counts(*ok)
             if reset:
                 self.n_features_in_ = X.shape[1]
@@ -112,7 +115,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
             X.eliminate_zeros()
             sums = (X.sum(axis=0), X.sum(axis=1)) if reset else ()
         word_counts, doc_lengths = map(_dense_vector, sums) if reset else (None, None)
-        return X, word_counts, doc_lengths
+        return X, word_counts, doc_lengths, executor
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, X, y=None):
@@ -124,43 +127,35 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         sampler state (one Gibbs sample) cannot.
         """
         self._check_params()
-        X, word_counts, doc_lengths = self._check_counts(X, reset=True)
+        X, word_counts, doc_lengths, executor = self._check_counts(X, reset=True)
+        executor = executor or self._fit_executor(X.nnz)
         alpha, beta = self._priors()
-        seed = int(check_random_state(self.random_state).randint(2**31 - 1))
-        client = self._resolved_client()
-        n_workers = len(worker_addresses(client))
-        n_shards = max(1, min(n_workers, X.shape[0]))
+        n_shards = max(1, min(len(executor.workers), X.shape[0]))
         n_blocks = max(n_shards, self.n_vocab_blocks or n_shards)
-        block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks, seed)
+        block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks)
         edges = block_edges(X.shape[0], n_shards, weights=doc_lengths)  # tokens balanced
 
         def shard(rows, lo, hi):
             return make_shard(sp.csr_matrix(rows), block_of_word, local_index, n_blocks)
 
-        raw = blocks_along(X, edges, shard, axis=0)
         program = LDAProgram(self.n_components, alpha, beta, len(word_counts), sizes, n_shards,
-                             seed)
-        engine = Engine(program, client, staleness=self.staleness,
-                        max_rounds=self.max_iter * n_blocks, progress=self.progress,
-                        callback=self.callback)
-        result = engine.run(place_blocks(client, raw))
-        n_dk = np.vstack(client.gather(result.params)).astype(np.float64)
-        blocks = client.gather(result.carried)
-        topic_word = np.zeros((self.n_components, len(word_counts)))
-        for w in range(len(word_counts)):
-            topic_word[:, w] = blocks[block_of_word[w]].n_wk[local_index[w]]
-        self.components_ = topic_word + beta
+                             self._seed())
+        result = self._run_engine(program, blocks_along(X, edges, shard, axis=0), executor,
+                                  self.max_iter * n_blocks, staleness=self.staleness)
+        n_dk = self._parameters(result)
+        self.components_ = self._parameters(result, carried=True).T + beta
+        self.doc_topic_ = (n_dk + alpha) / (n_dk.sum(axis=1, keepdims=True)
+                                            + self.n_components * alpha)
         self.n_iter_ = result.history.stats.rounds // n_blocks
         self.history_ = _per_iteration(result.history, n_blocks)
         self.n_vocab_blocks_ = n_blocks
-        self.doc_topic_ = (n_dk + alpha) / (n_dk.sum(axis=1, keepdims=True)
-                                            + self.n_components * alpha)
+        self._executor = executor
         return self
 
     # -- inference ----------------------------------------------------------------------------
     def _phi_by_word(self):
-        return np.ascontiguousarray((self.components_ / self.components_.sum(axis=1,
-                                                                            keepdims=True)).T)
+        components = self._in_memory(self.components_)
+        return np.ascontiguousarray((components / components.sum(axis=1, keepdims=True)).T)
 
     def transform(self, X):
         """Topic distributions of documents, by Gibbs sampling with the topics fixed."""
@@ -176,19 +171,18 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
 
     def _transform_in_memory(self, X):
         X = sp.csr_matrix(to_scipy_if_pydata(X), dtype=np.int64)
-        seed = int(check_random_state(self.random_state).randint(2**31 - 1))
         return infer_documents(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data,
                                self._phi_by_word(), self._priors()[0], self.transform_iter,
-                               self.transform_iter // 2, seed)
+                               self.transform_iter // 2, self._seed())
 
     def score(self, X, y=None):
         """Log-likelihood of X: sum over tokens of log sum_k theta_dk phi_kw, with theta from
         :meth:`transform`."""
         check_is_fitted(self)
-        X = self._check_counts(X, reset=False)[0]
+        X, _, _, executor = self._check_counts(X, reset=False)
         theta = self._transform_counts(X)
         if is_dask_array(X):
-            X, theta = dask.compute(X, theta)
+            X, theta = executor.compute(X, theta)
         X = sp.csr_matrix(to_scipy_if_pydata(X), dtype=np.int64)
         return float(documents_log_likelihood(X.indptr.astype(np.int64),
                                               X.indices.astype(np.int64), X.data,
@@ -197,7 +191,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     def perplexity(self, X):
         """exp(-score / number of tokens)."""
         total = X.sum()
-        total = float(total.compute() if is_dask_array(X) else total)
+        total = float(self._data_executor().compute(total)[0] if is_dask_array(X) else total)
         return float(np.exp(-self.score(X) / max(total, 1.0)))
 
     def __sklearn_tags__(self):

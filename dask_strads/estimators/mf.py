@@ -7,12 +7,12 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted, check_random_state, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..engine import Engine, place_blocks, worker_addresses
+from ..partition import block_edges
 from ..programs.mf import ITEMS, USERS, MFProgram, make_raw_block, observed
 from .base import DaskEstimatorMixin, NumberInterval
-from .inputs import (block_edges, blocks_along, check_dask_matrix,
+from .inputs import (blocks_along, check_dask_matrix,
                      check_positive_int, is_dask_array, stored_values, to_scipy_if_pydata)
 
 #: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
@@ -54,6 +54,9 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         Coordinate-descent sweeps over each row per update.
     random_state : int, RandomState or None
         Seeds the initial user factors.
+    keep_on_cluster : bool
+        Keep the factors and biases as Dask arrays whose chunks (user blocks, item blocks)
+        stay on the workers instead of gathering them.
     progress : bool
         Show a progress bar (tqdm) over the rounds (two an iteration).
     callback : callable or None
@@ -86,13 +89,14 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "inner_iter": [NumberInterval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
+        "keep_on_cluster": ["boolean"],
         "progress": ["boolean"],
         "callback": [callable, None],
     }
 
     def __init__(self, n_components=10, *, alpha_W=18.0, alpha_H="same", alpha_bias=5.0,
                  biases=True, max_iter=100, tol=1e-4, inner_iter=1, random_state=None,
-                 progress=False, callback=None):
+                 keep_on_cluster=False, progress=False, callback=None):
         self.n_components = n_components
         self.alpha_W = alpha_W
         self.alpha_H = alpha_H
@@ -102,13 +106,15 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         self.tol = tol
         self.inner_iter = inner_iter
         self.random_state = random_state
+        self.keep_on_cluster = keep_on_cluster
         self.progress = progress
         self.callback = callback
 
     # -- parameters and input ---------------------------------------------------------------
     def _check_ratings(self, X):
-        """X checked without touching the estimator, with its observations' sum and their
-        counts per user and per item."""
+        """X checked without touching the estimator, with its observations' sum, their counts
+        per user and per item, and the executor a dask X was checked on (else None)."""
+        executor = None
         if is_dask_array(X):
             check_dask_matrix(X, self)
             stats = X.map_blocks(_observation_stats, chunks=(1, 1, 2), new_axis=2, dtype=float)
@@ -116,9 +122,9 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
                                     dtype=np.int64)
             per_item = X.map_blocks(_stored_counts, 1, chunks=((1,) * X.numblocks[0], X.chunks[1]),
                                     dtype=np.int64)
-            with self._resolved_client().as_current():
-                (finite, total), per_user, per_item = dask.compute(
-                    stats.sum(axis=(0, 1)), per_user.sum(axis=1), per_item.sum(axis=0))
+            executor = self._fit_executor(X.size)
+            (finite, total), per_user, per_item = executor.compute(
+                stats.sum(axis=(0, 1)), per_user.sum(axis=1), per_item.sum(axis=0))
             if finite < stats.shape[0] * stats.shape[1]:
                 raise ValueError("Input X contains NaN or infinity.")
         else:
@@ -131,17 +137,16 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
             per_user, per_item = _stored_counts(X, 0).ravel(), _stored_counts(X, 1).ravel()
         if per_user.sum() == 0:
             raise ValueError("X stores no entries: there is no rating to fit")
-        return X, float(total), per_user, per_item
+        return X, float(total), per_user, per_item, executor
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, X, y=None):
         """Fit the factors to the stored entries of X (users x items)."""
         self._check_params()
-        checked, total, per_user, per_item = self._check_ratings(X)
+        checked, total, per_user, per_item, executor = self._check_ratings(X)
         n_ratings = int(per_user.sum())
-        seed = int(check_random_state(self.random_state).randint(2**31 - 1))
-        client = self._resolved_client()
-        n_workers = len(worker_addresses(client))
+        executor = executor or self._fit_executor(n_ratings)
+        n_workers = len(executor.workers)
         n_users, n_items = checked.shape
         # blocks of about equal numbers of ratings: a push costs O(ratings x k)
         user_edges = block_edges(n_users, n_workers, per_user)
@@ -150,28 +155,30 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
             self.n_components, user_edges, item_edges, n_ratings, self.alpha_W,
             self.alpha_W if self.alpha_H == "same" else self.alpha_H, self.alpha_bias,
             self.biases, total / n_ratings if self.biases else 0.0, sweeps=self.inner_iter,
-            tol=self.tol, seed=seed)
+            tol=self.tol, seed=self._seed())
         raw = (blocks_along(checked, user_edges, _block_maker(USERS), axis=0)
                + blocks_along(checked, item_edges, _block_maker(ITEMS), axis=1))
-        engine = Engine(program, client, max_rounds=2 * self.max_iter, progress=self.progress,
-                        callback=self.callback)
-        result = engine.run(_place_side_by_side(client, raw, program.n_user_blocks))
-        rows = client.gather(result.params)
-        users = program.split(np.vstack(rows[:program.n_user_blocks]), USERS)
-        items = program.split(np.vstack(rows[program.n_user_blocks:]), ITEMS)
+        # user block b and item block b on one worker
+        slots = list(range(len(user_edges) - 1)) + list(range(len(item_edges) - 1))
+        result = self._run_engine(program, raw, executor, 2 * self.max_iter, slots=slots)
+        rows = self._parameters(result)  # users then items: factors, then the bias
+        k = self.n_components
         if is_dask_array(checked):
-            seen = _seen_on_cluster(client, result.data[:program.n_user_blocks], n_items)
+            seen = _seen_pattern(executor, checked)
         else:
             seen = _pattern(*observed(checked, axis=0)[:2], n_items)
 
         validate_data(self, X, reset=True, skip_check_array=True)  # n_features_in_, names
-        self.user_factors_, self.user_bias_ = users
-        self.components_, self.item_bias_ = np.ascontiguousarray(items[0].T), items[1]
+        self.user_factors_ = _contiguous(rows[:n_users, :k])
+        self.user_bias_ = _contiguous(rows[:n_users, k])
+        self.components_ = _contiguous(rows[n_users:, :k].T)
+        self.item_bias_ = _contiguous(rows[n_users:, k])
         self.intercept_ = program.mean
         self.history_ = _per_iteration(result.history)
         self.n_iter_ = len(self.history_)
         self._program = program
         self._seen = seen
+        self._executor = executor
         return self
 
     def fit_transform(self, X, y=None):
@@ -183,7 +190,8 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         """User factors of the rows of X, fitted to their stored entries with the item factors
         fixed (fold-in); lazy for a dask array."""
         check_is_fitted(self)
-        item_rows = self._program.rows(self.components_.T, self.item_bias_, ITEMS)
+        factors = self._factors()
+        item_rows = self._program.rows(factors.components.T, factors.item_bias, ITEMS)
         if is_dask_array(X):
             check_dask_matrix(X, self, self.n_features_in_)
             return X.rechunk({1: -1}).map_blocks(
@@ -213,10 +221,11 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         check_positive_int(n, "n")
         n_items = self.components_.shape[1]
         top = np.full((len(rows), n), -1, dtype=np.int64)
+        factors = self._factors()
         for lo in range(0, len(rows), RECOMMEND_ROWS):
             users = rows[lo:lo + RECOMMEND_ROWS]
-            scores = (self.user_factors_[users] @ self.components_ + self.item_bias_
-                      + self.user_bias_[users, None])
+            scores = (factors.user_factors[users] @ factors.components + factors.item_bias
+                      + factors.user_bias[users, None])
             if exclude_seen:
                 seen = self._seen[users].tocoo()
                 scores[seen.row, seen.col] = -np.inf
@@ -243,8 +252,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         if is_dask_array(X):
             errors = X.map_blocks(_squared_errors, self._factors(), chunks=(1, 1, 2),
                                   new_axis=2, dtype=float)
-            with self._resolved_client().as_current():
-                squared, count = errors.sum(axis=(0, 1)).compute()
+            squared, count = self._data_executor(X.size).compute(errors.sum(axis=(0, 1)))[0]
         else:
             squared, count = _squared_errors(X, self._factors())[0, 0]
         if count == 0:
@@ -252,8 +260,8 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         return -float(np.sqrt(squared / count))
 
     def _factors(self):
-        return Factors(self.intercept_, self.user_bias_, self.item_bias_, self.user_factors_,
-                       self.components_)
+        return Factors(self.intercept_, *map(self._in_memory, (
+            self.user_bias_, self.item_bias_, self.user_factors_, self.components_)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -324,34 +332,27 @@ def _block_maker(side):
     return make_block
 
 
-def _place_side_by_side(client, raw, n_user_blocks):
-    """Pin user block b and item block b on one worker: place_blocks hands contiguous runs of
-    its list to the workers in turn, so the list interleaves the two sides."""
-    order = sorted(range(len(raw)), key=lambda b: (b, 0) if b < n_user_blocks
-                   else (b - n_user_blocks, 1))
-    pinned = place_blocks(client, [raw[b] for b in order])
-    placed = [None] * len(raw)
-    for position, b in enumerate(order):
-        placed[b] = pinned[position]
-    return placed
-
-
 def _pattern(indptr, indices, n_items):
     """The stored entries of a CSR matrix as a boolean CSR matrix."""
     return sp.csr_matrix((np.ones(len(indices), dtype=bool), indices, indptr),
                          shape=(len(indptr) - 1, n_items))
 
 
-def _row_pattern(ratings):
-    return ratings.indptr, ratings.indices.astype(np.int32)
-
-
-def _seen_on_cluster(client, user_blocks, n_items):
-    """The training pattern from the user blocks on the workers."""
-    parts = client.gather([client.submit(_row_pattern, block.future, workers=[block.worker])
-                           for block in user_blocks])
-    return sp.vstack([_pattern(indptr, indices, n_items) for indptr, indices in parts],
+def _seen_pattern(executor, X):
+    """The stored entries of a dask X as a boolean CSR matrix, computed chunk row by chunk
+    row."""
+    rows = X.rechunk({1: -1}).to_delayed().ravel()
+    return sp.vstack(executor.compute(*[dask.delayed(_chunk_pattern)(r) for r in rows]),
                      format="csr")
+
+
+def _chunk_pattern(chunk):
+    chunk = to_scipy_if_pydata(chunk)
+    return _pattern(*observed(chunk, axis=0)[:2], chunk.shape[1])
+
+
+def _contiguous(array):
+    return array if is_dask_array(array) else np.ascontiguousarray(array)
 
 
 def _per_iteration(history):

@@ -28,6 +28,9 @@ class Program(ABC):
     stays on the push's worker until the next push that asks for it takes it, worker to worker.
     """
 
+    #: Short name, the ``<program>`` of task keys (``strads-<program>-push-<block>-<round>``).
+    name = "program"
+
     #: Number of carried blocks (0: every parameter stays with its data block).
     n_carried = 0
 
@@ -85,8 +88,13 @@ class Program(ABC):
         raise NotImplementedError(f"{type(self).__name__} has no carried blocks")
 
     @abstractmethod
-    def block_result(self, data, state, shared):
-        """The parameter block as an array, committed with ``shared`` of the same round."""
+    def collect(self, data, state, shared):
+        """The block's fitted parameters as an array, committed with ``shared`` of the same
+        round: the chunk of the block in the fit's parameter array."""
+
+    def collect_carried(self, carried, carried_id):
+        """A carried block's fitted parameters as an array (by default the block itself)."""
+        return carried
 
     def converged(self, report):
         """Whether the fit may stop after the round that sent ``report``."""
@@ -132,11 +140,12 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
     if not program.updates_in_place:  # in place, earlier rounds' states are gone
         final = max(-1, final - program.report_lag)
     params = [
-        program.block_result(d, s, shared_by_round[final])
+        program.collect(d, s, shared_by_round[final])
         for d, s in zip(data, states_by_round[final])
     ]
     if program.n_carried:
-        return params, reports, carried_by_round[final]
+        return params, reports, [program.collect_carried(value, c)
+                                 for c, value in enumerate(carried_by_round[final])]
     return params, reports
 
 

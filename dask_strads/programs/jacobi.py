@@ -11,6 +11,8 @@ from .base import Program
 
 
 class BlockJacobi(Program):
+
+    name = "jacobi"
     def __init__(self, row_starts, tol=0.0):
         """``tol``: stop when no entry of ``x`` moved more than this in a round (0: never)."""
         self.row_starts = list(row_starts)
@@ -40,7 +42,7 @@ class BlockJacobi(Program):
             x[self.row_starts[b]:self.row_starts[b + 1]] = x_block
         return x, {"change": float(np.max(np.abs(x - shared)))}
 
-    def block_result(self, data, state, shared):
+    def collect(self, data, state, shared):
         return state
 
     def converged(self, report):

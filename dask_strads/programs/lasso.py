@@ -119,6 +119,8 @@ class LassoProgram(Program):
     as sklearn's ``dual_gap_``) is at most this.
     """
 
+    name = "lasso"
+
     def __init__(self, widths, y_centred, alpha, positive, gap_tolerance, schedule="priority",
                  n_candidates=32, sub_rounds=None, rho=0.1, eta=0.1, power=1, staleness=0,
                  seed=0):
@@ -294,7 +296,7 @@ class LassoProgram(Program):
     def converged(self, report):
         return "gap" in report and report["gap"] <= self.gap_tolerance
 
-    def block_result(self, data, state, shared):
+    def collect(self, data, state, shared):
         coef, _ = self._committed(state, shared)
         return coef
 

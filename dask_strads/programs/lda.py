@@ -23,6 +23,7 @@ import numpy as np
 
 from ..kernels.lda import (add_counts, fill_nonzero, pack_rows, random_topics, row_state,
                            sample_block, topic_dtype, topic_totals, unpack_rows)
+from ..partition import block_edges
 from .base import Program, round_seed
 
 
@@ -80,26 +81,13 @@ class SampleReport:
     sampling_seconds: float = 0.0
 
 
-def vocabulary_blocks(word_counts, n_blocks, seed):
-    """Block of each word and its index within the block: words shuffled, then cut into
-    ``n_blocks`` runs of about equal token counts. Returns ``(block_of_word, local_index,
-    block_sizes)``."""
-    order = np.random.default_rng(seed).permutation(len(word_counts))
-    cumulative = np.cumsum(np.asarray(word_counts, dtype=np.float64)[order])
-    total = cumulative[-1] if len(cumulative) else 0.0
-    if total > 0:
-        block_in_order = np.minimum((cumulative - 0.5 * word_counts[order]) * n_blocks // total,
-                                    n_blocks - 1).astype(np.int64)
-    else:
-        block_in_order = np.arange(len(order)) * n_blocks // max(len(order), 1)
-    block_of_word = np.empty(len(order), dtype=np.int64)
-    block_of_word[order] = block_in_order
-    local_index = np.empty(len(order), dtype=np.int64)
-    sizes = np.zeros(n_blocks, dtype=np.int64)
-    for w in order:  # local indices in shuffled order, per block
-        local_index[w] = sizes[block_of_word[w]]
-        sizes[block_of_word[w]] += 1
-    return block_of_word, local_index, sizes
+def vocabulary_blocks(word_counts, n_blocks):
+    """Block of each word and its index within the block: contiguous runs of words of about
+    equal token counts. Returns ``(block_of_word, local_index, block_sizes)``."""
+    edges = block_edges(len(word_counts), n_blocks, weights=word_counts)
+    words = np.arange(len(word_counts))
+    block_of_word = np.searchsorted(edges, words, side="right") - 1
+    return block_of_word, words - edges[block_of_word], np.diff(edges)
 
 
 def make_shard(X_rows, block_of_word, local_index, n_blocks):
@@ -118,6 +106,8 @@ def make_shard(X_rows, block_of_word, local_index, n_blocks):
 class LDAProgram(Program):
     """Collapsed Gibbs LDA with K topics, priors alpha and beta, vocabulary of ``n_vocab`` words
     cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards."""
+
+    name = "lda"
 
     report_lag = 0
     updates_in_place = True  # a shard's state and a block's rows are large and have one reader
@@ -180,6 +170,10 @@ class LDAProgram(Program):
                      "log_likelihood": sum(r.log_likelihood for r in reports),
                      "sampling_seconds": max((r.sampling_seconds for r in reports), default=0.0)}
 
-    def block_result(self, data, state, shared):
-        """The shard's document-topic counts."""
-        return state.n_dk
+    def collect(self, data, state, shared):
+        """The shard's document-topic counts (a copy: the state changes in place)."""
+        return state.n_dk.copy()
+
+    def collect_carried(self, carried, carried_id):
+        """The vocabulary block's word-topic counts (a copy)."""
+        return carried.n_wk.copy()

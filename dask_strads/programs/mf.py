@@ -126,6 +126,8 @@ class MFProgram(Program):
     round. ``tol``: stop when an iteration lowers the objective by at most this fraction.
     """
 
+    name = "mf"
+
     def __init__(self, n_components, user_edges, item_edges, n_ratings, alpha_W, alpha_H,
                  alpha_bias, biases, mean, sweeps=1, tol=1e-4, init_scale=0.1, seed=0):
         self.n_components = n_components
@@ -249,6 +251,7 @@ class MFProgram(Program):
     def converged(self, report):
         return report.get("relative_decrease", np.inf) <= self.tol
 
-    def block_result(self, data, state, shared):
-        """The block's factor rows (with the bias and ones coordinates when biases are on)."""
-        return state
+    def collect(self, data, state, shared):
+        """The block's factor rows, then their biases (zero without biases): k + 1 columns."""
+        factors, bias = self.split(state, data.side)
+        return np.column_stack([factors, bias])

@@ -1,0 +1,152 @@
+"""Where the tasks of a fit run: a distributed cluster, or one of Dask's local schedulers.
+
+Both executors take the same graphs: ``{worker: {key: Task}}``, tasks restricted to the worker
+they are listed under, whose arguments refer to other tasks of the graph (``TaskRef``) or to
+values of earlier graphs (the handles the executor returned for them). On a cluster a handle is
+a :class:`distributed.Future` and the value stays on its worker; locally it holds the value.
+"""
+import weakref
+
+import dask
+import numpy as np
+from dask._task_spec import DataNode, TaskRef
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+from .blocks import place_blocks, spread, worker_addresses
+
+
+class DistributedExecutor:
+    """Runs graphs on a ``distributed.Client``; every task pinned to its worker."""
+
+    local = False
+
+    def __init__(self, client):
+        self.client = client
+        self.workers = worker_addresses(client)
+
+    def place(self, blocks, slots=None):
+        """Handles of the blocks on their workers, and the worker of each."""
+        pinned = place_blocks(self.client, blocks, self.workers, slots)
+        return [p.future for p in pinned], [p.worker for p in pinned]
+
+    def share(self, value):
+        """A handle of ``value`` on every worker (read by many tasks, sent once)."""
+        return self.client.scatter([value], broadcast=True, hash=False)[0]
+
+    def put(self, value, worker):
+        return self.client.scatter([value], workers=[worker], hash=False)[0]
+
+    def submit(self, graph):
+        """Send one graph; returns ``{key: handle}`` for every task in it."""
+        layers, dependencies = {}, {}
+        for worker, tasks in graph.items():
+            name = f"strads-on-{worker}"
+            layers[name] = MaterializedLayer(
+                tasks, annotations={"workers": [worker], "allow_other_workers": False})
+            dependencies[name] = set()
+        keys = [key for tasks in graph.values() for key in tasks]
+        futures = self.client.get(HighLevelGraph(layers, dependencies), keys, sync=False)
+        return dict(zip(keys, futures))
+
+    def result(self, handle):
+        return handle.result()
+
+    def compute(self, *collections):
+        """Values of dask collections, computed on the cluster."""
+        return self.client.gather(self.client.compute(list(collections)))
+
+    def done(self, handle):
+        return handle.done()
+
+    def gather(self, handles):
+        return self.client.gather(list(handles))
+
+    def as_array(self, handles, workers, axis=0):
+        """A Dask array whose chunks are the values of ``handles`` (on ``workers``), left where
+        they are."""
+        import dask.array as da
+
+        metas = self.gather([self.client.submit(_meta, h, workers=[w], pure=False)
+                             for h, w in zip(handles, workers)])
+        parts = [da.from_delayed(h, shape=shape, dtype=dtype)
+                 for h, (shape, dtype) in zip(handles, metas)]
+        return da.concatenate(parts, axis=axis)
+
+
+class LocalHandle(TaskRef):
+    """A value computed by a local executor, referred to by its key in later graphs."""
+
+    __slots__ = ("value", "__weakref__")
+
+    def __init__(self, key, value):
+        super().__init__(key)
+        self.value = value
+
+
+class LocalExecutor:
+    """Runs graphs in this process on a local Dask scheduler (synchronous or threaded).
+
+    ``n_workers`` virtual workers: blocks are cut and assigned as they would be on a cluster of
+    that size, so a fit gives the same model here as there.
+    """
+
+    local = True
+
+    def __init__(self, get, n_workers):
+        self.get = get
+        self.workers = [f"local-{w}" for w in range(n_workers)]
+        self._live = weakref.WeakValueDictionary()  # key -> handle, while someone holds it
+        self._counter = 0
+
+    def _handle(self, key, value):
+        handle = self._live[key] = LocalHandle(key, value)
+        return handle
+
+    def _fresh_key(self, prefix):
+        self._counter += 1
+        return f"{prefix}-{id(self):x}-{self._counter}"
+
+    def place(self, blocks, slots=None):
+        if blocks and all(dask.is_dask_collection(b) for b in blocks):
+            blocks = dask.compute(*blocks, scheduler=self.get)
+        owners = spread(len(blocks), self.workers, slots)
+        return [self._handle(self._fresh_key("strads-block"), b) for b in blocks], owners
+
+    def share(self, value):
+        return self._handle(self._fresh_key("strads-shared"), value)
+
+    def put(self, value, worker):
+        return self.share(value)
+
+    def submit(self, graph):
+        tasks = {key: task for tasks in graph.values() for key, task in tasks.items()}
+        inputs = {}
+        for task in tasks.values():
+            for key in task.dependencies:
+                if key not in tasks and key not in inputs:
+                    inputs[key] = DataNode(key, self._live[key].value)
+        keys = list(tasks)
+        values = self.get({**inputs, **tasks}, keys)
+        return {key: self._handle(key, value) for key, value in zip(keys, values)}
+
+    def result(self, handle):
+        return handle.value
+
+    def compute(self, *collections):
+        return list(dask.compute(*collections, scheduler=self.get))
+
+    def done(self, handle):
+        return True
+
+    def gather(self, handles):
+        return [h.value for h in handles]
+
+    def as_array(self, handles, workers, axis=0):
+        import dask.array as da
+
+        return da.concatenate([da.from_array(np.asarray(h.value), chunks=np.shape(h.value))
+                               for h in handles], axis=axis)
+
+
+def _meta(value):
+    return np.shape(value), np.asarray(value).dtype

@@ -1,0 +1,125 @@
+"""Where a fit runs: the client given, the active client, a local Dask scheduler, or the
+embedded cluster.
+
+The embedded cluster is a ``LocalCluster`` of worker *threads* in this process (one per core,
+one thread each): the kernels are numba loops that release the GIL, no process re-imports the
+user's script (a script without ``if __name__ == "__main__":`` works), and rounds cost less
+than between worker processes (``benchmarks/engine.py``). It listens on 127.0.0.1 only and is
+never made the process-wide default client.
+"""
+import atexit
+import multiprocessing
+import os
+import threading
+
+import dask
+from distributed import Client, LocalCluster
+from distributed.utils import format_dashboard_link
+
+from ..log import logger
+from .executors import DistributedExecutor, LocalExecutor
+
+#: Fits whose data hold fewer stored entries run in this process on the synchronous scheduler
+#: with one block, unless a cluster is given or active: Dask's latency would dwarf them.
+IN_PROCESS_BELOW = 1_000_000
+
+_SYNC_NAMES = ("sync", "synchronous", "single-threaded")
+_THREAD_NAMES = ("threads", "threading", "threaded")
+
+_embedded = None
+_embedded_lock = threading.Lock()
+
+
+def default_cluster_size():
+    """One worker per core: the kernels are numba loops, one per core."""
+    n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, n_cores or 1)
+
+
+def embedded_client():
+    """The embedded cluster's client, started on first use and reused afterwards."""
+    global _embedded
+    with _embedded_lock:
+        if _embedded is None or _embedded.status in ("closing", "closed"):
+            n_workers = default_cluster_size()
+            logger.info("starting the embedded Dask cluster: %d worker threads", n_workers)
+            # workers in this process talk over inproc://, which listens on no network address
+            cluster = _EmbeddedCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
+                                   dashboard_address="127.0.0.1:0",
+                                   worker_dashboard_address="127.0.0.1:0")
+            _embedded = Client(cluster, set_as_default=False)
+            atexit.register(close_embedded_client)
+        return _embedded
+
+
+class _EmbeddedCluster(LocalCluster):
+    @property
+    def dashboard_link(self):
+        """On 127.0.0.1, where it listens (the inproc address names the host's)."""
+        port = self.scheduler_info.get("services", {}).get("dashboard")
+        return format_dashboard_link("127.0.0.1", port) if port else ""
+
+
+def close_embedded_client():
+    global _embedded
+    with _embedded_lock:
+        if _embedded is not None:
+            cluster = _embedded.cluster
+            _embedded.close()
+            cluster.close()
+            _embedded = None
+
+
+def active_client():
+    """The distributed client a fit should run on unasked, or None: not inside a Dask task
+    (that would pin work to the worker whose thread the task holds)."""
+    if in_dask_task():
+        return None
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except ValueError:
+        return None
+
+
+def in_dask_task():
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except ValueError:
+        return False
+    return True
+
+
+def check_client(client):
+    if not isinstance(client, Client):
+        raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
+    return client
+
+
+def executor_for(client=None, stored_entries=None):
+    """The executor of a fit (see the module docstring for the order of the choices).
+
+    ``stored_entries``: the size of the data, when known; a small fit runs in this process.
+    """
+    if client is not None:
+        return DistributedExecutor(check_client(client))
+    client = active_client()
+    if client is not None:
+        return DistributedExecutor(client)
+    if stored_entries is not None and stored_entries < IN_PROCESS_BELOW:
+        return LocalExecutor(dask.local.get_sync, 1)
+    scheduler = dask.config.get("scheduler", None)
+    if isinstance(scheduler, str) and scheduler.lower() in _SYNC_NAMES + _THREAD_NAMES:
+        get = dask.local.get_sync if scheduler.lower() in _SYNC_NAMES else dask.threaded.get
+        return LocalExecutor(get, default_cluster_size())
+    if scheduler is not None and scheduler not in ("dask.distributed", "distributed"):
+        raise ValueError(f"dask_strads runs on a distributed cluster or on the 'synchronous' "
+                         f"or 'threads' scheduler, not on scheduler={scheduler!r}: its blocks "
+                         "keep their state in memory between rounds")
+    if in_dask_task() or multiprocessing.parent_process() is not None:
+        # a joblib or multiprocessing worker, or a Dask task: never a nested cluster
+        return LocalExecutor(dask.local.get_sync, default_cluster_size())
+    return DistributedExecutor(embedded_client())

@@ -1,0 +1,108 @@
+"""The functions a round's tasks run on the workers, and the typed values they pass on.
+
+A block's data and state live in a :class:`BlockCell` on the block's worker for the whole fit: a
+push reads its state there and leaves the new one there, so its task's value is only what the
+pull needs (:class:`Pushed`). The state never travels, and no task is needed to split a push's
+output. A carried block leaves its push through the cell's outbox, taken by a hand-off task.
+"""
+from dataclasses import dataclass, field
+from time import perf_counter
+
+
+@dataclass
+class BlockCell:
+    """A block's prepared data and its state, kept on its worker and updated by its pushes.
+
+    ``versions`` maps rounds to states. A push records its state and drops the versions no
+    result can come from any more (all but the newest at or before ``keep_from``), so a program
+    that builds new states keeps the few rounds a stop may still refer to, and one that updates
+    in place keeps one.
+    """
+
+    data: object
+    versions: dict = field(default_factory=dict)
+    outbox: dict = field(default_factory=dict)
+
+    def latest(self):
+        return self.versions[max(self.versions)]
+
+    def state_at(self, round_index):
+        return self.versions[max(t for t in self.versions if t <= round_index)]
+
+    def record(self, round_index, state, keep_from):
+        self.versions[round_index] = state
+        old = sorted(t for t in self.versions if t <= keep_from)
+        for t in old[:-1]:
+            del self.versions[t]
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """What a push sends to the pull: the program's partial and the seconds it computed."""
+
+    partial: object
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Pulled:
+    """What a pull hands to the next pushes (``shared``) and to the client (``report``)."""
+
+    shared: object
+    report: dict
+
+
+def prepare(program, raw, block_id):
+    return BlockCell(program.prepare_block(raw, block_id))
+
+
+def initialise(program, cell, block_id):
+    start = perf_counter()
+    state, partial = program.init_block(cell.data, block_id)
+    cell.record(-1, state, -1)
+    return Pushed(partial, perf_counter() - start)
+
+
+def initial_carried(program, carried_id):
+    return program.init_carried(carried_id)
+
+
+def push(program, cell, previous, pulled, instruction, round_index, keep_from, *carried):
+    """Round ``round_index`` of one block. ``previous`` (the block's last push) only orders the
+    pushes of a block; ``carried`` is the carried block the instruction asks for, if any."""
+    start = perf_counter()
+    state = cell.latest()
+    if carried:
+        state, partial, cell.outbox[instruction.carried] = program.push(
+            cell.data, state, instruction, pulled.shared, carried=carried[0])
+    else:
+        state, partial = program.push(cell.data, state, instruction, pulled.shared)
+    cell.record(round_index, state, keep_from)
+    return Pushed(partial, perf_counter() - start)
+
+
+def hand_off(cell, pushed, carried_id):
+    """The carried block a push left in its cell, as a value of its own that Dask can move to
+    the next worker; the cell lets go of it."""
+    return cell.outbox.pop(carried_id)
+
+
+def pull(program, previous, block_ids, *pushed):
+    start = perf_counter()
+    shared, report = program.pull({b: p.partial for b, p in zip(block_ids, pushed)},
+                                  previous.shared)
+    slowest_push = max((p.seconds for p in pushed), default=0.0)
+    return Pulled(shared, {**report, "compute_seconds": slowest_push + perf_counter() - start})
+
+
+def report(pulled):
+    return pulled.report
+
+
+def collect(program, cell, last_push, pulled, round_index):
+    """The block's parameters at ``round_index`` (``last_push`` orders it after the pushes)."""
+    return program.collect(cell.data, cell.state_at(round_index), pulled.shared)
+
+
+def collect_carried(program, carried, carried_id):
+    return program.collect_carried(carried, carried_id)
