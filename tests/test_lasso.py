@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import check_param_validation
 
 import dask_strads
-from dask_strads.engine import cluster as embedded
+from dask_strads.engine import runtime as embedded
 from lasso_problems import ar1_design, objective
 
 OBJECTIVE_RTOL = 1e-6
@@ -326,15 +326,15 @@ def test_pickle_and_clone_with_client(client_factory, sparse_problem, fitted):
     assert cloned.get_params() == est.get_params()
 
     # the clone runs on the active default client, not on the embedded cluster
-    embedded_before = embedded._default
+    embedded_before = embedded._embedded
     with Client(client.scheduler.address, set_as_default=True) as default:
         with get_task_stream(client=default) as stream:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", ConvergenceWarning)
                 cloned.fit(X, y)
-    assert embedded._default is embedded_before
+    assert embedded._embedded is embedded_before
     keys = [str(task["key"]) for task in stream.data]
-    assert any(key.startswith("strads-push-") for key in keys)
+    assert any(key.startswith("strads-lasso-push-") for key in keys)
     np.testing.assert_array_equal(cloned.coef_, fitted.coef_)
 
 
@@ -358,13 +358,13 @@ def test_data_blocks_stay_pinned(client_factory, sparse_problem):
     def callback(record):
         who_has = client.who_has()
         holders.append({key: tuple(workers) for key, workers in who_has.items()
-                        if str(key).startswith("strads-prepare-")})
+                        if str(key).startswith("strads-lasso-block-")})
         return False
 
     with get_task_stream(client=client) as stream:
         est = fit_strads(client, X, y, alpha, callback=callback, n_blocks=2)
     assert est.history_.stats.converged
-    pushes = [t for t in stream.data if str(t["key"]).startswith("strads-push-")]
+    pushes = [t for t in stream.data if str(t["key"]).startswith("strads-lasso-push-")]
     run_ids = {str(t["key"]).rsplit("-", 1)[1] for t in pushes}
     assert len(run_ids) == 1
     run_id = run_ids.pop()  # other fits' blocks may still be alive: look at this one's only
@@ -375,10 +375,10 @@ def test_data_blocks_stay_pinned(client_factory, sparse_problem):
     assert all(len(workers) == 1 for workers in first.values())
     assert len({workers for workers in first.values()}) == 2  # one block per worker
     assert all(h == first for h in holders)
-    block_worker = {key.split("-")[2]: workers[0] for key, workers in first.items()}
+    block_worker = {key.split("-")[3]: workers[0] for key, workers in first.items()}
     assert len(pushes) >= 2 * est.n_iter_ - 2  # pipelined rounds may run past the last read
     for task in pushes:
-        block = str(task["key"]).split("-")[2]
+        block = str(task["key"]).split("-")[3]
         assert task["worker"] == block_worker[block]
 
 
@@ -461,10 +461,10 @@ def test_bad_data_raises_before_cluster_work(client_factory, small_problem, fitt
     est.client = client
     _refit_must_fail(est, client, X, y, error, match)
     # without any client, the embedded cluster is not started either
-    before = embedded._default
+    before = embedded._embedded
     with pytest.raises(error, match=match):
         dask_strads.Lasso(alpha=0.05).fit(X, y)
-    assert embedded._default is before
+    assert embedded._embedded is before
 
 
 @pytest.mark.parametrize("case", list(BAD_PARAMS))
@@ -486,10 +486,10 @@ def test_bad_params_raise_before_cluster_work(client_factory, small_problem, fit
 ], ids=str)
 def test_invalid_params_raise_invalid_parameter_error(small_problem, params):
     """Checked against ``_parameter_constraints`` before the embedded cluster is started."""
-    before = embedded._default
+    before = embedded._embedded
     with pytest.raises(InvalidParameterError, match=f"'{next(iter(params))}' parameter of Lasso"):
         dask_strads.Lasso(**params).fit(*small_problem)
-    assert embedded._default is before
+    assert embedded._embedded is before
 
 
 def test_sklearn_check_param_validation():

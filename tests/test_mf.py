@@ -13,8 +13,7 @@ from sklearn.utils.estimator_checks import check_param_validation
 
 from dask_strads import MatrixFactorization
 from dask_strads.datasets import load_movielens, make_ratings, train_test_split_ratings
-from dask_strads.engine import cluster as embedded
-from dask_strads.estimators.mf import _place_side_by_side
+from dask_strads.engine import runtime as embedded
 
 RANK, NOISE = 5, 0.3
 EMPTY_USER, EMPTY_ITEM = 7, 11
@@ -106,12 +105,17 @@ def test_one_two_and_four_workers_give_the_same_model(client_factory, ratings):
             fits[0].history_.column("objective"), rel=1e-12)
 
 
-def test_user_and_item_block_b_share_worker_b(client):
-    placed = _place_side_by_side(client, ["users 0", "users 1", "items 0", "items 1"], 2)
-    workers = [block.worker for block in placed]
-    assert workers[0] == workers[2] != workers[1] == workers[3]
-    assert client.gather([block.future for block in placed]) == [
-        "users 0", "users 1", "items 0", "items 1"]
+def test_user_and_item_block_b_share_worker_b(client, ratings):
+    """Blocks 0, 1 are the user blocks, 2, 3 the item blocks: pushes of blocks 0 and 2 run on
+    one worker, those of 1 and 3 on the other."""
+    with get_task_stream(client=client) as stream:
+        model(client, max_iter=2).fit(ratings[0])
+    where = {}
+    for task in stream.data:
+        if str(task["key"]).startswith("strads-mf-push-"):
+            where.setdefault(int(str(task["key"]).split("-")[3]), set()).add(task["worker"])
+    assert sorted(where) == [0, 1, 2, 3] and all(len(w) == 1 for w in where.values())
+    assert where[0] == where[2] != where[1] == where[3]
 
 
 def test_empty_users_and_items_predict_from_the_biases(fitted):
@@ -274,10 +278,10 @@ def test_bad_data_raises_and_leaves_the_fit_intact(client, fitted, ratings, case
     est.client = client
     _refit_must_fail(est, client, X, error, match)
     if not isinstance(X, da.Array):  # nor is the embedded cluster started without a client
-        started = embedded._default
+        started = embedded._embedded
         with pytest.raises(error, match=match):
             MatrixFactorization().fit(X)
-        assert embedded._default is started
+        assert embedded._embedded is started
 
 
 @pytest.mark.parametrize("case", list(BAD_PARAMS))
@@ -295,11 +299,11 @@ def test_bad_params_raise_and_leave_the_fit_intact(client, fitted, ratings, case
 ], ids=str)
 def test_invalid_params_raise_invalid_parameter_error(ratings, params):
     """Checked against ``_parameter_constraints`` before the embedded cluster is started."""
-    started = embedded._default
+    started = embedded._embedded
     with pytest.raises(InvalidParameterError,
                        match=f"'{next(iter(params))}' parameter of MatrixFactorization"):
         MatrixFactorization(**params).fit(ratings[0])
-    assert embedded._default is started
+    assert embedded._embedded is started
 
 
 def test_sklearn_check_param_validation():

@@ -104,7 +104,8 @@ def _column_clear(X, j, work):
     """Zero again what column_scatter wrote."""
     if _is_dense(X):
         def dense(X, j, work):
-            work[:] = 0.0
+            for i in range(work.shape[0]):
+                work[i] = 0.0
         return dense
 
     def csc(X, j, work):

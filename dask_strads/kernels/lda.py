@@ -175,8 +175,8 @@ def _list_remove(topics, nnz, row, k):
 
 # -- sampler ---------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
-def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz, n_k,
-                 alpha, beta, n_vocab, seed):
+def _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz, n_k,
+                  alpha, beta, n_vocab, seed):
     """Resample every token ``i`` (``doc[i]``, ``word[i]``, ``z[i]``) once, in order, by
     collapsed Gibbs; ``z``, the counts, the nonzero-topic lists and ``n_k`` are updated in place.
 
@@ -292,3 +292,12 @@ def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wor
         r += beta * n_dk[d, new] * inv[new]
         z[i] = new
     return terms, from_s, from_r, from_q, log_predictive
+
+
+# Entry point: scalars of fixed types, so that an int prior (``doc_topic_prior=1``) does not
+# compile a second specialisation of the kernel (see kernels/lasso.py).
+def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz, n_k,
+                 alpha, beta, n_vocab, seed):
+    """:func:`_sample_block`, with float priors and int ``n_vocab`` and ``seed``."""
+    return _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz,
+                         n_k, float(alpha), float(beta), int(n_vocab), int(seed))

@@ -9,7 +9,7 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def infer_documents(indptr, words, counts, phi_by_word, alpha, n_sweeps, burn_in, seed):
+def _infer_documents(indptr, words, counts, phi_by_word, alpha, n_sweeps, burn_in, seed):
     """theta (D x K) for documents in CSR form (``indptr``, ``words``, ``counts``).
 
     ``phi_by_word`` is (V x K): column-normalised topic-word probabilities, one row per word.
@@ -58,6 +58,13 @@ def infer_documents(indptr, words, counts, phi_by_word, alpha, n_sweeps, burn_in
         for k in range(n_topics):
             theta[d, k] /= kept
     return theta
+
+
+def infer_documents(indptr, words, counts, phi_by_word, alpha, n_sweeps, burn_in, seed):
+    """:func:`_infer_documents`, with a float prior and int counts of sweeps and seed (an int
+    prior would compile a second specialisation)."""
+    return _infer_documents(indptr, words, counts, phi_by_word, float(alpha), int(n_sweeps),
+                            int(burn_in), int(seed))
 
 
 @njit(cache=True, nogil=True)

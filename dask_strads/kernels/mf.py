@@ -14,7 +14,7 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
+def _update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
     """Coordinate descent on the rows of ``F`` (in place), for a block of rows in CSR form.
 
     The coordinates ``coords`` of each row are updated in that order, ``sweeps`` times at most;
@@ -64,3 +64,9 @@ def update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
         for e in range(n):
             loss += residual[e] * residual[e]
     return loss
+
+
+def update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
+    """:func:`_update_rows`, with int ``sweeps`` and float ``tol`` (``tol=0`` would otherwise
+    compile a second specialisation)."""
+    return _update_rows(indptr, indices, values, F, G, coords, lam, int(sweeps), float(tol))

@@ -83,8 +83,10 @@ class SampleReport:
 
 def vocabulary_blocks(word_counts, n_blocks):
     """Block of each word and its index within the block: contiguous runs of words of about
-    equal token counts. Returns ``(block_of_word, local_index, block_sizes)``."""
+    equal token counts (empty blocks at the end when there are fewer words than blocks).
+    Returns ``(block_of_word, local_index, block_sizes)``."""
     edges = block_edges(len(word_counts), n_blocks, weights=word_counts)
+    edges = np.pad(edges, (0, n_blocks + 1 - len(edges)), mode="edge")  # fewer words than blocks
     words = np.arange(len(word_counts))
     block_of_word = np.searchsorted(edges, words, side="right") - 1
     return block_of_word, words - edges[block_of_word], np.diff(edges)
