@@ -9,7 +9,8 @@ floor, round   a two-block BSP round built as the engine builds it: one graph pe
                no-op push pinned to each worker and a no-op pull on the first, pipelined two
                rounds deep. A round of any program costs at least this.
 engine         the engine's rounds for the toy program (block-Jacobi on 4 x 4 blocks: no work)
-               and for fits of Lasso, LDA and MF on small data: per-round overhead
+               (block-Jacobi on 2 blocks: no work, the floor round's shape) and for fits
+               of Lasso, LDA and MF on small data: per-round overhead
                ``(wall - compute) / rounds`` from the history, where compute adds per round the
                slowest push and the pull. Also the tasks a round of each program takes.
 
@@ -87,7 +88,7 @@ def floor_round(client, workers):
 def toy(client):
     rng = np.random.default_rng(0)
     A = rng.uniform(0, 1, (16, 16)) + 16 * np.eye(16)
-    program, blocks = jacobi_blocks(A, rng.standard_normal(16), 4)
+    program, blocks = jacobi_blocks(A, rng.standard_normal(16), 2)  # the floor round's shape
     return Engine(program, client, max_rounds=TOY_ROUNDS).run(blocks).history.stats
 
 
@@ -114,8 +115,9 @@ def program_fit(client, estimator, data):
 
 
 def measure(kind, repeats):
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=kind == "processes",
-                           host="127.0.0.1", dashboard_address=None)
+    processes = kind == "processes"  # threads talk over inproc://, processes over tcp
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=processes,
+                           dashboard_address=None, **({"host": "127.0.0.1"} if processes else {}))
     client = Client(cluster, set_as_default=False)
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     fits = estimator_fits()

@@ -68,6 +68,7 @@ Usage
   python benchmarks/lda.py --corpora news --solvers tomotopy,lda --markdown
 """
 import argparse
+import contextlib
 import importlib.metadata
 import importlib.util
 import logging
@@ -94,8 +95,9 @@ from dask_strads.datasets import (  # noqa: E402
     match_topics,
 )
 
-STRADS = "dask_strads"
-SOLVERS = (STRADS, "tomotopy", "lda")
+STRADS = "dask_strads"  # the default: the estimator decides where it runs
+STRADS_CLUSTER = "dask_strads_cluster"  # the same estimator on the embedded cluster
+SOLVERS = (STRADS, STRADS_CLUSTER, "tomotopy", "lda")
 SYNTHETIC = dict(n_words=10_000, n_topics=100, doc_length=100, doc_topic_prior=0.1,
                  topic_word_prior=0.01, random_state=0)
 
@@ -277,7 +279,7 @@ def worker_time_shares(task_stream, n_workers, wall):
                 spent["moving blocks"] += seconds  # transfer, (de)serialisation
             elif "push" in str(task["key"]):
                 spent["sampling"] += seconds
-            elif "_received" in str(task["key"]):
+            elif "-carried-" in str(task["key"]):  # hand-offs of vocabulary blocks
                 spent["moving blocks"] += seconds
             else:
                 spent["other tasks"] += seconds
@@ -286,16 +288,18 @@ def worker_time_shares(task_stream, n_workers, wall):
     return {name: seconds / total for name, seconds in spent.items()}
 
 
-def run_strads(cls, X, K, alpha, beta, iterations, seed):
+def run_strads(cls, X, K, alpha, beta, iterations, seed, on_cluster):
     from distributed import get_task_stream
 
-    from dask_strads.engine import resolve_client
+    from dask_strads import embedded_client
 
-    client = resolve_client()  # the one the estimator will run on: active, else embedded
     est = cls(n_components=K, doc_topic_prior=alpha, topic_word_prior=beta,
               max_iter=iterations, random_state=seed)
+    if on_cluster:
+        est.client = embedded_client()
+    watch = get_task_stream(client=est.client) if on_cluster else contextlib.nullcontext()
     t0 = time.perf_counter()
-    with get_task_stream(client=client) as stream:
+    with watch as stream:
         theta = est.fit(X).doc_topic_
     fit = time.perf_counter() - t0
     history = getattr(est, "history_", None)
@@ -309,9 +313,12 @@ def run_strads(cls, X, K, alpha, beta, iterations, seed):
         notes = f"{len(records)} history records"
     else:
         iter_times, setup, notes = np.array([fit / iterations]), float("nan"), "no history_"
-    shares = worker_time_shares(stream.data, est.n_vocab_blocks_, fit)
-    notes += ", worker time: " + ", ".join(f"{name} {100 * share:.0f}%"
-                                           for name, share in shares.items())
+    if est.client is None:
+        notes += ", in this process"
+    else:
+        shares = worker_time_shares(stream.data, est.n_vocab_blocks_, fit)
+        notes += ", worker time: " + ", ".join(f"{name} {100 * share:.0f}%"
+                                               for name, share in shares.items())
     return {"theta": theta, "phi": est.components_, "setup": setup, "iter_times": iter_times,
             "fit": fit, "notes": notes}
 
@@ -324,9 +331,12 @@ def run_case(corpus, K, args, strads_cls):
     print(f"  K = {K}, {args.iterations} iterations, alpha = {args.alpha}, beta = "
           f"{args.beta}", flush=True)
     runners = {}
+    if strads_cls is not None and STRADS_CLUSTER in args.solvers:
+        runners[STRADS_CLUSTER] = lambda Xs, it: run_strads(
+            strads_cls, Xs, K, args.alpha, args.beta, it, args.seed, on_cluster=True)
     if strads_cls is not None and STRADS in args.solvers:
         runners[STRADS] = lambda Xs, it: run_strads(strads_cls, Xs, K, args.alpha, args.beta,
-                                                    it, args.seed)
+                                                    it, args.seed, on_cluster=False)
     if "tomotopy" in args.solvers:
         runners["tomotopy"] = lambda Xs, it: run_tomotopy(Xs, K, args.alpha, args.beta, it,
                                                           args.seed, args.threads)
@@ -448,7 +458,7 @@ def main(argv=None):
           f"{', '.join(versions)}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.2f}; iterations = {args.iterations}, repeats = "
           f"{args.repeats}", flush=True)
-    strads_cls = strads_estimator() if STRADS in args.solvers else None
+    strads_cls = strads_estimator() if {STRADS, STRADS_CLUSTER} & args.solvers else None
 
     results = []
     for key in corpora:

@@ -24,7 +24,8 @@ A random split leaves some test entries whose user or item has no training ratin
 
 Solvers and their settings
 - dask_strads: ``MatrixFactorization(n_components=k, random_state=seed)`` with its defaults,
-  on the embedded default cluster (one single-threaded worker process per core).
+  where it runs by default (in this process below a million ratings); dask_strads_cluster:
+  the same on the embedded cluster (one single-threaded worker thread per core).
   Set-up is 0: the estimator takes the CSR matrix as it is. Seconds per iteration: the
   median gap between the per-iteration records of ``history_``; the notes give the share
   of the wall time that is Dask latency (``history_.stats.overhead_share``).
@@ -87,8 +88,9 @@ from dask_strads.datasets import (  # noqa: E402
     train_test_split_ratings,
 )
 
-STRADS = "dask_strads"
-SOLVERS = (STRADS, "surprise", "spark")
+STRADS = "dask_strads"  # the default: the estimator decides where it runs
+STRADS_CLUSTER = "dask_strads_cluster"  # the same estimator on the embedded cluster
+SOLVERS = (STRADS, STRADS_CLUSTER, "surprise", "spark")
 DATASETS = ("movielens", "insteval", "synthetic")
 SURPRISE_EPOCHS = 20  # surprise.SVD's default n_epochs
 SPARK_ITERATIONS = 10  # ALS's default maxIter
@@ -187,22 +189,29 @@ def _triplets(X):
 # --- solvers: run() returns dict(setup, fit, n_iter, per_iter, rmse); watch wraps set-up + fit
 
 class Strads:
+    """The estimator where it decides to run (in this process for small data)."""
+
     name = STRADS
+    on_cluster = False
 
     def __init__(self, args):
         from dask_strads import MatrixFactorization, embedded_client
 
         self.cls = MatrixFactorization
-        self.client = embedded_client()
-        self.pids = list(self.client.run(os.getpid).values())  # the workers, not the nannies
+        self.client = embedded_client() if self.on_cluster else None
+        self.pids = [os.getpid()]  # the embedded cluster's workers are threads of this process
         self.args = args
 
     def describe(self, runs):
         overhead = statistics.median(run["overhead"] for run in runs)
-        return f"{len(self.pids)} workers, {100 * overhead:.0f}% Dask overhead"
+        if self.client is None:
+            return "in this process (synchronous scheduler, 1 block)"
+        workers = len(self.client.scheduler_info(n_workers=-1)["workers"])
+        return f"embedded cluster, {workers} worker threads, {100 * overhead:.0f}% Dask overhead"
 
     def run(self, train, test, watch=contextlib.nullcontext()):
         est = self.cls(n_components=self.args.rank, random_state=self.args.seed)
+        est.client = self.client
         with watch:
             t0 = time.perf_counter()
             est.fit(train)
@@ -212,6 +221,11 @@ class Strads:
                 "per_iter": float(np.median(np.diff([0.0] + times))),
                 "rmse": _rmse(est.predict_entries(test.row, test.col), test.data),
                 "overhead": est.history_.stats.overhead_share}
+
+
+class StradsCluster(Strads):
+    name = STRADS_CLUSTER
+    on_cluster = True
 
 
 class Surprise:
@@ -335,8 +349,10 @@ class Spark:
 
 def start_solvers(args):
     """The requested solvers that import, each started (cluster, JVM), in SOLVERS order."""
-    classes = {STRADS: Strads, "surprise": Surprise, "spark": Spark}
+    classes = {STRADS: Strads, STRADS_CLUSTER: StradsCluster, "surprise": Surprise,
+               "spark": Spark}
     hints = {STRADS: "dask_strads has no MatrixFactorization yet",
+             STRADS_CLUSTER: "dask_strads has no MatrixFactorization yet",
              "surprise": "pip install scikit-surprise (or the bench extra)",
              "spark": "pip install pyspark (or the bench extra) and a Java 17+ runtime"}
     solvers = []
@@ -368,7 +384,7 @@ def warm_up(solvers, data):
 def run_dataset(data, solvers, args):
     rows = []
     for solver in solvers:
-        if solver.name != STRADS and data["train"].nnz > args.peer_max_ratings:
+        if solver.name not in (STRADS, STRADS_CLUSTER) and data["train"].nnz > args.peer_max_ratings:
             print(f"    {solver.name}: skipped, {data['train'].nnz:,} training ratings is above "
                   f"--peer-max-ratings {args.peer_max_ratings:,.0f}", flush=True)
             continue
@@ -433,7 +449,7 @@ def _versions():
 
 
 def main(argv=None):
-    from dask_strads.engine.cluster import default_cluster_size
+    from dask_strads.engine.runtime import default_cluster_size
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", default=",".join(DATASETS),
