@@ -1,0 +1,191 @@
+"""dask_strads.kernels.compilation: does a fit compile? Each scenario runs in a fresh Python
+process with ``NUMBA_CACHE_DIR`` pointed at its own temporary directory, so that "cold" means
+cold (nothing compiled in the process, nothing in numba's cache)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba.core import types
+
+import dask_strads
+from dask_strads.kernels import compilation, lasso, mf
+from dask_strads.kernels.compilation import KERNEL_SETS, compiling_message
+
+ROOT = str(Path(dask_strads.__file__).resolve().parent.parent)
+
+PRELUDE = """
+import json, time
+import numpy as np
+from dask_strads.kernels import compilation
+from dask_strads.kernels.compilation import KERNEL_SETS, announce_compiling, compiling_message
+out = {}
+
+def messages():
+    return {name: compiling_message(name) for name in KERNEL_SETS}
+
+def compiled():
+    \"\"\"Number of signatures compiled or loaded in this process, over all kernel sets.\"\"\"
+    return sum(len(compilation._dispatcher(m, f).overloads)
+               for kernels in KERNEL_SETS.values() for m, f, _ in kernels)
+
+def run_mf():
+    from dask_strads.kernels.mf import update_rows
+    indptr = np.array([0, 2, 3]); indices = np.array([0, 1, 2])
+    update_rows(indptr, indices, np.ones(3), np.zeros((2, 2)), np.ones((3, 2)), np.arange(2),
+                np.ones(2), 2, 0.0)
+"""
+
+
+def run(code, cache_dir, **env):
+    environment = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), **env)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    script = PRELUDE + textwrap.dedent(code) + "\nprint('RESULT' + json.dumps(out))\n"
+    done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    line = [line for line in done.stdout.splitlines() if line.startswith("RESULT")][-1]
+    return json.loads(line[len("RESULT"):]), done.stderr
+
+
+def test_cold_then_compiled_in_process_then_cached_on_disk(tmp_path):
+    cold, _ = run("""
+        start = time.perf_counter()
+        out["before"] = messages()
+        out["check_seconds"] = time.perf_counter() - start
+        out["compiled_by_check"] = compiled()
+        run_mf()
+        out["after_mf"] = messages()
+    """, tmp_path)
+    # nothing compiled, nothing cached: every fit would compile, and says so
+    for name, message in cold["before"].items():
+        assert message is not None and message.startswith("compiling numba kernels for"), name
+        assert "first use on this machine; cached afterwards" in message
+    assert cold["before"]["mf"] == ("compiling numba kernels for mf (first use on this machine; "
+                                    "cached afterwards)")
+    assert cold["compiled_by_check"] == 0  # the check compiles (and loads) nothing
+    assert cold["check_seconds"] < 1.0  # mostly importing the kernel modules
+    # compiled in this process: no message for mf, the others still compile
+    assert cold["after_mf"]["mf"] is None
+    assert all(cold["after_mf"][name] is not None for name in KERNEL_SETS if name != "mf")
+
+    warm, _ = run("""
+        out["messages"] = messages()
+        out["compiled_by_check"] = compiled()
+    """, tmp_path)
+    # a new process: mf is in numba's cache (found without loading it), the others are not
+    assert warm["messages"]["mf"] is None
+    assert warm["compiled_by_check"] == 0
+    assert all(warm["messages"][name] is not None for name in KERNEL_SETS if name != "mf")
+
+    other, _ = run('out["mf"] = compiling_message("mf")', tmp_path / "elsewhere")
+    assert other["mf"] is not None  # another cache directory is cold again
+
+
+def test_dense_and_sparse_lasso_are_told_apart(tmp_path):
+    first, _ = run("""
+        from dask_strads import Lasso
+        X = np.random.default_rng(0).standard_normal((60, 30))
+        Lasso(alpha=0.05).fit(X, X[:, 0] + X[:, 1])
+        out["messages"] = messages()
+    """, tmp_path)
+    assert first["messages"]["lasso"] is None
+    assert first["messages"]["lasso_sparse"] == (
+        "compiling numba kernels for sparse lasso (first use on this machine; cached afterwards)")
+    second, _ = run("""
+        out["messages"] = messages()
+        out["compiled_by_check"] = compiled()
+    """, tmp_path)
+    assert second["messages"]["lasso"] is None
+    assert second["messages"]["lasso_sparse"] is not None
+    assert second["compiled_by_check"] == 0
+
+
+def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
+    # the kernel sets list only kernels that every fit of its kind calls
+    result, _ = run("""
+        import scipy.sparse as sp
+        from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
+        rng = np.random.default_rng(0)
+        X = sp.random(60, 30, density=0.3, format="csc", random_state=0)
+        Lasso(alpha=0.01).fit(X, rng.standard_normal(60))
+        counts = sp.random(30, 40, density=0.3, format="csr", random_state=0)
+        counts.data = np.ceil(counts.data * 5)
+        lda = LatentDirichletAllocation(n_components=3, max_iter=3).fit(counts)
+        out["after_lda_fit"] = messages()
+        lda.transform(counts)
+        ratings = sp.random(30, 20, density=0.3, format="csr", random_state=0)
+        MatrixFactorization(n_components=2, max_iter=3).fit(ratings)
+        out["messages"] = messages()
+    """, tmp_path)
+    assert result["after_lda_fit"]["lda"] is None
+    assert result["after_lda_fit"]["lda_inference"] is not None
+    assert result["messages"]["lasso"] is not None  # only the sparse variant was fitted
+    assert [name for name, message in result["messages"].items() if message] == ["lasso"]
+
+
+def test_announced_once_per_process(tmp_path):
+    result, stderr = run("""
+        said = []
+        out["first"] = announce_compiling(["mf", "lda"], emit=said.append)
+        out["again"] = announce_compiling("mf", emit=said.append)  # not compiled yet, still quiet
+        out["new_set"] = announce_compiling(["mf", "lda_inference"], emit=said.append)
+        out["said"] = said
+        out["default"] = announce_compiling("lasso")  # to stderr
+    """, tmp_path)
+    assert result["first"] == ("compiling numba kernels for mf and lda (first use on this "
+                               "machine; cached afterwards)")
+    assert result["again"] is None
+    assert result["new_set"] == ("compiling numba kernels for lda transform (first use on this "
+                                 "machine; cached afterwards)")
+    assert result["said"] == [result["first"], result["new_set"]]
+    assert result["default"] in stderr
+
+
+def test_cached_sets_are_not_announced(tmp_path):
+    run("run_mf()", tmp_path)
+    result, stderr = run("""
+        out["mf"] = announce_compiling("mf")
+    """, tmp_path)
+    assert result["mf"] is None
+    assert "compiling" not in stderr
+
+
+def test_no_message_without_jit(tmp_path):
+    result, _ = run('out["messages"] = messages()', tmp_path, NUMBA_DISABLE_JIT="1")
+    assert all(message is None for message in result["messages"].values())
+
+
+def test_unknown_kernel_set():
+    with pytest.raises(ValueError, match="unknown kernel set"):
+        compiling_message("lassso")
+    with pytest.raises(ValueError, match="unknown kernel set"):
+        compilation.announce_compiling(["lasso", "svm"])
+
+
+def test_kernel_sets_name_existing_dispatchers():
+    for kernels in KERNEL_SETS.values():
+        for module, function, _ in kernels:
+            dispatcher = compilation._dispatcher(module, function)
+            assert hasattr(dispatcher, "overloads") or os.environ.get("NUMBA_DISABLE_JIT")
+
+
+def test_int_scalars_do_not_compile_another_specialisation():
+    # Lasso(alpha=1), tol=0, doc_topic_prior=1: ints where the kernels take floats
+    indptr, indices = np.array([0, 2, 3]), np.array([0, 1, 2])
+    for sweeps, tol in ((2, 0), (2, 0.0), (np.int32(2), np.float32(0))):
+        mf.update_rows(indptr, indices, np.ones(3), np.zeros((2, 2)), np.ones((3, 2)),
+                       np.arange(2), np.ones(2), sweeps, tol)
+    assert len(mf._update_rows.signatures) == 1
+
+    X = np.asfortranarray(np.random.default_rng(0).standard_normal((20, 8)))
+    z, r = np.zeros(8), np.ones(20)
+    for offset, alpha_n, positive in ((0, 1, False), (0.0, 1.0, np.bool_(True)), (0, 2, 0)):
+        lasso.full_pass(X, z, r, offset, z + 1, z, z + 1, alpha_n, positive, z.copy())
+    dense = [s for s in lasso._full_pass.signatures if isinstance(s[0], types.Array)]
+    assert len(dense) == 1
