@@ -189,3 +189,21 @@ def test_int_scalars_do_not_compile_another_specialisation():
         lasso.full_pass(X, z, r, offset, z + 1, z, z + 1, alpha_n, positive, z.copy())
     dense = [s for s in lasso._full_pass.signatures if isinstance(s[0], types.Array)]
     assert len(dense) == 1
+
+
+def test_a_fit_that_compiles_says_so_once(tmp_path):
+    """Two fits in a cold process: the first says it compiles, the second says nothing; a new
+    process with the cache filled says nothing either."""
+    fits = """
+        import warnings
+        warnings.simplefilter("ignore")
+        from dask_strads import Lasso
+        from dask_strads.datasets import make_correlated_regression
+        X, y, _ = make_correlated_regression(50, 10, 3, random_state=0)
+        Lasso(alpha=0.1).fit(X, y)
+        Lasso(alpha=0.2).fit(X, y)
+    """
+    _, cold = run(fits, tmp_path)
+    assert cold.count("compiling numba kernels for lasso") == 1, cold
+    _, warm = run(fits, tmp_path)
+    assert "compiling" not in warm, warm

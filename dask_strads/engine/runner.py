@@ -7,6 +7,8 @@ from time import perf_counter
 
 from dask._task_spec import Task, TaskRef
 
+from ..kernels.compilation import announce_compiling
+from ..log import logger
 from ..programs.base import carried_id, check_carried_assignment
 from . import tasks
 from .history import History
@@ -110,6 +112,8 @@ class Engine:
     def run(self, blocks, slots=None):
         """Fit from data blocks (in memory or dask collections); ``slots`` optionally puts
         blocks of equal slot on one worker."""
+        if self.program.kernels:
+            announce_compiling(self.program.kernels, emit=logger.info)
         run = self.start(blocks, slots)
         bar = ProgressBar(self.max_rounds, self.program.name) if self.progress else None
         try:

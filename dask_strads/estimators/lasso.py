@@ -145,7 +145,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             np.diff(edges), y_centred, self.alpha, self.positive, gap_tolerance,
             schedule=self.schedule, n_candidates=self.n_candidates, sub_rounds=self.sub_rounds,
             rho=self.dependency_threshold, eta=self.priority_floor, power=self.priority_power,
-            staleness=self.staleness, seed=self._seed())
+            staleness=self.staleness, seed=self._seed(), sparse=_is_sparse(X))
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
                                   self.max_iter, staleness=self.staleness)
         coef = self._parameters(result)
@@ -190,6 +190,12 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+def _is_sparse(X):
+    """Whether X (or, for a dask array, its chunks) is sparse: its blocks reach the kernels as
+    CSC matrices."""
+    return not isinstance(X._meta if is_dask_array(X) else X, np.ndarray)
 
 
 def _predict_block(X_block, coef, intercept):

@@ -6,9 +6,11 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..kernels.compilation import announce_compiling
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
 from ..programs.lda import LDAProgram, make_shard, vocabulary_blocks
 from .base import DaskEstimatorMixin, NumberInterval
+from ..log import logger
 from ..partition import block_edges
 from .inputs import (blocks_along, check_dask_matrix, is_dask_array, stored_values,
                      to_scipy_if_pydata)
@@ -160,6 +162,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     def transform(self, X):
         """Topic distributions of documents, by Gibbs sampling with the topics fixed."""
         check_is_fitted(self)
+        announce_compiling("lda_inference", emit=logger.info)
         return self._transform_counts(self._check_counts(X, reset=False)[0])
 
     def _transform_counts(self, X):
@@ -180,6 +183,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         :meth:`transform`."""
         check_is_fitted(self)
         X, _, _, executor = self._check_counts(X, reset=False)
+        announce_compiling("lda_inference", emit=logger.info)
         theta = self._transform_counts(X)
         if is_dask_array(X):
             X, theta = executor.compute(X, theta)

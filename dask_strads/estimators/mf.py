@@ -9,6 +9,8 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ..kernels.compilation import announce_compiling
+from ..log import logger
 from ..partition import block_edges
 from ..programs.mf import ITEMS, USERS, MFProgram, make_raw_block, observed
 from .base import DaskEstimatorMixin, NumberInterval
@@ -190,6 +192,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         """User factors of the rows of X, fitted to their stored entries with the item factors
         fixed (fold-in); lazy for a dask array."""
         check_is_fitted(self)
+        announce_compiling("mf", emit=logger.info)
         factors = self._factors()
         item_rows = self._program.rows(factors.components.T, factors.item_bias, ITEMS)
         if is_dask_array(X):

@@ -31,6 +31,10 @@ class Program(ABC):
     #: Short name, the ``<program>`` of task keys (``strads-<program>-push-<block>-<round>``).
     name = "program"
 
+    #: The numba kernel sets its pushes call (names of
+    #: ``dask_strads.kernels.compilation.KERNEL_SETS``): a fit that will compile them says so.
+    kernels = ()
+
     #: Number of carried blocks (0: every parameter stays with its data block).
     n_carried = 0
 

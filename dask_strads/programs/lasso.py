@@ -116,14 +116,14 @@ class LassoProgram(Program):
     """(1/(2n)) ||y - Xw - b||^2 + alpha ||w||_1 by STRADS coordinate descent.
 
     ``widths``: features per block. ``gap_tolerance``: stop when the duality gap (divided by n,
-    as sklearn's ``dual_gap_``) is at most this.
+    as sklearn's ``dual_gap_``) is at most this. ``sparse``: the blocks are CSC matrices.
     """
 
     name = "lasso"
 
     def __init__(self, widths, y_centred, alpha, positive, gap_tolerance, schedule="priority",
                  n_candidates=32, sub_rounds=None, rho=0.1, eta=0.1, power=1, staleness=0,
-                 seed=0):
+                 seed=0, sparse=False):
         self.widths = list(widths)
         self.y_centred = np.asarray(y_centred, dtype=np.float64)
         self.n_samples = len(self.y_centred)
@@ -140,6 +140,7 @@ class LassoProgram(Program):
         self.staleness = staleness
         self.seed = seed
         self.report_lag = 1 + staleness
+        self.kernels = ("lasso_sparse" if sparse else "lasso",)
 
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):

@@ -110,6 +110,7 @@ class LDAProgram(Program):
     cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards."""
 
     name = "lda"
+    kernels = ("lda",)
 
     report_lag = 0
     updates_in_place = True  # a shard's state and a block's rows are large and have one reader

@@ -127,6 +127,7 @@ class MFProgram(Program):
     """
 
     name = "mf"
+    kernels = ("mf",)
 
     def __init__(self, n_components, user_edges, item_edges, n_ratings, alpha_W, alpha_H,
                  alpha_bias, biases, mean, sweeps=1, tol=1e-4, init_scale=0.1, seed=0):
