@@ -382,11 +382,19 @@ def test_executor_for_refuses_what_is_not_a_client(bad):
         executor_for(bad)
 
 
-def test_small_fits_run_in_process(system):
+def test_fits_run_in_process_unless_their_data_are_large(system):
     close_embedded_client()
-    executor = executor_for(None, stored_entries=runtime.IN_PROCESS_BELOW - 1)
-    assert isinstance(executor, LocalExecutor) and len(executor.workers) == 1
+    tiny = executor_for(None, stored_entries=runtime.ONE_BLOCK_BELOW - 1)
+    assert isinstance(tiny, LocalExecutor) and len(tiny.workers) == 1
+    assert tiny.get is dask.local.get_sync
+    medium = executor_for(None, stored_entries=runtime.ONE_BLOCK_BELOW)
+    assert isinstance(medium, LocalExecutor) and medium.get is dask.threaded.get
+    assert len(medium.workers) == runtime.default_cluster_size()
     assert runtime._embedded is None
+    memory = psutil.virtual_memory().total
+    large = executor_for(None, stored_entries=int(memory * runtime.CLUSTER_MEMORY_SHARE))
+    assert isinstance(large, DistributedExecutor) and large.client is runtime._embedded
+    close_embedded_client()
 
 
 def test_the_active_client_is_used(client_factory, system):

@@ -22,26 +22,29 @@ from dask_strads.engine import runtime
 ALPHAS = [0.02, 0.05, 0.1, 0.2]
 
 
-def test_a_script_without_main_guard_fits_all_three_on_the_embedded_cluster(tmp_path):
-    """The embedded cluster's workers are threads: nothing re-imports the script. Data above
-    the in-process size, so that every fit goes to the embedded cluster."""
+def test_a_script_without_main_guard_fits_all_three(tmp_path):
+    """No client: each fit runs where the defaults put it (this process for these sizes), then on
+    the embedded cluster; its workers are threads, so nothing re-imports the script."""
     script = tmp_path / "first_script.py"
     script.write_text(textwrap.dedent("""
         import dask.array as da
         import sparse
-        from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
+        from dask_strads import (Lasso, LatentDirichletAllocation, MatrixFactorization,
+                                 embedded_client)
         from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
 
         X, y, _ = make_correlated_regression(1000, 1100, 10, random_state=0)
-        lasso = Lasso(alpha=0.1).fit(X, y)
         counts = make_lda_corpus(n_docs=1000, n_words=1100, n_topics=5, random_state=0)[0]
-        lda = LatentDirichletAllocation(5, max_iter=3).fit(
-            da.from_array(sparse.COO(counts), chunks=(500, 1100)))
         ratings = make_ratings(n_users=2000, n_items=600, n_ratings=20000, random_state=0)[0]
-        mf = MatrixFactorization(5, max_iter=3).fit(
-            da.from_array(sparse.COO(ratings), chunks=(1000, 600)))
-        for model in (lasso, lda, mf):
-            assert model.client is not None, model  # ran on the embedded cluster
+        models = [Lasso(alpha=0.1), LatentDirichletAllocation(5, max_iter=3),
+                  MatrixFactorization(5, max_iter=3)]
+        data = [(X, y), (da.from_array(sparse.COO(counts), chunks=(500, 1100)),),
+                (da.from_array(sparse.COO(ratings), chunks=(1000, 600)),)]
+        for model, args in zip(models, data):
+            model.fit(*args)
+            assert model.client is None, model  # in this process
+            model.client = embedded_client()
+            model.fit(*args)
             print(type(model).__name__, "on", model.client.dashboard_link)
     """))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
@@ -51,18 +54,22 @@ def test_a_script_without_main_guard_fits_all_three_on_the_embedded_cluster(tmp_
     assert "Nanny failed to start" not in done.stderr
 
 
-def test_synchronous_scheduler_gives_the_embedded_clusters_model():
-    """No client, dask.config naming the synchronous scheduler: no cluster starts, and the
-    model equals the embedded cluster's (same blocks, same seeds)."""
+def test_local_schedulers_give_the_embedded_clusters_model():
+    """No client: by default (threads in this process) and under dask.config's synchronous
+    scheduler no cluster starts, and the model equals the embedded cluster's (same blocks, same
+    seeds)."""
     X, y, _ = make_correlated_regression(1000, 1100, 20, random_state=1)
     runtime.close_embedded_client()
+    default = Lasso(alpha=0.05, tol=1e-8, random_state=0).fit(X, y)
     with dask.config.set(scheduler="synchronous"):
-        local = Lasso(alpha=0.05, tol=1e-8, random_state=0).fit(X, y)
-    assert runtime._embedded is None and local.client is None
-    on_cluster = Lasso(alpha=0.05, tol=1e-8, random_state=0).fit(X, y)
-    assert on_cluster.client is runtime._embedded is not None
-    assert local.n_iter_ == on_cluster.n_iter_
-    np.testing.assert_allclose(local.coef_, on_cluster.coef_, rtol=1e-12, atol=1e-15)
+        synchronous = Lasso(alpha=0.05, tol=1e-8, random_state=0).fit(X, y)
+    assert runtime._embedded is None and default.client is synchronous.client is None
+    on_cluster = Lasso(alpha=0.05, tol=1e-8, random_state=0)
+    on_cluster.client = runtime.embedded_client()
+    on_cluster.fit(X, y)
+    for local in (default, synchronous):
+        assert local.n_iter_ == on_cluster.n_iter_
+        np.testing.assert_allclose(local.coef_, on_cluster.coef_, rtol=1e-12, atol=1e-15)
     runtime.close_embedded_client()
 
 

@@ -1,11 +1,13 @@
-"""Where a fit runs: the client given, the active client, a local Dask scheduler, or the
-embedded cluster.
+"""Where a fit runs: the client given, the active client, this process, or the embedded cluster.
 
-The embedded cluster is a ``LocalCluster`` of worker *threads* in this process (one per core,
-one thread each): the kernels are numba loops that release the GIL, no process re-imports the
-user's script (a script without ``if __name__ == "__main__":`` works), and rounds cost less
-than between worker processes (``benchmarks/engine.py``). It listens on 127.0.0.1 only and is
-never made the process-wide default client.
+With no cluster given or active, a fit runs in this process on Dask's local schedulers unless its
+data are large for this machine: rounds there cost about a millisecond, against 14 ms or more on
+any distributed cluster (``benchmarks/engine.py``), so that is faster for everything that fits
+in memory with room to spare. Large data go to the embedded cluster, a ``LocalCluster`` of worker
+*threads* in this process (one per core, one thread each): Dask's memory management and
+dashboard, kernels that release the GIL, no process that re-imports the user's script (a script
+without ``if __name__ == "__main__":`` works), and rounds that cost less than between worker
+processes. It listens on 127.0.0.1 only and is never made the process-wide default client.
 """
 import atexit
 import multiprocessing
@@ -13,15 +15,19 @@ import os
 import threading
 
 import dask
+import psutil
 from distributed import Client, LocalCluster
 from distributed.utils import format_dashboard_link
 
 from ..log import logger
 from .executors import DistributedExecutor, LocalExecutor
 
-#: Fits whose data hold fewer stored entries run in this process on the synchronous scheduler
-#: with one block, unless a cluster is given or active: Dask's latency would dwarf them.
-IN_PROCESS_BELOW = 1_000_000
+#: Fits whose data hold fewer stored entries run on the synchronous scheduler with one block.
+ONE_BLOCK_BELOW = 1_000_000
+#: Fits whose data take more than this share of the machine's memory go to the embedded cluster
+#: (at 16 bytes a stored entry: a value and an index).
+CLUSTER_MEMORY_SHARE = 1 / 8
+BYTES_PER_ENTRY = 16
 
 _SYNC_NAMES = ("sync", "synchronous", "single-threaded")
 _THREAD_NAMES = ("threads", "threading", "threaded")
@@ -100,16 +106,21 @@ def check_client(client):
 
 
 def executor_for(client=None, stored_entries=None):
-    """The executor of a fit (see the module docstring for the order of the choices).
-
-    ``stored_entries``: the size of the data, when known; a small fit runs in this process.
+    """The executor of a fit, in this order: the client given; the active client; fewer than
+    ``ONE_BLOCK_BELOW`` stored entries: this process, synchronous, one block; ``dask.config``'s
+    scheduler "synchronous" or "threads": this process on it; inside a Dask task or a
+    joblib/multiprocessing worker: this process, synchronous; data below
+    ``CLUSTER_MEMORY_SHARE`` of the memory: this process, threads; else (or when the size is
+    not given) the embedded cluster.
+    In this process there are as many blocks as the embedded cluster would have, so the model
+    is the same.
     """
     if client is not None:
         return DistributedExecutor(check_client(client))
     client = active_client()
     if client is not None:
         return DistributedExecutor(client)
-    if stored_entries is not None and stored_entries < IN_PROCESS_BELOW:
+    if stored_entries is not None and stored_entries < ONE_BLOCK_BELOW:
         return LocalExecutor(dask.local.get_sync, 1)
     scheduler = dask.config.get("scheduler", None)
     if isinstance(scheduler, str) and scheduler.lower() in _SYNC_NAMES + _THREAD_NAMES:
@@ -120,6 +131,10 @@ def executor_for(client=None, stored_entries=None):
                          f"or 'threads' scheduler, not on scheduler={scheduler!r}: its blocks "
                          "keep their state in memory between rounds")
     if in_dask_task() or multiprocessing.parent_process() is not None:
-        # a joblib or multiprocessing worker, or a Dask task: never a nested cluster
+        # a joblib or multiprocessing worker, or a Dask task: never a nested cluster, and no
+        # more threads than the one it was given
         return LocalExecutor(dask.local.get_sync, default_cluster_size())
+    if stored_entries is not None and stored_entries * BYTES_PER_ENTRY < (
+            CLUSTER_MEMORY_SHARE * psutil.virtual_memory().total):
+        return LocalExecutor(dask.threaded.get, default_cluster_size())
     return DistributedExecutor(embedded_client())

@@ -130,7 +130,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         """
         self._check_params()
         X, word_counts, doc_lengths, executor = self._check_counts(X, reset=True)
-        executor = executor or self._fit_executor(X.nnz)
+        executor = executor or self._fit_executor(int(word_counts.sum()))  # a shard stores tokens
         alpha, beta = self._priors()
         n_shards = max(1, min(len(executor.workers), X.shape[0]))
         n_blocks = max(n_shards, self.n_vocab_blocks or n_shards)
