@@ -444,3 +444,22 @@ def test_embedded_cluster_threads_on_localhost_started_once_not_default(system):
         close_embedded_client()
     assert first.status == "closed"
     assert runtime._embedded is None
+
+
+def test_a_callback_sees_the_parameters_as_a_dask_array(system):
+    """``callback(record, run)``: on the synchronous scheduler the newest round run is the
+    record's, so ``run.parameters()`` is the state after it, as in the sequential loop."""
+    _, _, program, raw = system
+    seen = {}
+
+    def callback(record, run):
+        seen[record["round"]] = run.parameters()
+        return record["round"] == 4
+
+    with dask.config.set(scheduler="synchronous"):
+        Engine(program, max_rounds=20, callback=callback).run(raw)
+    assert sorted(seen) == list(range(5))
+    for r, array in seen.items():
+        assert array.chunks == ((10,) * N_BLOCKS,)
+        expected = np.concatenate(run_sequential(program, raw, r + 1)[0])
+        np.testing.assert_allclose(array.compute(scheduler="sync"), expected, rtol=1e-12)
