@@ -1,5 +1,7 @@
 """What every dask_strads estimator shares: where it runs, checking its hyperparameters, running
 the engine, keeping or gathering the fitted parameters, and staying picklable and clonable."""
+from numbers import Integral
+
 import numpy as np
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_random_state
@@ -15,6 +17,17 @@ class NumberInterval(Interval):
 
     def is_satisfied_by(self, val):
         return not isinstance(val, bool) and super().is_satisfied_by(val)
+
+
+#: The hyperparameters every estimator has, checked alike (merged into each
+#: ``_parameter_constraints``).
+SHARED_CONSTRAINTS = {
+    "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+    "random_state": ["random_state"],
+    "keep_on_cluster": ["boolean"],
+    "progress": ["boolean"],
+    "callback": [callable, None],
+}
 
 
 class DaskEstimatorMixin:

@@ -12,7 +12,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
-from .base import DaskEstimatorMixin, NumberInterval
+from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from ..partition import block_edges
 from .inputs import (check_dask_design, check_in_memory_design, column_means,
                      blocks_along, is_dask_array, to_scipy_if_pydata)
@@ -71,13 +71,12 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
         "alpha": [NumberInterval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
-        "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "positive": ["boolean"],
-        "random_state": ["random_state"],
         "schedule": [StrOptions(set(SCHEDULES))],
         "n_candidates": [NumberInterval(Integral, 1, None, closed="left")],
         "dependency_threshold": [NumberInterval(Real, 0, None, closed="neither")],
@@ -86,9 +85,6 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         "sub_rounds": [NumberInterval(Integral, 1, None, closed="left"), None],
         "staleness": [NumberInterval(Integral, 0, None, closed="left")],
         "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
-        "keep_on_cluster": ["boolean"],
-        "progress": ["boolean"],
-        "callback": [callable, None],
     }
 
     def __init__(self, alpha=1.0, *, fit_intercept=True, max_iter=1000, tol=1e-4,

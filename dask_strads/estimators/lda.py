@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..kernels.compilation import announce_compiling
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
 from ..programs.lda import LDAProgram, make_shard, vocabulary_blocks
-from .base import DaskEstimatorMixin, NumberInterval
+from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from ..log import logger
 from ..partition import block_edges
 from .inputs import (blocks_along, check_dask_matrix, is_dask_array, stored_values,
@@ -59,17 +59,13 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     """
 
     _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
         "n_components": [NumberInterval(Integral, 1, None, closed="left")],
         "doc_topic_prior": [NumberInterval(Real, 0, None, closed="neither"), None],
         "topic_word_prior": [NumberInterval(Real, 0, None, closed="neither"), None],
-        "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
         "n_vocab_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
         "staleness": [NumberInterval(Integral, 0, None, closed="left")],
         "transform_iter": [NumberInterval(Integral, 2, None, closed="left")],
-        "random_state": ["random_state"],
-        "keep_on_cluster": ["boolean"],
-        "progress": ["boolean"],
-        "callback": [callable, None],
     }
 
     def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,

@@ -13,7 +13,7 @@ from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..partition import block_edges
 from ..programs.mf import ITEMS, USERS, MFProgram, make_raw_block, observed
-from .base import DaskEstimatorMixin, NumberInterval
+from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .inputs import (blocks_along, check_dask_matrix,
                      check_positive_int, is_dask_array, stored_values, to_scipy_if_pydata)
 
@@ -82,18 +82,14 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
     """
 
     _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
         "n_components": [NumberInterval(Integral, 1, None, closed="left")],
         "alpha_W": [NumberInterval(Real, 0, None, closed="left")],
         "alpha_H": [NumberInterval(Real, 0, None, closed="left"), StrOptions({"same"})],
         "alpha_bias": [NumberInterval(Real, 0, None, closed="left")],
         "biases": ["boolean"],
-        "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "inner_iter": [NumberInterval(Integral, 1, None, closed="left")],
-        "random_state": ["random_state"],
-        "keep_on_cluster": ["boolean"],
-        "progress": ["boolean"],
-        "callback": [callable, None],
     }
 
     def __init__(self, n_components=10, *, alpha_W=18.0, alpha_H="same", alpha_bias=5.0,
