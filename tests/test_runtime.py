@@ -1,5 +1,6 @@
 """Where fits run, as users meet it: scripts without a main guard, local schedulers, joblib and
 Dask tasks, parameters kept on the cluster."""
+import os
 import pickle
 import subprocess
 import sys
@@ -103,6 +104,25 @@ def test_grid_search_under_joblibs_dask_backend(client_factory):
             ours = GridSearchCV(Lasso(tol=1e-8), {"alpha": ALPHAS}, cv=3).fit(X, y)
     theirs = GridSearchCV(SklearnLasso(tol=1e-8), {"alpha": ALPHAS}, cv=3).fit(X, y)
     assert ours.best_params_ == theirs.best_params_
+
+
+def _fit_in_a_child(X, y):
+    from dask_strads.engine import runtime as child_runtime
+
+    model = Lasso(alpha=0.05, tol=1e-8, random_state=0).fit(X, y)
+    return model.coef_, model.client, child_runtime._embedded, os.getpid()
+
+
+def test_a_fit_in_a_joblib_worker_process_starts_no_cluster():
+    """Large enough for more than one block, in a loky worker process: it runs there on the
+    synchronous scheduler, with the blocks it would have had, and starts no cluster."""
+    X, y, _ = make_correlated_regression(1000, 1100, 20, random_state=1)
+    (coef, client_seen, embedded, pid), = joblib.Parallel(n_jobs=2)(
+        [joblib.delayed(_fit_in_a_child)(X, y)])
+    assert pid != os.getpid() and client_seen is None and embedded is None
+    with dask.config.set(scheduler="synchronous"):
+        reference = Lasso(alpha=0.05, tol=1e-8, random_state=0).fit(X, y)
+    np.testing.assert_allclose(coef, reference.coef_, rtol=1e-12, atol=1e-15)
 
 
 def _fit_in_a_task(X, y):
