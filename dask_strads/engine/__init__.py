@@ -1,10 +1,10 @@
 """Model-agnostic execution of STRADS programs on Dask."""
-from .executors import DistributedExecutor, LocalExecutor
+from .executors import ClusterError, DistributedExecutor, LocalExecutor
 from .history import FitStats, History
 from .runner import Engine, EngineResult
 from .runtime import close_embedded_client, embedded_client, executor_for
 
 __all__ = [
-    "DistributedExecutor", "Engine", "EngineResult", "FitStats", "History", "LocalExecutor",
+    "ClusterError", "DistributedExecutor", "Engine", "EngineResult", "FitStats", "History", "LocalExecutor",
     "close_embedded_client", "embedded_client", "executor_for",
 ]

@@ -12,7 +12,15 @@ import numpy as np
 from dask._task_spec import DataNode, TaskRef
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
+from ..log import logger
 from .blocks import place_blocks, spread, worker_addresses
+
+#: How often a wait on the cluster checks that the workers it depends on are still there.
+POLL_SECONDS = 2.0
+
+
+class ClusterError(RuntimeError):
+    """The cluster lost what a fit needs: a worker holding blocks, or the scheduler."""
 
 
 class DistributedExecutor:
@@ -23,6 +31,7 @@ class DistributedExecutor:
     def __init__(self, client):
         self.client = client
         self.workers = worker_addresses(client)
+        self._said_paused = False
 
     def place(self, blocks, slots=None):
         """Handles of the blocks on their workers, and the worker of each."""
@@ -48,8 +57,40 @@ class DistributedExecutor:
         futures = self.client.get(HighLevelGraph(layers, dependencies), keys, sync=False)
         return dict(zip(keys, futures))
 
-    def result(self, handle):
-        return handle.result()
+    def result(self, handle, owners=()):
+        """The value of ``handle``, waiting as long as the workers in ``owners`` (their blocks'
+        state lives there) are alive and the scheduler answers; else a
+        :class:`ClusterError` that says which worker or scheduler was lost."""
+        while True:
+            try:
+                return handle.result(timeout=POLL_SECONDS)
+            except TimeoutError:
+                self.check(owners)
+            except Exception as error:
+                self.check(owners, error)
+                raise
+
+    def check(self, owners, cause=None):
+        """Raise :class:`ClusterError` if the scheduler is gone or a worker of ``owners`` left;
+        say once when workers are paused by Dask's memory manager."""
+        try:
+            if self.client.status != "running":
+                raise OSError(f"client {self.client.status}")
+            workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        except Exception as error:
+            raise ClusterError(f"the scheduler at {self.client.scheduler.address} is unreachable "
+                               f"({error}): the fit cannot go on") from cause or error
+        lost = sorted(set(owners) - set(workers))
+        if lost:
+            blocks = {w: [b for b, owner in enumerate(owners) if owner == w] for w in lost}
+            said = "; ".join(f"worker {w} holding blocks {', '.join(map(str, b))}"
+                             for w, b in blocks.items())
+            raise ClusterError(f"{said} was lost during the fit: the blocks' state lived there")
+        paused = sorted(w for w in set(owners) if workers[w].get("status") == "paused")
+        if paused and not self._said_paused:
+            self._said_paused = True
+            logger.warning("workers paused by Dask's memory manager (memory limit reached), the "
+                           "fit waits for them: %s", ", ".join(paused))
 
     def compute(self, *collections):
         """Values of dask collections, computed on the cluster."""
@@ -58,8 +99,12 @@ class DistributedExecutor:
     def done(self, handle):
         return handle.done()
 
-    def gather(self, handles):
-        return self.client.gather(list(handles))
+    def gather(self, handles, owners=()):
+        try:
+            return self.client.gather(list(handles))
+        except Exception as error:
+            self.check(owners, error)
+            raise
 
     def as_array(self, handles, workers, axis=0):
         """A Dask array whose chunks are the values of ``handles`` (on ``workers``), left where
@@ -129,7 +174,7 @@ class LocalExecutor:
         values = self.get({**inputs, **tasks}, keys)
         return {key: self._handle(key, value) for key, value in zip(keys, values)}
 
-    def result(self, handle):
+    def result(self, handle, owners=()):
         return handle.value
 
     def compute(self, *collections):
@@ -138,7 +183,7 @@ class LocalExecutor:
     def done(self, handle):
         return True
 
-    def gather(self, handles):
+    def gather(self, handles, owners=()):
         return [h.value for h in handles]
 
     def as_array(self, handles, workers, axis=0):

@@ -30,10 +30,10 @@ class EngineResult:
 
     def gather(self):
         """The parameter blocks, in memory."""
-        return self.executor.gather(self.params)
+        return self.executor.gather(self.params, self.param_workers)
 
     def gather_carried(self):
-        return self.executor.gather(self.carried)
+        return self.executor.gather(self.carried, self.carried_workers)
 
     def parameters(self, axis=0):
         """The parameter blocks as one Dask array, a chunk per block, left on its worker."""
@@ -206,7 +206,7 @@ class Engine:
                 run.pending.clear()
                 break
             round_index, handle = run.pending.popleft()
-            report = executor.result(handle)
+            report = executor.result(handle, run.owners)
             record = {"round": round_index, "time": perf_counter() - run.start, **report}
             run.history.append(record)
             if bar is not None:

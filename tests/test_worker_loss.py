@@ -1,0 +1,148 @@
+"""A worker killed mid-fit, on a cluster of real processes: the fit stops within seconds with an
+error that names the worker and its blocks, the estimator stays as it was, the cluster goes on.
+Ctrl-C interrupts a fit at once, and the next fit works."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from distributed import Client
+
+from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
+from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
+from dask_strads.engine import ClusterError
+
+from conftest import _dask_command, _stop
+
+DEADLINE = 30  # seconds from the kill to the error, generous for a loaded 2-core machine
+
+
+@pytest.fixture
+def three_workers(tmp_path):
+    """``dask scheduler`` and three ``dask worker --no-nanny`` processes on 127.0.0.1."""
+    scheduler_file = tmp_path / "scheduler.json"
+    processes = [subprocess.Popen(
+        _dask_command("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                      "--scheduler-file", str(scheduler_file)),
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)]
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for i in range(3):
+            processes.append(subprocess.Popen(
+                _dask_command("worker", "--scheduler-file", str(scheduler_file), "--nthreads",
+                              "1", "--no-nanny", "--no-dashboard", "--death-timeout", "30",
+                              "--local-directory", str(tmp_path / f"worker-{i}")),
+                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True))
+        time.sleep(0.5)  # the file may be half written the moment it appears
+        with Client(scheduler_file=str(scheduler_file), set_as_default=False,
+                    timeout=60) as client:
+            client.wait_for_workers(3, timeout=60)
+            yield client
+    finally:
+        _stop(processes)
+
+
+def _killer(client, after_round):
+    """A callback that SIGKILLs the worker of block 0 once round ``after_round`` is read."""
+    pids = client.run(os.getpid)
+    state = {}
+
+    def callback(record):
+        if record["round"] == after_round and "killed" not in state:
+            victim = next(w for w, where in client.who_has().items() if "-block-0-" in str(w))
+            address = client.who_has()[victim][0]
+            os.kill(pids[address], signal.SIGKILL)
+            state.update(killed=address, at=time.monotonic())
+        return False
+
+    return callback, state
+
+
+CASES = {
+    "lasso": (lambda: Lasso(alpha=0.01, tol=1e-12, max_iter=500, random_state=0, n_blocks=3),
+              lambda: make_correlated_regression(300, 600, 10, random_state=0)[:2]),
+    "lda": (lambda: LatentDirichletAllocation(5, max_iter=200, random_state=0),
+            lambda: (make_lda_corpus(n_docs=300, n_words=400, n_topics=5, random_state=0)[0],)),
+    "mf": (lambda: MatrixFactorization(4, max_iter=200, tol=0, random_state=0),
+           lambda: (make_ratings(n_users=600, n_items=300, n_ratings=20000,
+                                 random_state=0)[0],)),
+}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_killed_worker_stops_the_fit_with_a_clear_error(three_workers, name):
+    client = three_workers
+    make, data = CASES[name]
+    args = data()
+    fitted = make()
+    fitted.client = client
+    fitted.set_params(max_iter=2).fit(*args)
+    before = {k: v for k, v in vars(fitted).items() if k.endswith("_") and not k.startswith("_")}
+    callback, state = _killer(client, after_round=1)
+    fitted.set_params(max_iter=make().max_iter, callback=callback)
+    with pytest.raises(ClusterError, match="worker .* holding blocks .*0.* was lost") as error:
+        fitted.fit(*args)
+    assert state["killed"] in str(error.value)
+    assert time.monotonic() - state["at"] < DEADLINE
+    after = {k: v for k, v in vars(fitted).items() if k.endswith("_") and not k.startswith("_")}
+    assert after.keys() == before.keys()
+    for key, value in before.items():  # the estimator is as it was: the same fitted objects
+        assert after[key] is value or (np.isscalar(value) and after[key] == value), key
+    # the cluster goes on with the two workers left
+    survivor = make()
+    survivor.client = client
+    survivor.set_params(max_iter=2).fit(*args)
+    assert np.all(np.isfinite(np.asarray(survivor.fit(*args).n_iter_)))
+    assert len(client.scheduler_info(n_workers=-1)["workers"]) == 2
+
+
+SIGINT_SCRIPT = """
+import sys
+import warnings
+warnings.simplefilter("ignore")
+from dask_strads import Lasso, embedded_client
+from dask_strads.datasets import make_correlated_regression
+
+X, y, _ = make_correlated_regression(1000, 2000, 20, random_state=0)
+model = Lasso(alpha=0.001, tol=1e-15, max_iter=100000, n_candidates=4)
+if sys.argv[1] == "cluster":
+    model.client = embedded_client()
+print("fitting", flush=True)
+try:
+    model.fit(X, y)
+    print("finished: the fit was not interrupted")
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+model.set_params(alpha=0.1, tol=1e-4, max_iter=1000, n_candidates=32).fit(X, y)
+print("next fit", model.n_iter_, "rounds", flush=True)
+"""
+
+
+@pytest.mark.parametrize("where", ["default", "cluster"])
+@pytest.mark.parametrize("group", [False, True], ids=["process", "process-group"])
+def test_ctrl_c_interrupts_a_fit_and_the_next_fit_works(tmp_path, where, group):
+    script = tmp_path / "interrupted.py"
+    script.write_text(SIGINT_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), where], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "fitting"
+        time.sleep(3)  # well into the fit
+        if group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    assert "interrupted" in out and "next fit" in out, (out, err[-2000:])
