@@ -2,4 +2,8 @@
 from .base import Program, run_sequential
 from .jacobi import BlockJacobi, jacobi_blocks
 
+# Dask's memory accounting for the blocks, states and task values (registered lazily): every
+# import of the package, on a client or a worker, comes through here.
+from .. import sizes  # noqa: F401
+
 __all__ = ["BlockJacobi", "Program", "jacobi_blocks", "run_sequential"]
