@@ -23,6 +23,14 @@ class ClusterError(RuntimeError):
     """The cluster lost what a fit needs: a worker holding blocks, or the scheduler."""
 
 
+class WorkerLost(ClusterError):
+    """Workers holding blocks of a fit left the cluster (``workers``: their addresses)."""
+
+    def __init__(self, message, workers):
+        super().__init__(message)
+        self.workers = workers
+
+
 class DistributedExecutor:
     """Runs graphs on a ``distributed.Client``; every task pinned to its worker."""
 
@@ -32,6 +40,11 @@ class DistributedExecutor:
         self.client = client
         self.workers = worker_addresses(client)
         self._said_paused = False
+
+    def refresh(self):
+        """The workers now in the cluster, from now on the ones blocks are placed on."""
+        self.workers = worker_addresses(self.client)
+        return self.workers
 
     def place(self, blocks, slots=None):
         """Handles of the blocks on their workers, and the worker of each."""
@@ -85,7 +98,7 @@ class DistributedExecutor:
             blocks = {w: [b for b, owner in enumerate(owners) if owner == w] for w in lost}
             said = "; ".join(f"worker {w} holding blocks {', '.join(map(str, b))}"
                              for w, b in blocks.items())
-            raise ClusterError(f"{said} was lost during the fit: the blocks' state lived there")
+            raise WorkerLost(f"{said} was lost during the fit", lost) from cause
         paused = sorted(w for w in set(owners) if workers[w].get("status") == "paused")
         if paused and not self._said_paused:
             self._said_paused = True

@@ -8,11 +8,14 @@ class FitStats:
 
     ``compute_seconds`` adds, round by round, the slowest block's push plus the pull: the time the
     round would take with no Dask latency. ``overhead_share`` is the rest of the wall time.
-    ``tasks_per_round``: the tasks in the graph of the last round.
+    ``tasks_per_round``: the tasks in the graph of the last round. ``recoveries``: one dict
+    per lost worker the fit went on after (round resumed from, lost workers, blocks moved,
+    seconds).
     """
 
     rounds: int = 0
     tasks_per_round: int = 0
+    recoveries: list = field(default_factory=list)
     wall_seconds: float = 0.0
     compute_seconds: float = 0.0
     converged: bool = False
@@ -38,6 +41,12 @@ class History:
     def append(self, record):
         self.records.append(record)
         self.stats.compute_seconds += record.get("compute_seconds", 0.0)
+
+    def truncate(self, last_round):
+        """Forget the records after ``last_round`` (rounds that will run again)."""
+        dropped = [r for r in self.records if r["round"] > last_round]
+        self.records[:] = [r for r in self.records if r["round"] <= last_round]
+        self.stats.compute_seconds -= sum(r.get("compute_seconds", 0.0) for r in dropped)
 
     def column(self, name):
         return [r.get(name) for r in self.records]

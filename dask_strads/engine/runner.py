@@ -12,8 +12,14 @@ from ..log import logger
 from ..programs.base import carried_id, check_carried_assignment
 from . import tasks
 from .history import History
+from .executors import ClusterError, WorkerLost
 from .progress import ProgressBar
+from .recovery import KEPT, add_checkpoint, usable
 from .runtime import executor_for
+
+
+#: Rounds between in-memory checkpoints on a cluster (by default).
+CHECKPOINT_INTERVAL = 10
 
 
 @dataclass
@@ -57,6 +63,8 @@ class _Run:
         self.final_round = None
         self.pulled = {}  # round -> handle of that round's Pulled
         self.submitted = -1
+        self.checkpoints = []  # the newest KEPT, oldest first
+        self.guards = {}  # carried block -> the copy its next push must follow
 
     def key(self, kind, *parts):
         return "-".join(["strads", self.name, kind, *map(str, parts)])
@@ -92,12 +100,17 @@ class Engine:
         a Dask array.
     executor : optional
         An executor from :mod:`.executors`; overrides ``client``.
+    checkpoint_interval : int
+        On a cluster, copy the blocks' state every this many rounds (0: never), so that the fit
+        goes on when a worker holding blocks is lost (see :mod:`.recovery`).
     """
 
     def __init__(self, program, client=None, staleness=0, max_rounds=100, pipeline_depth=2,
-                 progress=False, callback=None, executor=None):
+                 progress=False, callback=None, executor=None,
+                 checkpoint_interval=CHECKPOINT_INTERVAL):
         for name, value, low in (("staleness", staleness, 0), ("max_rounds", max_rounds, 1),
-                                 ("pipeline_depth", pipeline_depth, 1)):
+                                 ("pipeline_depth", pipeline_depth, 1),
+                                 ("checkpoint_interval", checkpoint_interval, 0)):
             if int(value) != value or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         self.program = program
@@ -107,6 +120,8 @@ class Engine:
         self.pipeline_depth = int(pipeline_depth)
         self.progress = progress
         self.callback = callback
+        # a worker can be lost only on a cluster
+        self.checkpoint_interval = 0 if self.executor.local else int(checkpoint_interval)
 
     # -- the steps of a run ---------------------------------------------------------------------
     def run(self, blocks, slots=None):
@@ -117,18 +132,28 @@ class Engine:
         run = self.start(blocks, slots)
         bar = ProgressBar(self.max_rounds, self.program.name) if self.progress else None
         try:
-            for t in range(self.max_rounds):
-                self.submit_round(run, t)
-                if self.read_reports(run, self.pipeline_depth, bar):
+            while True:
+                try:
+                    self._rounds(run, bar)
                     break
-            self.read_reports(run, 0, bar)
+                except WorkerLost as error:
+                    run = self._recover(run, blocks, slots, error)
         finally:
             if bar is not None:
                 bar.close(run.history.stats.converged)
         return self.collect(run)
 
-    def start(self, blocks, slots=None):
-        """Place the blocks, build their cells and the carried blocks, and pull once."""
+    def _rounds(self, run, bar):
+        for t in range(run.submitted + 1, self.max_rounds):
+            self.submit_round(run, t)
+            if self.read_reports(run, self.pipeline_depth, bar):
+                break
+        self.read_reports(run, 0, bar)
+
+    def start(self, blocks, slots=None, restore=None):
+        """Place the blocks, build their cells and the carried blocks, and pull once; or, with
+        ``restore`` (a checkpoint and the handles of its copies), put them back as they were
+        after its round."""
         if not isinstance(blocks, (list, tuple)):
             raise TypeError(f"blocks must be a list of data blocks, got {type(blocks).__name__}")
         if not blocks:
@@ -139,26 +164,65 @@ class Engine:
         run = _Run(f"{program.name}", owners, start)
         run.id = uuid.uuid4().hex[:8]
         run.program = executor.share(program)
-        seed = executor.put(tasks.Pulled(program.initial_shared(), {}), run.hub)
-        graph = {}
-        cells, inits = [], []
-        for b, (block, worker) in enumerate(zip(raw, owners)):
-            cell = self._task(graph, worker, run.key("block", b, run.id), tasks.prepare,
-                              run.program, block, b)
-            cells.append(cell)
-            inits.append(self._task(graph, worker, run.key("init", b, run.id), tasks.initialise,
-                                    run.program, cell, b))
         run.home = [owners[c % len(owners)] for c in range(program.n_carried)]
-        carried = [self._task(graph, w, run.key("carried-init", c, run.id), tasks.initial_carried,
-                              run.program, c) for c, w in enumerate(run.home)]
-        pull = self._task(graph, run.hub, run.key("pull-init", run.id), tasks.pull, run.program,
-                          seed, list(range(len(raw))), *inits)
+        graph = {}
+        cells = [self._task(graph, worker, run.key("block", b, run.id), tasks.prepare,
+                            run.program, block, b)
+                 for b, (block, worker) in enumerate(zip(raw, owners))]
+        if restore is None:
+            seed = executor.put(tasks.Pulled(program.initial_shared(), {}), run.hub)
+            inits = [self._task(graph, w, run.key("init", b, run.id), tasks.initialise,
+                                run.program, cell, b) for b, (w, cell) in enumerate(zip(owners, cells))]
+            carried = [self._task(graph, w, run.key("carried-init", c, run.id),
+                                  tasks.initial_carried, run.program, c)
+                       for c, w in enumerate(run.home)]
+            pulls = {-1: self._task(graph, run.hub, run.key("pull-init", run.id), tasks.pull,
+                                    run.program, seed, list(range(len(raw))), *inits)}
+        else:
+            checkpoint, copies = restore
+            states, rest = copies[:len(raw)], copies[len(raw):]
+            inits = [self._task(graph, w, run.key("restore", b, run.id), tasks.restore, cell,
+                                state, checkpoint.round)
+                     for b, (w, cell, state) in enumerate(zip(owners, cells, states))]
+            carried = [self._task(graph, w, run.key("carried-restore", c, run.id), tasks.copy_of,
+                                  rest[c]) for c, w in enumerate(run.home)]
+            pulls = dict(zip(checkpoint.pulled, rest[len(carried):]))
+            run.submitted = checkpoint.round
         handles = executor.submit(graph)
         run.cells = [handles[c.key] for c in cells]
         run.pushed = [handles[i.key] for i in inits]
         run.carried = [handles[c.key] for c in carried]
-        run.pulled[-1] = handles[pull.key]
+        run.pulled = {r: handles[p.key] if isinstance(p, TaskRef) and p.key in handles else p
+                      for r, p in pulls.items()}
         return run
+
+    def _recover(self, run, blocks, slots, error):
+        """Go on after a lost worker: start again on the workers left from the newest usable
+        checkpoint (or from the start) and replay the rounds since."""
+        executor = self.executor
+        if not self.checkpoint_interval:
+            raise error
+        started = perf_counter()
+        alive = set(executor.refresh())
+        if not alive:
+            raise ClusterError(f"{error}, and no worker is left") from error
+        restore = None
+        for checkpoint in reversed(run.checkpoints):
+            copies = usable(executor, checkpoint, alive)
+            if copies is not None:
+                restore = (checkpoint, copies)
+                break
+        resumed = restore[0].round if restore else -1
+        logger.warning("%s; going on from round %d on the %d workers left", error, resumed + 1,
+                       len(alive))
+        new = self.start(blocks, slots, restore)
+        new.start, new.history = run.start, run.history
+        new.history.truncate(resumed)
+        new.history.stats.recoveries.append({
+            "round": resumed, "lost": list(error.workers),
+            "blocks_moved": sum(a != b for a, b in zip(run.owners, new.owners)),
+            "seconds": perf_counter() - started})
+        return new
 
     def submit_round(self, run, t):
         """Emit round ``t`` as one graph."""
@@ -173,8 +237,10 @@ class Engine:
         for b, instruction in instructions.items():
             worker, c = run.owners[b], carried_id(instruction)
             extra = () if c is None else (run.carried[c],)
+            previous = run.pushed[b] if c not in run.guards else (run.pushed[b],
+                                                                  run.guards.pop(c))
             pushes[b] = self._task(graph, worker, run.key("push", b, t, run.id), tasks.push,
-                                   run.program, run.cells[b], run.pushed[b], source, instruction,
+                                   run.program, run.cells[b], previous, source, instruction,
                                    t, keep_from, *extra)
             if c is not None:
                 hand_offs[c] = self._task(graph, worker, run.key("carried", c, t, run.id),
@@ -183,13 +249,23 @@ class Engine:
         pull = self._task(graph, run.hub, run.key("pull", t, run.id), tasks.pull, run.program,
                           run.pulled[t - 1], list(pushes), *pushes.values())
         report = self._task(graph, run.hub, run.key("report", t, run.id), tasks.report, pull)
+        interval = self.checkpoint_interval
+        checkpoint = None
+        if interval and (t + 1) % interval == 0:
+            checkpoint = add_checkpoint(self, run, graph, t, pushes, hand_offs, pull)
+        else:
+            run.history.stats.tasks_per_round = sum(map(len, graph.values()))
         handles = self.executor.submit(graph)
-        run.history.stats.tasks_per_round = sum(map(len, graph.values()))
         for b, task in pushes.items():
             run.pushed[b] = handles[task.key]
         for c, task in hand_offs.items():
             run.carried[c] = handles[task.key]
         run.pulled[t] = handles[pull.key]
+        if checkpoint is not None:
+            checkpoint = checkpoint.resolved(handles)
+            run.checkpoints = run.checkpoints[1 - KEPT:] + [checkpoint]
+            run.pushed = [state for state, _ in checkpoint.states]  # pushes follow the copies
+            run.guards = {c: copy for c, (copy, _) in enumerate(checkpoint.carried)}
         run.pending.append((t, handles[report.key]))
         run.submitted = t
         self._forget_pulls(run, t)

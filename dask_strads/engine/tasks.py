@@ -5,6 +5,7 @@ push reads its state there and leaves the new one there, so its task's value is 
 pull needs (:class:`Pushed`). The state never travels, and no task is needed to split a push's
 output. A carried block leaves its push through the cell's outbox, taken by a hand-off task.
 """
+import copy
 from dataclasses import dataclass, field
 from time import perf_counter
 
@@ -106,3 +107,27 @@ def collect(program, cell, last_push, pulled, round_index):
 
 def collect_carried(program, carried, carried_id):
     return program.collect_carried(carried, carried_id)
+
+
+def snapshot(cell, last, round_index):
+    """A copy of the block's state at ``round_index`` (``last`` orders it after that round's
+    push): a checkpoint that later pushes, even in place, cannot change."""
+    return copy.deepcopy(cell.state_at(round_index))
+
+
+def copy_of(value, *order):
+    """A deep copy of ``value`` (``order``: tasks it must run after)."""
+    return copy.deepcopy(value)
+
+
+def replica(value):
+    """``value`` on another worker: a checkpoint that survives the loss of the first."""
+    return value
+
+
+def restore(cell, state, round_index):
+    """Put a block's cell back to a checkpoint's state (a copy: the checkpoint stays as it is,
+    for another recovery)."""
+    cell.versions = {round_index: copy.deepcopy(state)}
+    cell.outbox.clear()
+    return Pushed(None, 0.0)

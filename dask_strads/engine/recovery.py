@@ -1,0 +1,78 @@
+"""Checkpoints in the cluster's memory, and going on after a lost worker.
+
+Every ``interval`` rounds the round's graph also copies each block's state, each carried block
+and the shared values the next rounds read, and places a second copy of each on another worker.
+When a worker holding blocks is lost, the engine starts the fit again on the workers left from
+the newest checkpoint of which a copy of everything survived (or from the start), placing the
+data blocks again from the client's copy (in-memory input) or their collection (Dask input), and
+replays the rounds since: with the same per-round seeds and schedule, the replay computes what
+the lost rounds computed.
+"""
+from dataclasses import dataclass, field
+
+from . import tasks
+
+#: Checkpoints kept: the newest may be incomplete when a worker dies.
+KEPT = 2
+
+
+@dataclass
+class Checkpoint:
+    """Handles of the copies taken after round ``round``: per block, per carried block and per
+    shared round, a pair (copy on its worker, replica on another)."""
+
+    round: int
+    states: list
+    carried: list
+    pulled: dict = field(default_factory=dict)
+
+    def pairs(self):
+        return [*self.states, *self.carried, *self.pulled.values()]
+
+    def resolved(self, handles):
+        """The same checkpoint with the graph's references replaced by their handles."""
+        def pair(refs):
+            return tuple(handles[ref.key] for ref in refs)
+
+        return Checkpoint(self.round, [pair(p) for p in self.states],
+                          [pair(p) for p in self.carried],
+                          {r: pair(p) for r, p in self.pulled.items()})
+
+
+def add_checkpoint(engine, run, graph, t, pushes, hand_offs, pull):
+    """Add round ``t``'s copies to its graph; returns the :class:`Checkpoint` (of references
+    into the graph). The next push of a block, or of a carried block, must follow its copy:
+    in-place programs change them afterwards."""
+    workers = sorted(set(run.owners))
+
+    def other(worker):
+        return workers[(workers.index(worker) + 1) % len(workers)]
+
+    def copied(kind, index, worker, function, *args):
+        first = engine._task(graph, worker, run.key("checkpoint", kind, index, t, run.id),
+                             function, *args)
+        second = engine._task(graph, other(worker), run.key("replica", kind, index, t, run.id),
+                              tasks.replica, first)
+        return first, second
+
+    states = [copied("block", b, w, tasks.snapshot, run.cells[b], pushes.get(b, run.pushed[b]), t)
+              for b, w in enumerate(run.owners)]
+    carried = [copied("carried", c, run.home[c], tasks.copy_of,
+                      hand_offs.get(c, run.carried[c])) for c in range(len(run.carried))]
+    pulled = {r: copied("pull", r, run.hub, tasks.copy_of, pull if r == t else run.pulled[r])
+              for r in range(max(-1, t - engine.staleness), t + 1)}
+    return Checkpoint(t, states, carried, pulled)
+
+
+def usable(executor, checkpoint, alive):
+    """Per copied item, a handle of a finished copy on a live worker; None if any is missing."""
+    pairs = checkpoint.pairs()
+    finished = [h for pair in pairs for h in pair if h.status == "finished"]
+    where = executor.client.who_has(finished) if finished else {}
+    chosen = []
+    for pair in pairs:
+        live = [h for h in pair if set(where.get(h.key, ())) & alive]
+        if not live:
+            return None
+        chosen.append(live[0])
+    return chosen
