@@ -70,7 +70,7 @@ def run_cells(program, raw_blocks, rounds, staleness=0, keep=0):
     engine keeps a few when the program builds new states), carried blocks handed on."""
     ids = list(range(len(raw_blocks)))
     cells = [tasks.prepare(program, raw, b) for b, raw in zip(ids, raw_blocks)]
-    pushed = [tasks.initialise(program, cell, b) for b, cell in zip(ids, cells)]
+    pushed = [tasks.initial_partial(cell) for cell in cells]
     pulled = {-1: tasks.pull(program, Pulled(program.initial_shared(), {}), ids, *pushed)}
     carried = [tasks.initial_carried(program, c) for c in range(program.n_carried)]
     reports = []
@@ -220,8 +220,8 @@ def test_scheduler_records_the_size_of_the_block_cells():
                 if isinstance(k, str) and k.startswith(prefix)}
 
     def held(dask_worker):
-        # the cells' data, as the prepare task left them (the state arrives later, in place)
-        return {k: walk(v.data)[0] for k, v in dask_worker.data.items()
+        # the cells' data and state (LDA's state keeps its arrays: it changes in place)
+        return {k: walk((v.data, v.versions))[0] for k, v in dask_worker.data.items()
                 if isinstance(k, str) and k.startswith(prefix)}
 
     def callback(record):

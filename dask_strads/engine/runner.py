@@ -167,12 +167,12 @@ class Engine:
         run.home = [owners[c % len(owners)] for c in range(program.n_carried)]
         graph = {}
         cells = [self._task(graph, worker, run.key("block", b, run.id), tasks.prepare,
-                            run.program, block, b)
+                            run.program, block, b, restore is None)
                  for b, (block, worker) in enumerate(zip(raw, owners))]
         if restore is None:
             seed = executor.put(tasks.Pulled(program.initial_shared(), {}), run.hub)
-            inits = [self._task(graph, w, run.key("init", b, run.id), tasks.initialise,
-                                run.program, cell, b) for b, (w, cell) in enumerate(zip(owners, cells))]
+            inits = [self._task(graph, w, run.key("init", b, run.id), tasks.initial_partial,
+                                cell) for b, (w, cell) in enumerate(zip(owners, cells))]
             carried = [self._task(graph, w, run.key("carried-init", c, run.id),
                                   tasks.initial_carried, run.program, c)
                        for c, w in enumerate(run.home)]

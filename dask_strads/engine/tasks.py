@@ -53,15 +53,22 @@ class Pulled:
     report: dict
 
 
-def prepare(program, raw, block_id):
-    return BlockCell(program.prepare_block(raw, block_id))
+def prepare(program, raw, block_id, initialise=True):
+    """The block's cell: its prepared data and, unless it will be restored from a checkpoint,
+    its initial state, so that Dask measures the cell with both (it sizes a value once, when
+    its task ends)."""
+    cell = BlockCell(program.prepare_block(raw, block_id))
+    if initialise:
+        start = perf_counter()
+        state, partial = program.init_block(cell.data, block_id)
+        cell.record(-1, state, -1)
+        cell.outbox["init"] = Pushed(partial, perf_counter() - start)
+    return cell
 
 
-def initialise(program, cell, block_id):
-    start = perf_counter()
-    state, partial = program.init_block(cell.data, block_id)
-    cell.record(-1, state, -1)
-    return Pushed(partial, perf_counter() - start)
+def initial_partial(cell):
+    """What the block's initial state sends to the first pull."""
+    return cell.outbox.pop("init")
 
 
 def initial_carried(program, carried_id):
