@@ -4,7 +4,7 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_random_state
+from sklearn.utils.validation import check_random_state, validate_data
 
 from ..engine import Engine
 from ..engine.runtime import executor_for
@@ -48,32 +48,48 @@ class DaskEstimatorMixin:
     def client(self):
         """The client set with ``est.client = client``; else, after a fit on a cluster, the
         client it ran on (its dashboard: ``est.client.dashboard_link``)."""
-        explicit = getattr(self, "_client", None)
+        explicit = self._client
         return explicit if explicit is not None else getattr(self._executor, "client", None)
 
     @client.setter
     def client(self, client):
         self._client = client
 
+    _client = None
     _executor = None  # where the last fit ran
 
     def _check_params(self):
         """Check the hyperparameters against the class's ``_parameter_constraints`` (raises
-        scikit-learn's ``InvalidParameterError``, a ValueError and a TypeError); the first thing
-        a fit does, before any cluster work."""
+        scikit-learn's ``InvalidParameterError``, a ValueError and a TypeError) and the client;
+        the first thing a fit does, before any cluster work."""
         self._validate_params()
+        self._check_client()
+
+    def _check_client(self):
+        if self._client is not None and _closed(self._client):
+            raise ValueError("the client set on this estimator is closed: set est.client to a "
+                             "live client or None")
+
+    def _reset_features(self, X):
+        """``n_features_in_`` and ``feature_names_in_`` of the X a fit was given: set last, so
+        that a fit that fails leaves the estimator as it was."""
+        validate_data(self, X, reset=True, skip_check_array=True)
 
     def _seed(self):
         return int(check_random_state(self.random_state).randint(2**31 - 1))
 
     def _fit_executor(self, stored_entries):
         """Where a new fit runs (see the class docstring)."""
-        return executor_for(getattr(self, "_client", None), stored_entries)
+        self._check_client()
+        return executor_for(self._client, stored_entries)
 
     def _data_executor(self, stored_entries=None):
-        """Where to compute on data after a fit: the client set, else the fit's cluster."""
-        if getattr(self, "_client", None) is None and self._executor is not None:
-            return self._executor
+        """Where to compute on data after a fit: the client set, else the fit's cluster while it
+        runs."""
+        fitted_on = self._executor
+        if (self._client is None and fitted_on is not None
+                and not _closed(getattr(fitted_on, "client", None))):
+            return fitted_on
         return self._fit_executor(stored_entries)
 
     def _run_engine(self, program, blocks, executor, max_rounds, staleness=0, slots=None):
@@ -110,3 +126,7 @@ class DaskEstimatorMixin:
             if is_dask_array(value):  # futures of one cluster mean nothing in a pickle
                 state[name] = self._in_memory(value)
         return state
+
+
+def _closed(client):
+    return getattr(client, "status", None) in ("closing", "closed")

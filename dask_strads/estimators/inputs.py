@@ -1,11 +1,12 @@
 """Checking the inputs of a fit, and cutting the design matrix into feature blocks."""
 import numbers
+from contextlib import nullcontext
 
 import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import check_consistent_length
+from sklearn.utils.validation import check_X_y
 
 try:
     import sparse as pydata_sparse
@@ -23,15 +24,35 @@ def to_scipy_if_pydata(X):
     return X
 
 
-def check_dask_design(X, y, choose_executor):
+def as_dask_input(X, client=None):
+    """A dask array as the estimators take it: its chunk sizes known (computed, on ``client``
+    when given, if unknown, as after boolean indexing or ``to_dask_array()``), and scipy.sparse
+    chunks turned into pydata sparse ones, which dask's reductions and slicing accept (scipy's
+    matrices refuse ``keepdims`` and 0-d indices)."""
+    if any(np.isnan(size) for sizes in X.chunks for size in sizes):
+        X = X.copy()  # compute_chunk_sizes sets them in place: leave the caller's array alone
+        with dask.config.set(scheduler=client.get) if client is not None else nullcontext():
+            X.compute_chunk_sizes()
+    if sp.issparse(X._meta):
+        meta = pydata_sparse.COO.from_numpy(np.zeros((0,) * X.ndim, dtype=X.dtype))
+        X = X.map_blocks(_as_pydata, dtype=X.dtype, meta=meta)
+    return X
+
+
+def _as_pydata(block):
+    return pydata_sparse.COO.from_scipy_sparse(block) if sp.issparse(block) else block
+
+
+def check_dask_design(X, y, choose_executor, client=None):
     """Shapes and dtypes of dask inputs, then (on the executor ``choose_executor(size)`` gives)
     their finiteness and column means in one pass over the data. Returns
     ``(X, means, y, executor)``."""
+    X = as_dask_input(X, client)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D with shape {X.shape}")
     if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
         raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
-    y = y if is_dask_array(y) else da.from_array(np.asarray(y))
+    y = as_dask_input(y, client) if is_dask_array(y) else da.from_array(np.asarray(y))
     if y.ndim != 1:
         raise ValueError(f"y must be 1-dimensional, got shape {y.shape}")
     if X.shape[0] != y.shape[0]:
@@ -53,8 +74,10 @@ def check_dask_design(X, y, choose_executor):
 
 
 def check_dask_matrix(X, estimator, n_features=None):
-    """The shape and dtype of a dask X, before computing anything: 2D, non-empty, real numbers,
-    and ``n_features`` columns when given (with scikit-learn's message)."""
+    """A dask X as :func:`as_dask_input` gives it, once its shape and dtype are checked: 2D,
+    non-empty, real numbers, and ``n_features`` columns when given (with scikit-learn's
+    message). Computes nothing but unknown chunk sizes."""
+    X = as_dask_input(X, estimator._client)
     if X.ndim != 2 or 0 in X.shape:
         raise ValueError(f"Expected a non-empty 2D array for X, got shape {X.shape}")
     if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
@@ -62,6 +85,7 @@ def check_dask_matrix(X, estimator, n_features=None):
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
                          f"expecting {n_features} features as input")
+    return X
 
 
 def stored_values(block):
@@ -75,13 +99,16 @@ def _all_finite_block(block):
 
 
 def check_in_memory_design(X, y, estimator):
-    from sklearn.utils.validation import validate_data
+    """X and y checked without touching the estimator (a fit sets its features at the end)."""
+    return check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"], dtype=np.float64,
+                     y_numeric=True, estimator=estimator)
 
-    X = to_scipy_if_pydata(X)
-    X, y = validate_data(estimator, X, y, accept_sparse=["csc", "csr"], dtype=np.float64,
-                         y_numeric=True, ensure_min_samples=1, ensure_min_features=1)
-    check_consistent_length(X, y)
-    return X, y
+
+def check_finite_block(block):
+    """A chunk, once its stored values are checked finite (a map_blocks check)."""
+    if not np.isfinite(stored_values(block)).all():
+        raise ValueError("Input X contains NaN or infinity.")
+    return block
 
 
 def column_means(X):

@@ -14,8 +14,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from ..partition import block_edges
-from .inputs import (check_dask_design, check_in_memory_design, column_means,
-                     blocks_along, is_dask_array, to_scipy_if_pydata)
+from .inputs import (blocks_along, check_dask_design, check_dask_matrix, check_finite_block,
+                     check_in_memory_design, column_means, is_dask_array, to_scipy_if_pydata)
 
 
 class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
@@ -51,7 +51,8 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     staleness : int
         Rounds a block may run ahead of the shared residual (0: bulk-synchronous).
     n_blocks : int or None
-        Feature blocks; None: one per worker of the cluster.
+        Feature blocks; None: one per worker of the cluster. At most one per feature: more
+        are cut to the number of features.
     keep_on_cluster : bool
         Keep ``coef_`` as a Dask array whose chunks stay on the workers instead of gathering it.
     progress : bool
@@ -114,15 +115,14 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     def fit(self, X, y):
         """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""
         self._check_params()
+        given = X
         if is_dask_array(X):
-            X, means, y, executor = check_dask_design(X, y, self._fit_executor)
-            n_features = self.n_features_in_ = X.shape[1]
-            self.__dict__.pop("feature_names_in_", None)
+            X, means, y, executor = check_dask_design(X, y, self._fit_executor, self._client)
         else:
             X, y = check_in_memory_design(X, y, self)
             means = column_means(X)
-            n_features = X.shape[1]
             executor = self._fit_executor(X.nnz if sp.issparse(X) else X.size)
+        n_features = X.shape[1]
         if not self.fit_intercept:
             means = np.zeros(n_features)
         y_mean = float(y.mean()) if self.fit_intercept else 0.0
@@ -149,6 +149,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                                    if is_dask_array(coef) else means @ coef)
         history = result.history
         gaps = [r["gap"] for r in history if "gap" in r]
+        self._reset_features(given)
         self.coef_ = coef
         self.intercept_ = intercept
         self.n_iter_ = history.stats.rounds
@@ -173,8 +174,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         """Predictions ``X @ coef_ + intercept_``; lazy for a dask array X."""
         check_is_fitted(self)
         if is_dask_array(X):
-            if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-                raise ValueError(f"X has shape {X.shape}, expected {self.n_features_in_} features")
+            X = check_dask_matrix(X, self, self.n_features_in_)
             return da.map_blocks(_predict_block, X.rechunk({1: -1}), self.coef_,
                                  self.intercept_, drop_axis=1, dtype=np.float64)
         X = validate_data(self, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], reset=False,
@@ -195,7 +195,7 @@ def _is_sparse(X):
 
 
 def _predict_block(X_block, coef, intercept):
-    X_block = to_scipy_if_pydata(X_block)
+    X_block = to_scipy_if_pydata(check_finite_block(X_block))
     if sp.issparse(X_block):
         return np.asarray(X_block @ coef).ravel() + intercept
     return np.asarray(X_block) @ coef + intercept

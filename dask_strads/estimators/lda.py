@@ -2,9 +2,10 @@
 from numbers import Integral, Real
 
 import numpy as np
+import psutil
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..kernels.compilation import announce_compiling
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
@@ -14,6 +15,16 @@ from ..log import logger
 from ..partition import block_edges
 from .inputs import (blocks_along, check_dask_matrix, is_dask_array, stored_values,
                      to_scipy_if_pydata)
+
+
+#: LDA's word-topic and document-topic count tables are int32: no word, no document, and so no
+#: single count, may have more tokens.
+MAX_COUNT = np.iinfo(np.int32).max
+#: Memory a token takes while its shard is built (document, word and topic ids, and the sort).
+BYTES_PER_TOKEN = 48
+#: Vocabulary blocks per shard at most: an iteration is one round per block, so more blocks
+#: add rounds (their latency) without spreading the work better.
+MAX_VOCAB_BLOCKS_PER_SHARD = 8
 
 
 class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
@@ -34,7 +45,10 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     max_iter : int
         Gibbs iterations (each samples every token once).
     n_vocab_blocks : int or None
-        Vocabulary blocks U >= number of workers; None: one per worker.
+        Vocabulary blocks U >= number of workers; None: one per worker. Capped at the number of
+        words that occur in X and at ``MAX_VOCAB_BLOCKS_PER_SHARD`` (8) per shard: each
+        iteration is U rounds, so blocks beyond these only add round latency. The number used is
+        ``n_vocab_blocks_``.
     staleness : int
         Sub-rounds a shard may run ahead of the reconciled topic totals (0: synchronous).
     transform_iter : int
@@ -50,6 +64,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     doc_topic_ : ndarray (n_documents, K)
         The training documents' topic distributions from the final sampler state,
         (n_dk + alpha) / (n_d + K alpha); rows sum to 1.
+    n_vocab_blocks_ : int
+        Vocabulary blocks used (see ``n_vocab_blocks``).
     n_iter_, history_
         Iterations run; per-iteration records (iteration, time, log_likelihood per token,
         tokens_per_second). ``log_likelihood`` is the mean over the iteration's tokens of the log
@@ -92,23 +108,22 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     def _check_counts(self, X, reset):
         """X as CSR int64 counts (or a dask array, checked chunk by chunk), and the executor a
         dask X was checked on (None for X in memory). With ``reset`` (a fit) also its column sums
-        (tokens per word) and row sums (tokens per document), else None for both."""
+        (tokens per word) and row sums (tokens per document), else None for both. Leaves the
+        estimator as it was."""
         executor = None
         if is_dask_array(X):
-            check_dask_matrix(X, self, None if reset else self.n_features_in_)
-            flags = X.map_blocks(_count_flags, chunks=(1, 1, 3), new_axis=2, dtype=bool)
+            X = check_dask_matrix(X, self, None if reset else self.n_features_in_)
+            flags = X.map_blocks(_count_flags, chunks=(1, 1, 4), new_axis=2, dtype=bool)
             sums = (X.sum(axis=0), X.sum(axis=1)) if reset else ()
             executor = (self._fit_executor if reset else self._data_executor)(X.size)
             ok, *sums = executor.compute(flags.all(axis=(0, 1)), *sums)
             _raise_unless_counts(*ok)
-            if reset:
-                self.n_features_in_ = X.shape[1]
         else:
-            X = validate_data(self, to_scipy_if_pydata(X), accept_sparse="csr", dtype=np.float64,
-                              reset=reset, ensure_min_samples=1, ensure_min_features=1)
-            X = sp.csr_matrix(X)
-            _raise_unless_counts(True, bool(np.all(X.data >= 0)),
-                                 bool(np.all(X.data == np.round(X.data))))
+            X = to_scipy_if_pydata(X)
+            X = sp.csr_matrix(check_array(X, accept_sparse="csr", dtype=np.float64) if reset else
+                              validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                                            reset=False))
+            _raise_unless_counts(*_count_flags(X).ravel())
             X = X.astype(np.int64)
             X.eliminate_zeros()
             sums = (X.sum(axis=0), X.sum(axis=1)) if reset else ()
@@ -123,15 +138,25 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         ``doc_topic_``. ``fit_transform(X)`` is ``fit(X).transform(X)``, as in scikit-learn: with a
         fixed ``random_state`` it equals ``transform(X)`` of the fitted model, which the final
         sampler state (one Gibbs sample) cannot.
+
+        Refused (ValueError, before any work): a corpus without tokens, a count, word or
+        document of more than ``MAX_COUNT`` tokens (the int32 count tables), and more tokens
+        than a shard's memory holds at ``BYTES_PER_TOKEN`` bytes a token.
         """
         self._check_params()
+        given = X
         X, word_counts, doc_lengths, executor = self._check_counts(X, reset=True)
         executor = executor or self._fit_executor(int(word_counts.sum()))  # a shard stores tokens
-        alpha, beta = self._priors()
         n_shards = max(1, min(len(executor.workers), X.shape[0]))
-        n_blocks = max(n_shards, self.n_vocab_blocks or n_shards)
-        block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks)
         edges = block_edges(X.shape[0], n_shards, weights=doc_lengths)  # tokens balanced
+        # shards of X in memory, or on a local scheduler, are all built in this process
+        _check_tokens(word_counts, doc_lengths, edges, not is_dask_array(X) or executor.local,
+                      executor)
+        alpha, beta = self._priors()
+        occurring = int(np.count_nonzero(word_counts))
+        n_blocks = max(n_shards, min(self.n_vocab_blocks or n_shards, occurring,
+                                     MAX_VOCAB_BLOCKS_PER_SHARD * n_shards))
+        block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks)
 
         def shard(rows, lo, hi):
             return make_shard(sp.csr_matrix(rows), block_of_word, local_index, n_blocks)
@@ -141,6 +166,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         result = self._run_engine(program, blocks_along(X, edges, shard, axis=0), executor,
                                   self.max_iter * n_blocks, staleness=self.staleness)
         n_dk = self._parameters(result)
+        self._reset_features(given)
         self.components_ = self._parameters(result, carried=True).T + beta
         self.doc_topic_ = (n_dk + alpha) / (n_dk.sum(axis=1, keepdims=True)
                                             + self.n_components * alpha)
@@ -164,8 +190,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     def _transform_counts(self, X):
         """:meth:`transform` of checked counts."""
         if is_dask_array(X):
-            return X.map_blocks(self._transform_in_memory, dtype=np.float64,
-                                chunks=(X.chunks[0], (self.n_components,)))
+            return X.rechunk({1: -1}).map_blocks(self._transform_in_memory, dtype=np.float64,
+                                                 chunks=(X.chunks[0], (self.n_components,)))
         return self._transform_in_memory(X)
 
     def _transform_in_memory(self, X):
@@ -177,6 +203,15 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     def score(self, X, y=None):
         """Log-likelihood of X: sum over tokens of log sum_k theta_dk phi_kw, with theta from
         :meth:`transform`."""
+        return self._log_likelihood(X)[0]
+
+    def perplexity(self, X):
+        """exp(-score / number of tokens)."""
+        log_likelihood, tokens = self._log_likelihood(X)
+        return float(np.exp(-log_likelihood / max(tokens, 1)))
+
+    def _log_likelihood(self, X):
+        """:meth:`score` of X, and its number of tokens."""
         check_is_fitted(self)
         X, _, _, executor = self._check_counts(X, reset=False)
         announce_compiling("lda_inference", emit=logger.info)
@@ -186,13 +221,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         X = sp.csr_matrix(to_scipy_if_pydata(X), dtype=np.int64)
         return float(documents_log_likelihood(X.indptr.astype(np.int64),
                                               X.indices.astype(np.int64), X.data,
-                                              np.asarray(theta), self._phi_by_word()))
-
-    def perplexity(self, X):
-        """exp(-score / number of tokens)."""
-        total = X.sum()
-        total = float(self._data_executor().compute(total)[0] if is_dask_array(X) else total)
-        return float(np.exp(-self.score(X) / max(total, 1.0)))
+                                              np.asarray(theta), self._phi_by_word())), int(X.sum())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -215,15 +244,16 @@ def _dense_vector(sums):
 
 
 def _count_flags(block):
-    """[finite, non-negative, integer] of one chunk, shaped (1, 1, 3)."""
+    """[finite, non-negative, integer, at most MAX_COUNT] of one chunk, shaped (1, 1, 4)."""
     values = stored_values(block)
     finite = bool(np.all(np.isfinite(values)))
     flags = [finite, bool(np.all(values >= 0)),
-             finite and bool(np.all(values == np.round(values)))]
-    return np.array(flags).reshape(1, 1, 3)
+             finite and bool(np.all(values == np.round(values))),
+             bool(np.all(values <= MAX_COUNT))]
+    return np.array(flags).reshape(1, 1, 4)
 
 
-def _raise_unless_counts(finite, non_negative, integer):
+def _raise_unless_counts(finite, non_negative, integer, bounded):
     if not finite:
         raise ValueError("Input X contains NaN or infinity: LDA needs word counts.")
     if not non_negative:
@@ -231,6 +261,36 @@ def _raise_unless_counts(finite, non_negative, integer):
                          "non-negative word counts.")
     if not integer:
         raise ValueError("Input X contains non-integer values: LDA needs integer word counts.")
+    if not bounded:
+        raise ValueError(f"Input X holds counts above {MAX_COUNT}, the int32 range of LDA's "
+                         "count tables.")
+
+
+def _check_tokens(word_counts, doc_lengths, edges, built_here, executor):
+    """Refuse a corpus without tokens, a word or a document with more tokens than the int32
+    count tables hold, and tokens that would not fit in the memory where their shards are
+    built: this process's for all of them when ``built_here``, else a worker's for each."""
+    if word_counts.sum() == 0:
+        raise ValueError("X holds no tokens: every count is zero, there is nothing to fit.")
+    for name, totals in (("word", word_counts), ("document", doc_lengths)):
+        if totals.max() > MAX_COUNT:
+            raise ValueError(f"A {name} of X has {int(totals.max())} tokens, above {MAX_COUNT}, "
+                             "the int32 range of LDA's count tables.")
+    per_shard = np.add.reduceat(doc_lengths, edges[:-1])
+    tokens = int(per_shard.sum() if built_here else per_shard.max())
+    memory = psutil.virtual_memory().total if built_here else _worker_memory(executor)
+    if tokens > memory // BYTES_PER_TOKEN:
+        raise ValueError(
+            f"X has {tokens} tokens to expand {'in this process' if built_here else 'in a shard'},"
+            f" more than the {memory // BYTES_PER_TOKEN} that {memory / 2**30:.1f} GiB of memory "
+            f"holds at {BYTES_PER_TOKEN} bytes a token.")
+
+
+def _worker_memory(executor):
+    """The smallest worker memory limit of a cluster, or this machine's memory if none is set."""
+    workers = executor.client.scheduler_info().get("workers", {}).values()
+    limits = [w.get("memory_limit") or 0 for w in workers]
+    return min([m for m in limits if m > 0] or [psutil.virtual_memory().total])
 
 
 def _per_iteration(history, n_blocks):

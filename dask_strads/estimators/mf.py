@@ -3,6 +3,7 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import dask
+import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -23,6 +24,8 @@ FOLD_IN_SWEEPS = 200
 FOLD_IN_TOL = 1e-10
 #: Rows of scores built at a time by ``recommend`` (rows x n_items floats).
 RECOMMEND_ROWS = 1024
+#: Ratings of larger absolute value are refused: their squares (in the objective) overflow.
+MAX_RATING = 1e150
 
 
 class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -114,15 +117,16 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         per user and per item, and the executor a dask X was checked on (else None)."""
         executor = None
         if is_dask_array(X):
-            check_dask_matrix(X, self)
-            stats = X.map_blocks(_observation_stats, chunks=(1, 1, 2), new_axis=2, dtype=float)
+            X = check_dask_matrix(X, self)
+            stats = X.map_blocks(_observation_stats, chunks=(1, 1, 3), new_axis=2, dtype=float)
             per_user = X.map_blocks(_stored_counts, 0, chunks=(X.chunks[0], (1,) * X.numblocks[1]),
                                     dtype=np.int64)
             per_item = X.map_blocks(_stored_counts, 1, chunks=((1,) * X.numblocks[0], X.chunks[1]),
                                     dtype=np.int64)
             executor = self._fit_executor(X.size)
-            (finite, total), per_user, per_item = executor.compute(
-                stats.sum(axis=(0, 1)), per_user.sum(axis=1), per_item.sum(axis=0))
+            (finite, total), largest, per_user, per_item = executor.compute(
+                stats[..., :2].sum(axis=(0, 1)), stats[..., 2].max(), per_user.sum(axis=1),
+                per_item.sum(axis=0))
             if finite < stats.shape[0] * stats.shape[1]:
                 raise ValueError("Input X contains NaN or infinity.")
         else:
@@ -131,15 +135,22 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
             if sp.issparse(X) and not X.has_canonical_format:
                 X = X.copy()
                 X.sum_duplicates()  # repeated (i, j) pairs are one observation, as in scipy
-            total = stored_values(X).sum()
+            _, total, largest = _observation_stats(X).ravel()
             per_user, per_item = _stored_counts(X, 0).ravel(), _stored_counts(X, 1).ravel()
         if per_user.sum() == 0:
             raise ValueError("X stores no entries: there is no rating to fit")
+        if largest > MAX_RATING:
+            raise ValueError(f"X holds a rating of absolute value {largest:.3g}: ratings beyond "
+                             f"{MAX_RATING:.0e} overflow float64 when squared; rescale them")
         return X, float(total), per_user, per_item, executor
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, X, y=None):
-        """Fit the factors to the stored entries of X (users x items)."""
+        """Fit the factors to the stored entries of X (users x items).
+
+        Ratings beyond ``MAX_RATING`` (1e150) in absolute value are refused before any work, and
+        a fit whose factors end non-finite raises a ValueError; either way the estimator is left
+        as it was."""
         self._check_params()
         checked, total, per_user, per_item, executor = self._check_ratings(X)
         n_ratings = int(per_user.sum())
@@ -160,13 +171,19 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         slots = list(range(len(user_edges) - 1)) + list(range(len(item_edges) - 1))
         result = self._run_engine(program, raw, executor, 2 * self.max_iter, slots=slots)
         rows = self._parameters(result)  # users then items: factors, then the bias
+        finite = (executor.compute(da.isfinite(rows).all())[0] if is_dask_array(rows)
+                  else np.isfinite(rows).all())
+        if not finite:
+            raise ValueError(
+                "the fit diverged: its factors are not finite (ratings too large for the "
+                "penalties? rescale them or raise alpha_W, alpha_H and alpha_bias)")
         k = self.n_components
         if is_dask_array(checked):
             seen = _seen_pattern(executor, checked)
         else:
             seen = _pattern(*observed(checked, axis=0)[:2], n_items)
 
-        validate_data(self, X, reset=True, skip_check_array=True)  # n_features_in_, names
+        self._reset_features(X)
         self.user_factors_ = _contiguous(rows[:n_users, :k])
         self.user_bias_ = _contiguous(rows[:n_users, k])
         self.components_ = _contiguous(rows[n_users:, :k].T)
@@ -192,7 +209,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         factors = self._factors()
         item_rows = self._program.rows(factors.components.T, factors.item_bias, ITEMS)
         if is_dask_array(X):
-            check_dask_matrix(X, self, self.n_features_in_)
+            X = check_dask_matrix(X, self, self.n_features_in_)
             return X.rechunk({1: -1}).map_blocks(
                 _fold_in, self._program, item_rows, dtype=np.float64,
                 chunks=(X.chunks[0], (self.components_.shape[0],)))
@@ -241,7 +258,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         fitted users and items (e.g. held-out ratings)."""
         check_is_fitted(self)
         if is_dask_array(X):
-            check_dask_matrix(X, self, self.n_features_in_)
+            X = check_dask_matrix(X, self, self.n_features_in_)
         else:
             X = validate_data(self, to_scipy_if_pydata(X), reset=False,
                               accept_sparse=["csr", "csc"], dtype=np.float64)
@@ -313,10 +330,11 @@ def _check_indices(values, size, name):
 
 
 def _observation_stats(block):
-    """[[[finite, sum]]] of the stored entries of a chunk."""
+    """[[[finite, sum, largest absolute value]]] of the stored entries of a chunk."""
     values = stored_values(block)
     finite = bool(np.all(np.isfinite(values)))
-    return np.array([[[float(finite), values.sum() if finite else 0.0]]])
+    largest = float(np.abs(values).max()) if finite and values.size else 0.0
+    return np.array([[[float(finite), values.sum() if finite else 0.0, largest]]])
 
 
 def _stored_counts(block, axis):
