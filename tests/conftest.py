@@ -162,3 +162,13 @@ def cli_cluster(tmp_path_factory):
         _stop(processes)
         for log in logs:
             log.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def close_the_embedded_cluster():
+    """Close the embedded cluster, if a test started it, while pytest still captures output
+    (at interpreter exit its shutdown would log to closed streams)."""
+    yield
+    from dask_strads import close_embedded_client
+
+    close_embedded_client()

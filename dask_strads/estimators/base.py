@@ -25,6 +25,7 @@ SHARED_CONSTRAINTS = {
     "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
     "random_state": ["random_state"],
     "keep_on_cluster": ["boolean"],
+    "checkpoint_interval": [NumberInterval(Integral, 0, None, closed="left")],
     "progress": ["boolean"],
     "callback": [callable, None],
 }
@@ -94,7 +95,8 @@ class DaskEstimatorMixin:
 
     def _run_engine(self, program, blocks, executor, max_rounds, staleness=0, slots=None):
         engine = Engine(program, staleness=staleness, max_rounds=max_rounds,
-                        progress=self.progress, callback=self.callback, executor=executor)
+                        progress=self.progress, callback=self.callback, executor=executor,
+                        checkpoint_interval=self.checkpoint_interval)
         return engine.run(blocks, slots)
 
     def _parameters(self, result, carried=False):

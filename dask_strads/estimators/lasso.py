@@ -55,6 +55,10 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         are cut to the number of features.
     keep_on_cluster : bool
         Keep ``coef_`` as a Dask array whose chunks stay on the workers instead of gathering it.
+    checkpoint_interval : int
+        On a cluster, copy the blocks' state every this many rounds (in the workers' memory, with
+        a replica on another worker), so that the fit goes on from there when a worker is lost;
+        0 turns it off (a lost worker then stops the fit with a ``ClusterError``).
     progress : bool
         Show a progress bar (tqdm).
     callback : callable or None
@@ -92,7 +96,8 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                  warm_start=False, positive=False, random_state=None, schedule="priority",
                  n_candidates=32, dependency_threshold=0.1, priority_floor=0.1,
                  priority_power=1, sub_rounds=None, staleness=0, n_blocks=None,
-                 keep_on_cluster=False, progress=False, callback=None):
+                 keep_on_cluster=False, checkpoint_interval=10, progress=False,
+                 callback=None):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
@@ -109,6 +114,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.staleness = staleness
         self.n_blocks = n_blocks
         self.keep_on_cluster = keep_on_cluster
+        self.checkpoint_interval = checkpoint_interval
         self.progress = progress
         self.callback = callback
 

@@ -53,8 +53,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         Sub-rounds a shard may run ahead of the reconciled topic totals (0: synchronous).
     transform_iter : int
         Gibbs sweeps per document in ``transform`` (half of them burn-in).
-    random_state, keep_on_cluster, progress, callback
-        As in :class:`dask_strads.Lasso`.
+    random_state, keep_on_cluster, checkpoint_interval, progress, callback
+        As in :class:`dask_strads.Lasso` (LDA's rounds are sub-rounds: ``n_vocab_blocks_`` an
+        iteration).
 
     Attributes
     ----------
@@ -86,7 +87,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
 
     def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,
                  max_iter=100, n_vocab_blocks=None, staleness=0, transform_iter=50,
-                 random_state=None, keep_on_cluster=False, progress=False, callback=None):
+                 random_state=None, keep_on_cluster=False, checkpoint_interval=10, progress=False,
+                 callback=None):
         self.n_components = n_components
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
@@ -96,6 +98,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         self.transform_iter = transform_iter
         self.random_state = random_state
         self.keep_on_cluster = keep_on_cluster
+        self.checkpoint_interval = checkpoint_interval
         self.progress = progress
         self.callback = callback
 

@@ -62,6 +62,8 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
     keep_on_cluster : bool
         Keep the factors and biases as Dask arrays whose chunks (user blocks, item blocks)
         stay on the workers instead of gathering them.
+    checkpoint_interval : int
+        As in :class:`dask_strads.Lasso` (rounds: two an iteration).
     progress : bool
         Show a progress bar (tqdm) over the rounds (two an iteration).
     callback : callable or None
@@ -97,7 +99,8 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
 
     def __init__(self, n_components=10, *, alpha_W=18.0, alpha_H="same", alpha_bias=5.0,
                  biases=True, max_iter=100, tol=1e-4, inner_iter=1, random_state=None,
-                 keep_on_cluster=False, progress=False, callback=None):
+                 keep_on_cluster=False, checkpoint_interval=10, progress=False,
+                 callback=None):
         self.n_components = n_components
         self.alpha_W = alpha_W
         self.alpha_H = alpha_H
@@ -108,6 +111,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         self.inner_iter = inner_iter
         self.random_state = random_state
         self.keep_on_cluster = keep_on_cluster
+        self.checkpoint_interval = checkpoint_interval
         self.progress = progress
         self.callback = callback
 
