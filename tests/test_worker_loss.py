@@ -57,7 +57,8 @@ def _killer(client, after_round, prefix="-block-0-"):
 
     def callback(record):
         if record["round"] == after_round and "killed" not in state:
-            victim = next(w for w in client.who_has() if prefix in str(w))
+            victim = next(k for k in client.who_has() if prefix in str(k)
+                          and "checkpoint" not in str(k) and "replica" not in str(k))
             address = client.who_has()[victim][0]
             os.kill(pids[address], signal.SIGKILL)
             state.update(killed=address, at=time.monotonic())
