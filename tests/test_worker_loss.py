@@ -7,9 +7,10 @@ import subprocess
 import sys
 import time
 
+import dask.array as da
 import numpy as np
 import pytest
-from distributed import Client
+from distributed import Client, LocalCluster
 
 from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
 from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
@@ -121,6 +122,81 @@ def test_without_checkpoints_a_lost_worker_is_a_clear_error(three_workers):
         engine.run(blocks)
     assert state["killed"] in str(error.value)
     assert time.monotonic() - state["at"] < DEADLINE
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_dask_input_is_recomputed_on_the_workers_left(three_workers):
+    """Lazy blocks of a lost worker are computed again from their collection."""
+    client = three_workers
+    X, y = make_correlated_regression(300, 600, 10, random_state=0)[:2]
+    X_dask, y_dask = da.from_array(X, chunks=(100, 600)), da.from_array(y, chunks=100)
+    make, _ = CASES["lasso"]
+    clean = make()
+    clean.client = client
+    clean.fit(X_dask, y_dask)
+    callback, state = _killer(client, 14)
+    recovered = make().set_params(callback=callback)
+    recovered.client = client
+    recovered.fit(X_dask, y_dask)
+    assert "killed" in state and len(recovered.history_.stats.recoveries) == 1
+    np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_with_nannies_the_fit_goes_on_and_the_worker_comes_back():
+    """A nanny restarts its killed worker at a new address: the fit goes on on the others."""
+    X, y = make_correlated_regression(300, 600, 10, random_state=0)[:2]
+    make, _ = CASES["lasso"]
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        clean = make()
+        clean.client = client
+        clean.fit(X, y)
+        callback, state = _killer(client, 14)
+        recovered = make().set_params(callback=callback)
+        recovered.client = client
+        recovered.fit(X, y)
+        assert "killed" in state and len(recovered.history_.stats.recoveries) == 1
+        np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+        client.wait_for_workers(3, timeout=60)  # the nanny brought one back
+
+
+def test_a_killed_scheduler_is_a_clear_error_within_the_deadline(tmp_path):
+    """Scheduler gone mid-fit: a ClusterError saying so, within seconds."""
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler = subprocess.Popen(
+        _dask_command("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                      "--scheduler-file", str(scheduler_file)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    workers = []
+    try:
+        while not scheduler_file.exists():
+            time.sleep(0.1)
+        time.sleep(0.5)
+        workers = [subprocess.Popen(
+            _dask_command("worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1",
+                          "--no-nanny", "--no-dashboard", "--death-timeout", "5"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            for _ in range(2)]
+        with Client(scheduler_file=str(scheduler_file), set_as_default=False,
+                    timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+            killed = {}
+
+            def callback(record):
+                if record["round"] == 2 and not killed:
+                    os.killpg(scheduler.pid, signal.SIGKILL)
+                    killed["at"] = time.monotonic()
+
+            model = Lasso(alpha=0.001, tol=0.0, max_iter=10_000, callback=callback)
+            model.client = client
+            with pytest.raises(ClusterError, match="scheduler .* unreachable"):
+                model.fit(*make_correlated_regression(200, 400, 10, random_state=0)[:2])
+            assert time.monotonic() - killed["at"] < DEADLINE
+            assert not hasattr(model, "coef_")
+    finally:
+        _stop([scheduler, *workers])
 
 
 SIGINT_SCRIPT = """
