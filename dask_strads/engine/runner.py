@@ -1,5 +1,6 @@
 """The model-agnostic engine: each round of a program becomes one Dask graph of pinned tasks."""
 import inspect
+import os
 import uuid
 from collections import deque
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from dask._task_spec import Task, TaskRef
 from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..programs.base import carried_id, check_carried_assignment
-from . import tasks
+from . import disk, tasks
 from .history import History
 from .executors import ClusterError, WorkerLost
 from .progress import ProgressBar
@@ -64,6 +65,7 @@ class _Run:
         self.pulled = {}  # round -> handle of that round's Pulled
         self.submitted = -1
         self.checkpoints = []  # the newest KEPT, oldest first
+        self.disk_writes = []  # (round, handles of its writes) not yet marked complete
         self.guards = {}  # carried block -> the copy its next push must follow
 
     def key(self, kind, *parts):
@@ -101,13 +103,20 @@ class Engine:
     executor : optional
         An executor from :mod:`.executors`; overrides ``client``.
     checkpoint_interval : int
-        On a cluster, copy the blocks' state every this many rounds (0: never), so that the fit
-        goes on when a worker holding blocks is lost (see :mod:`.recovery`).
+        Every this many rounds (0: never) copy the blocks' state: on a cluster in the workers'
+        memory, so that the fit goes on when a worker holding blocks is lost (see
+        :mod:`.recovery`); and to ``checkpoint_dir`` when given.
+    checkpoint_dir : path, optional
+        Where to write checkpoints (see :mod:`.disk`); a run finding there a complete
+        checkpoint of the same fit (``fingerprint``) resumes from it.
+    fingerprint : dict, optional
+        What identifies the fit (data, hyperparameters, seed, blocks): a checkpoint with another
+        raises a ValueError naming what differs.
     """
 
     def __init__(self, program, client=None, staleness=0, max_rounds=100, pipeline_depth=2,
                  progress=False, callback=None, executor=None,
-                 checkpoint_interval=CHECKPOINT_INTERVAL):
+                 checkpoint_interval=CHECKPOINT_INTERVAL, checkpoint_dir=None, fingerprint=None):
         for name, value, low in (("staleness", staleness, 0), ("max_rounds", max_rounds, 1),
                                  ("pipeline_depth", pipeline_depth, 1),
                                  ("checkpoint_interval", checkpoint_interval, 0)):
@@ -120,8 +129,9 @@ class Engine:
         self.pipeline_depth = int(pipeline_depth)
         self.progress = progress
         self.callback = callback
-        # a worker can be lost only on a cluster
-        self.checkpoint_interval = 0 if self.executor.local else int(checkpoint_interval)
+        self.checkpoint_interval = int(checkpoint_interval)
+        self.checkpoint_dir = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
+        self.fingerprint = dict(fingerprint or {})
 
     # -- the steps of a run ---------------------------------------------------------------------
     def run(self, blocks, slots=None):
@@ -129,7 +139,7 @@ class Engine:
         blocks of equal slot on one worker."""
         if self.program.kernels:
             announce_compiling(self.program.kernels, emit=logger.info)
-        run = self.start(blocks, slots)
+        run = self.start(blocks, slots, self._saved(blocks))
         bar = ProgressBar(self.max_rounds, self.program.name) if self.progress else None
         try:
             while True:
@@ -142,6 +152,20 @@ class Engine:
             if bar is not None:
                 bar.close(run.history.stats.converged)
         return self.collect(run)
+
+    def _saved(self, blocks):
+        """The newest checkpoint of this fit in ``checkpoint_dir``, as ``start`` restores it."""
+        if not (self.checkpoint_dir and self.checkpoint_interval
+                and isinstance(blocks, (list, tuple))):
+            return None
+        found = disk.latest(self.checkpoint_dir, self.fingerprint, len(blocks),
+                            self.program.n_carried, self.staleness)
+        if found is None:
+            return None
+        checkpoint, records = found
+        logger.info("resuming from the checkpoint of round %d in %s", checkpoint.round,
+                    self.checkpoint_dir)
+        return checkpoint, checkpoint.pairs(), records
 
     def _rounds(self, run, bar):
         for t in range(run.submitted + 1, self.max_rounds):
@@ -179,8 +203,15 @@ class Engine:
             pulls = {-1: self._task(graph, run.hub, run.key("pull-init", run.id), tasks.pull,
                                     run.program, seed, list(range(len(raw))), *inits)}
         else:
-            checkpoint, copies = restore
+            checkpoint, copies, *records = restore
+            where = [*owners, *run.home, *([run.hub] * len(checkpoint.pulled))]
+            copies = [c if isinstance(c, TaskRef) else executor.put(c, w)  # read from disk
+                      for c, w in zip(copies, where)]
             states, rest = copies[:len(raw)], copies[len(raw):]
+            for record in records[0] if records else ():
+                run.history.append(record)
+            if records:
+                run.history.stats.resumed_from = checkpoint.round + 1
             inits = [self._task(graph, w, run.key("restore", b, run.id), tasks.restore, cell,
                                 state, checkpoint.round)
                      for b, (w, cell, state) in enumerate(zip(owners, cells, states))]
@@ -250,12 +281,17 @@ class Engine:
                           run.pulled[t - 1], list(pushes), *pushes.values())
         report = self._task(graph, run.hub, run.key("report", t, run.id), tasks.report, pull)
         interval = self.checkpoint_interval
-        checkpoint = None
+        checkpoint, writes = None, []
         if interval and (t + 1) % interval == 0:
-            checkpoint = add_checkpoint(self, run, graph, t, pushes, hand_offs, pull)
-        else:
+            if not self.executor.local:  # a worker can be lost only on a cluster
+                checkpoint = add_checkpoint(self, run, graph, t, pushes, hand_offs, pull)
+            if self.checkpoint_dir:
+                writes = disk.add_writes(self, run, graph, t, pushes, hand_offs, pull)
+        if checkpoint is None and not writes:
             run.history.stats.tasks_per_round = sum(map(len, graph.values()))
         handles = self.executor.submit(graph)
+        if writes:
+            run.disk_writes.append((t, [handles[w.key] for w in writes]))
         for b, task in pushes.items():
             run.pushed[b] = handles[task.key]
         for c, task in hand_offs.items():
@@ -289,7 +325,17 @@ class Engine:
                 bar.update(report)
             if run.final_round is None and self._stops(run, record):
                 run.final_round = round_index
+            self._complete_on_disk(run, round_index)
         return run.final_round is not None
+
+    def _complete_on_disk(self, run, newest_read):
+        """Mark the checkpoint rounds whose files are all written (and whose report was read)."""
+        while run.disk_writes and run.disk_writes[0][0] <= newest_read and all(
+                self.executor.done(h) for h in run.disk_writes[0][1]):
+            t, handles = run.disk_writes.pop(0)
+            self.executor.gather(handles, run.owners)  # a failed write raises here
+            records = [r for r in run.history.records if r["round"] <= t]
+            disk.complete(self.checkpoint_dir, t, self.fingerprint, records)
 
     def collect(self, run):
         """The parameter blocks and carried blocks of the round the result comes from."""

@@ -1,8 +1,10 @@
 """What every dask_strads estimator shares: where it runs, checking its hyperparameters, running
 the engine, keeping or gathering the fitted parameters, and staying picklable and clonable."""
+import os
 from numbers import Integral
 
 import numpy as np
+from dask.base import tokenize
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_random_state, validate_data
 
@@ -26,9 +28,15 @@ SHARED_CONSTRAINTS = {
     "random_state": ["random_state"],
     "keep_on_cluster": ["boolean"],
     "checkpoint_interval": [NumberInterval(Integral, 0, None, closed="left")],
+    "checkpoint_dir": [str, os.PathLike, None],
     "progress": ["boolean"],
     "callback": [callable, None],
 }
+
+
+#: Parameters that change how a fit runs or reports, not its model.
+_RUN_ONLY = {"max_iter", "keep_on_cluster", "checkpoint_interval", "checkpoint_dir", "progress",
+             "callback"}
 
 
 class DaskEstimatorMixin:
@@ -93,11 +101,21 @@ class DaskEstimatorMixin:
             return fitted_on
         return self._fit_executor(stored_entries)
 
-    def _run_engine(self, program, blocks, executor, max_rounds, staleness=0, slots=None):
+    def _run_engine(self, program, blocks, executor, max_rounds, data, staleness=0,
+                    slots=None):
+        """Run ``program`` on ``blocks`` (cut from ``data``, the fit's arguments)."""
         engine = Engine(program, staleness=staleness, max_rounds=max_rounds,
                         progress=self.progress, callback=self.callback, executor=executor,
-                        checkpoint_interval=self.checkpoint_interval)
+                        checkpoint_interval=self.checkpoint_interval,
+                        checkpoint_dir=self.checkpoint_dir,
+                        fingerprint=self._fingerprint(data, program.seed, len(blocks)))
         return engine.run(blocks, slots)
+
+    def _fingerprint(self, data, seed, n_blocks):
+        """What a checkpoint on disk must match to be resumed (``max_iter`` may grow)."""
+        params = {k: v for k, v in self.get_params().items() if k not in _RUN_ONLY}
+        return {"data": tokenize(*data), "hyperparameters": tokenize(sorted(params.items())),
+                "seed": seed, "blocks": n_blocks}
 
     def _parameters(self, result, carried=False):
         """The fitted parameter blocks (or carried blocks) as one array along the first axis: a

@@ -59,6 +59,11 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         On a cluster, copy the blocks' state every this many rounds (in the workers' memory, with
         a replica on another worker), so that the fit goes on from there when a worker is lost;
         0 turns it off (a lost worker then stops the fit with a ``ClusterError``).
+    checkpoint_dir : str, path or None
+        Also write the checkpoints to this directory (without pickle; on a cluster it must be
+        reachable by the workers). A fit of the same data, hyperparameters (``max_iter`` aside)
+        and ``random_state`` finding a complete checkpoint there resumes from it
+        (``history_.stats.resumed_from``); another fit's checkpoint raises a ValueError.
     progress : bool
         Show a progress bar (tqdm).
     callback : callable or None
@@ -96,8 +101,8 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                  warm_start=False, positive=False, random_state=None, schedule="priority",
                  n_candidates=32, dependency_threshold=0.1, priority_floor=0.1,
                  priority_power=1, sub_rounds=None, staleness=0, n_blocks=None,
-                 keep_on_cluster=False, checkpoint_interval=10, progress=False,
-                 callback=None):
+                 keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
+                 progress=False, callback=None):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
@@ -115,6 +120,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.n_blocks = n_blocks
         self.keep_on_cluster = keep_on_cluster
         self.checkpoint_interval = checkpoint_interval
+        self.checkpoint_dir = checkpoint_dir
         self.progress = progress
         self.callback = callback
 
@@ -149,7 +155,7 @@ class Lasso(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             rho=self.dependency_threshold, eta=self.priority_floor, power=self.priority_power,
             staleness=self.staleness, seed=self._seed(), sparse=_is_sparse(X))
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
-                                  self.max_iter, staleness=self.staleness)
+                                  self.max_iter, (X, y, coef_init), staleness=self.staleness)
         coef = self._parameters(result)
         intercept = y_mean - float(executor.compute(da.dot(means, coef))[0]
                                    if is_dask_array(coef) else means @ coef)

@@ -53,7 +53,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         Sub-rounds a shard may run ahead of the reconciled topic totals (0: synchronous).
     transform_iter : int
         Gibbs sweeps per document in ``transform`` (half of them burn-in).
-    random_state, keep_on_cluster, checkpoint_interval, progress, callback
+    random_state, keep_on_cluster, checkpoint_interval, checkpoint_dir, progress, callback
         As in :class:`dask_strads.Lasso` (LDA's rounds are sub-rounds: ``n_vocab_blocks_`` an
         iteration).
 
@@ -87,8 +87,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
 
     def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,
                  max_iter=100, n_vocab_blocks=None, staleness=0, transform_iter=50,
-                 random_state=None, keep_on_cluster=False, checkpoint_interval=10, progress=False,
-                 callback=None):
+                 random_state=None, keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
+                 progress=False, callback=None):
         self.n_components = n_components
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
@@ -99,6 +99,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         self.random_state = random_state
         self.keep_on_cluster = keep_on_cluster
         self.checkpoint_interval = checkpoint_interval
+        self.checkpoint_dir = checkpoint_dir
         self.progress = progress
         self.callback = callback
 
@@ -167,7 +168,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         program = LDAProgram(self.n_components, alpha, beta, len(word_counts), sizes, n_shards,
                              self._seed())
         result = self._run_engine(program, blocks_along(X, edges, shard, axis=0), executor,
-                                  self.max_iter * n_blocks, staleness=self.staleness)
+                                  self.max_iter * n_blocks, (X,), staleness=self.staleness)
         n_dk = self._parameters(result)
         self._reset_features(given)
         self.components_ = self._parameters(result, carried=True).T + beta

@@ -62,7 +62,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
     keep_on_cluster : bool
         Keep the factors and biases as Dask arrays whose chunks (user blocks, item blocks)
         stay on the workers instead of gathering them.
-    checkpoint_interval : int
+    checkpoint_interval, checkpoint_dir
         As in :class:`dask_strads.Lasso` (rounds: two an iteration).
     progress : bool
         Show a progress bar (tqdm) over the rounds (two an iteration).
@@ -99,8 +99,8 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
 
     def __init__(self, n_components=10, *, alpha_W=18.0, alpha_H="same", alpha_bias=5.0,
                  biases=True, max_iter=100, tol=1e-4, inner_iter=1, random_state=None,
-                 keep_on_cluster=False, checkpoint_interval=10, progress=False,
-                 callback=None):
+                 keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
+                 progress=False, callback=None):
         self.n_components = n_components
         self.alpha_W = alpha_W
         self.alpha_H = alpha_H
@@ -112,6 +112,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         self.random_state = random_state
         self.keep_on_cluster = keep_on_cluster
         self.checkpoint_interval = checkpoint_interval
+        self.checkpoint_dir = checkpoint_dir
         self.progress = progress
         self.callback = callback
 
@@ -173,7 +174,8 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
                + blocks_along(checked, item_edges, _block_maker(ITEMS), axis=1))
         # user block b and item block b on one worker
         slots = list(range(len(user_edges) - 1)) + list(range(len(item_edges) - 1))
-        result = self._run_engine(program, raw, executor, 2 * self.max_iter, slots=slots)
+        result = self._run_engine(program, raw, executor, 2 * self.max_iter, (checked,),
+                                  slots=slots)
         rows = self._parameters(result)  # users then items: factors, then the bias
         finite = (executor.compute(da.isfinite(rows).all())[0] if is_dask_array(rows)
                   else np.isfinite(rows).all())

@@ -1,0 +1,109 @@
+"""Checkpoints on disk: resume a fit after the process running it died.
+
+Layout of ``checkpoint_dir``::
+
+    round-000019/block-0.npz ...     each block's state after the round, written by its worker
+    round-000019/carried-0.npz ...   each carried block
+    round-000019/shared-19.npz ...   the shared values the next rounds read
+    round-000019/complete.json       written last, by the client, once all the files are there:
+                                     round, fingerprint, history records
+
+Files are written atomically and without pickle (:mod:`.storage`). A round directory without
+``complete.json``, or with a file that cannot be read, is skipped. The two newest complete rounds
+are kept. On a cluster the directory must be reachable by the workers and the client alike.
+"""
+import json
+import os
+import shutil
+
+from . import storage
+from .recovery import Checkpoint
+
+KEPT = 2
+
+
+def round_dir(root, t):
+    return os.path.join(root, f"round-{t:06d}")
+
+
+def write_state(cell, last, round_index, path):
+    """A block's state after ``round_index``, written by its worker (``last`` orders it)."""
+    storage.save(cell.state_at(round_index), path)
+    return path
+
+
+def write_value(value, path, *order):
+    storage.save(value, path)
+    return path
+
+
+def add_writes(engine, run, graph, t, pushes, hand_offs, pull):
+    """Add round ``t``'s writes to its graph; returns references to them (all must finish
+    before the round is complete on disk)."""
+    folder = round_dir(engine.checkpoint_dir, t)
+    os.makedirs(folder, exist_ok=True)
+    writes = [engine._task(graph, w, run.key("write", "block", b, t, run.id), write_state,
+                           run.cells[b], pushes.get(b, run.pushed[b]), t,
+                           os.path.join(folder, f"block-{b}.npz"))
+              for b, w in enumerate(run.owners)]
+    writes += [engine._task(graph, run.home[c], run.key("write", "carried", c, t, run.id),
+                            write_value, hand_offs.get(c, run.carried[c]),
+                            os.path.join(folder, f"carried-{c}.npz"))
+               for c in range(len(run.carried))]
+    writes += [engine._task(graph, run.hub, run.key("write", "shared", r, t, run.id),
+                            write_value, pull if r == t else run.pulled[r],
+                            os.path.join(folder, f"shared-{r}.npz"))
+               for r in range(max(-1, t - engine.staleness), t + 1)]
+    return writes
+
+
+def complete(root, t, fingerprint, records):
+    """Mark round ``t`` complete (its files are written) and drop older rounds."""
+    folder = round_dir(root, t)
+    partial = os.path.join(folder, "complete.json.partial")
+    with open(partial, "w") as file:
+        json.dump({"round": t, "fingerprint": fingerprint, "records": records}, file,
+                  default=lambda value: value.item())  # numpy scalars
+    os.replace(partial, os.path.join(folder, "complete.json"))
+    rounds = sorted(_rounds(root))
+    for old in rounds[:-KEPT]:
+        shutil.rmtree(round_dir(root, old), ignore_errors=True)
+
+
+def _rounds(root):
+    if not os.path.isdir(root):
+        return []
+    return [int(name[6:]) for name in os.listdir(root)
+            if name.startswith("round-") and name[6:].isdigit()]
+
+
+def latest(root, fingerprint, n_blocks, n_carried, staleness):
+    """The newest complete, readable checkpoint of this fit: ``(Checkpoint of values, history
+    records)``, or None. A checkpoint of another fit (data, hyperparameters, seed, blocks)
+    raises a ValueError that names what differs."""
+    for t in sorted(_rounds(root), reverse=True):
+        folder = round_dir(root, t)
+        try:
+            with open(os.path.join(folder, "complete.json")) as file:
+                meta = json.load(file)
+        except (OSError, ValueError):
+            continue  # never completed, or damaged: an older one may do
+        differs = [k for k in fingerprint if meta["fingerprint"].get(k) != fingerprint[k]]
+        if differs:
+            raise ValueError(
+                f"checkpoint_dir {root!r} holds a checkpoint of another fit (different "
+                f"{', '.join(differs)}): use another directory, or empty it to start afresh"
+                + (" (a fit resumes only with a fixed random_state)" if "seed" in differs
+                   else ""))
+        try:
+            def read(name):
+                return storage.load(os.path.join(folder, name))
+
+            checkpoint = Checkpoint(
+                t, [read(f"block-{b}.npz") for b in range(n_blocks)],
+                [read(f"carried-{c}.npz") for c in range(n_carried)],
+                {r: read(f"shared-{r}.npz") for r in range(max(-1, t - staleness), t + 1)})
+        except storage.StorageError:
+            continue
+        return checkpoint, meta["records"]
+    return None

@@ -1,0 +1,158 @@
+"""Checkpoints on disk: a fit resumes from them and ends with the uninterrupted fit's model."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
+from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
+from dask_strads.engine import disk, storage
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+LASSO_DATA = dict(n_samples=1000, n_features=1100, n_informative=10, random_state=0)
+
+
+def lasso_data():
+    return make_correlated_regression(**LASSO_DATA)[:2]
+
+
+CASES = {  # (estimator with max_iter rounds of its own, data, fitted attributes)
+    "lasso": (lambda **kw: Lasso(alpha=0.01, tol=0.0, random_state=0, **kw), 15, lasso_data,
+              ["coef_", "intercept_"]),
+    "lda": (lambda **kw: LatentDirichletAllocation(5, random_state=0, **kw), 12,
+            lambda: (make_lda_corpus(n_docs=2000, n_words=1000, n_topics=5,
+                                     random_state=0)[0],), ["components_", "doc_topic_"]),
+    "mf": (lambda **kw: MatrixFactorization(4, tol=0.0, random_state=0, **kw), 10,
+           lambda: (make_ratings(n_users=3000, n_items=500, n_ratings=30000,
+                                 random_state=0)[0],), ["user_factors_", "components_"]),
+}
+
+
+def assert_same_model(ours, reference, attributes):
+    for attribute in attributes:
+        np.testing.assert_allclose(getattr(ours, attribute), getattr(reference, attribute),
+                                   rtol=1e-12, atol=1e-14, err_msg=attribute)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_longer_fit_resumes_where_a_shorter_one_stopped(tmp_path, name):
+    make, iterations, data, attributes = CASES[name]
+    args = data()
+    uninterrupted = make(max_iter=2 * iterations).fit(*args)
+    make(max_iter=iterations, checkpoint_dir=tmp_path).fit(*args)
+    resumed = make(max_iter=2 * iterations, checkpoint_dir=tmp_path).fit(*args)
+    assert resumed.history_.stats.resumed_from is not None
+    assert resumed.history_.stats.resumed_from > 0
+    assert_same_model(resumed, uninterrupted, attributes)
+    assert len(resumed.history_) == len(uninterrupted.history_)
+
+
+def test_a_killed_fit_resumes_and_ends_with_the_uninterrupted_model(tmp_path):
+    """A fitting process SIGKILLed after a checkpoint; the same fit run again resumes."""
+    folder = tmp_path / "checkpoints"
+    script = tmp_path / "fit.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        from dask_strads import Lasso
+        from dask_strads.datasets import make_correlated_regression
+        X, y, _ = make_correlated_regression(**{LASSO_DATA!r})
+        Lasso(alpha=0.01, tol=0.0, random_state=0, max_iter=40, checkpoint_dir=sys.argv[1],
+              callback=lambda record: time.sleep(0.2)).fit(X, y)
+        print("finished")
+    """))
+    proc = subprocess.Popen([sys.executable, str(script), str(folder)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (folder / "round-000009" / "complete.json").exists():
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "finished" not in proc.stdout.read()
+    X, y = lasso_data()
+    resumed = Lasso(alpha=0.01, tol=0.0, random_state=0, max_iter=40,
+                    checkpoint_dir=folder).fit(X, y)
+    assert resumed.history_.stats.resumed_from in (10, 20, 30)
+    uninterrupted = Lasso(alpha=0.01, tol=0.0, random_state=0, max_iter=40).fit(X, y)
+    assert_same_model(resumed, uninterrupted, ["coef_", "intercept_"])
+
+
+def test_damaged_or_half_written_checkpoints_are_skipped(tmp_path):
+    X, y = lasso_data()
+    make = CASES["lasso"][0]
+    make(max_iter=30, checkpoint_dir=tmp_path).fit(X, y)  # checkpoints after rounds 9, 19, 29
+    newest, older = sorted(tmp_path.iterdir())[-1], sorted(tmp_path.iterdir())[-2]
+    (newest / "block-0.npz").write_bytes(b"not a checkpoint")
+    half = tmp_path / "round-000039"  # written in part: no complete.json
+    half.mkdir()
+    (half / "block-0.npz").write_bytes(b"")
+    resumed = make(max_iter=40, checkpoint_dir=tmp_path).fit(X, y)
+    assert resumed.history_.stats.resumed_from == int(older.name[6:]) + 1
+    assert_same_model(resumed, make(max_iter=40).fit(X, y), ["coef_"])
+
+
+@pytest.mark.parametrize("change, differs", [({"alpha": 0.02}, "hyperparameters"),
+                                             ({"random_state": 1}, "seed")])
+def test_another_fits_checkpoint_is_a_clear_error_and_the_fit_is_kept(tmp_path, change,
+                                                                      differs):
+    X, y = lasso_data()
+    make = CASES["lasso"][0]
+    make(max_iter=10, checkpoint_dir=tmp_path).fit(X, y)
+    fitted = make(max_iter=10).fit(X, y)
+    coef = fitted.coef_
+    fitted.set_params(checkpoint_dir=tmp_path, **change)
+    with pytest.raises(ValueError, match=f"another fit .*{differs}"):
+        fitted.fit(X, y)
+    assert fitted.coef_ is coef
+    with pytest.raises(ValueError, match="another fit .*data"):
+        make(max_iter=10, checkpoint_dir=tmp_path).fit(X[:, :1000], y)
+
+
+def test_checkpoints_on_a_cluster_are_written_by_the_workers(tmp_path, client_factory):
+    X, y = lasso_data()
+    make = CASES["lasso"][0]
+    first = make(max_iter=15, checkpoint_dir=tmp_path)
+    first.client = client_factory(2)
+    first.fit(X, y)
+    meta = json.loads((tmp_path / "round-000009" / "complete.json").read_text())
+    assert meta["round"] == 9 and len(meta["records"]) == 10
+    resumed = make(max_iter=30, checkpoint_dir=tmp_path)
+    resumed.client = client_factory(2)
+    resumed.fit(X, y)
+    assert resumed.history_.stats.resumed_from == 10
+    assert_same_model(resumed, make(max_iter=30).fit(X, y), ["coef_"])
+
+
+@dataclass
+class Foreign:
+    x: int
+
+
+def test_storage_reads_back_values_and_refuses_foreign_or_damaged_files(tmp_path):
+    from dask_strads.engine.tasks import Pulled
+
+    value = Pulled((np.arange(3.0), {1: 0.5}, None, np.int64(4)), {"objective": float("inf")})
+    storage.save(value, tmp_path / "value.npz")
+    back = storage.load(tmp_path / "value.npz")
+    np.testing.assert_array_equal(back.shared[0], value.shared[0])
+    assert back.shared[1:] == value.shared[1:] and back.report == value.report
+    storage.save(Foreign(1), tmp_path / "foreign.npz")
+    with pytest.raises(storage.StorageError, match="not a dask_strads class"):
+        storage.load(tmp_path / "foreign.npz")
+    np.savez(tmp_path / "objects.npz", structure=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(storage.StorageError):  # object arrays would need pickle
+        storage.load(tmp_path / "objects.npz")
+    assert disk.latest(tmp_path / "empty", {}, 1, 0, 0) is None
