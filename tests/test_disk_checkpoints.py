@@ -156,3 +156,21 @@ def test_storage_reads_back_values_and_refuses_foreign_or_damaged_files(tmp_path
     with pytest.raises(storage.StorageError):  # object arrays would need pickle
         storage.load(tmp_path / "objects.npz")
     assert disk.latest(tmp_path / "empty", {}, 1, 0, 0) is None
+
+
+def test_checkpoint_dir_may_be_an_fsspec_url():
+    """fsspec's in-memory filesystem, as a stand-in for any remote one."""
+    import fsspec
+
+    X, y = lasso_data()
+    make = CASES["lasso"][0]
+    url = "memory://dask-strads-checkpoints"
+    try:
+        make(max_iter=15, checkpoint_dir=url).fit(X, y)
+        assert fsspec.filesystem("memory").exists("/dask-strads-checkpoints/round-000009/"
+                                                  "complete.json")
+        resumed = make(max_iter=30, checkpoint_dir=url).fit(X, y)
+        assert resumed.history_.stats.resumed_from == 10
+        assert_same_model(resumed, make(max_iter=30).fit(X, y), ["coef_"])
+    finally:
+        fsspec.filesystem("memory").rm("/dask-strads-checkpoints", recursive=True)

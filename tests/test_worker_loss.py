@@ -15,7 +15,7 @@ from distributed import Client, LocalCluster
 from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
 from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
 from dask_strads.engine import ClusterError, Engine
-from dask_strads.programs import jacobi_blocks
+from dask_strads.programs import BlockJacobi, jacobi_blocks
 
 from conftest import _dask_command, _stop
 
@@ -197,6 +197,33 @@ def test_a_killed_scheduler_is_a_clear_error_within_the_deadline(tmp_path):
             assert not hasattr(model, "coef_")
     finally:
         _stop([scheduler, *workers])
+
+
+class KillsItsWorker(BlockJacobi):
+    """Block 0's push ends the worker process it runs in, wherever it is placed."""
+
+    def push(self, data, state, instruction, shared):
+        if data["block"] == 0 and instruction >= 2:
+            os._exit(1)
+        return super().push(data, state, instruction, shared)
+
+    def schedule(self, round_index, history):
+        return {b: round_index for b in range(len(self.row_starts) - 1)}
+
+
+def test_a_block_that_keeps_killing_its_workers_stops_the_fit():
+    """With nannies the workers come back, so recovery could go on for ever: a block whose
+    worker is lost three times stops the fit with an error that says so."""
+    rng = np.random.default_rng(0)
+    A = rng.uniform(0, 1, (30, 30)) + 30 * np.eye(30)
+    base, blocks = jacobi_blocks(A, rng.standard_normal(30), 3)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        engine = Engine(KillsItsWorker(base.row_starts), client, max_rounds=50,
+                        checkpoint_interval=1)
+        with pytest.raises(ClusterError, match="block 0 has now lost its worker 3 times"):
+            engine.run(blocks)
 
 
 SIGINT_SCRIPT = """

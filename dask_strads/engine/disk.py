@@ -10,11 +10,13 @@ Layout of ``checkpoint_dir``::
 
 Files are written atomically and without pickle (:mod:`.storage`). A round directory without
 ``complete.json``, or with a file that cannot be read, is skipped. The two newest complete rounds
-are kept. On a cluster the directory must be reachable by the workers and the client alike.
+are kept. ``checkpoint_dir`` is a local path or an fsspec URL; on a cluster it must be reachable
+by the workers and the client alike.
 """
 import json
-import os
-import shutil
+import posixpath
+
+import fsspec
 
 from . import storage
 from .recovery import Checkpoint
@@ -23,7 +25,12 @@ KEPT = 2
 
 
 def round_dir(root, t):
-    return os.path.join(root, f"round-{t:06d}")
+    return posixpath.join(root, f"round-{t:06d}")
+
+
+def _filesystem(root):
+    """``(fsspec filesystem, root as it names it)`` of a path or URL."""
+    return fsspec.core.url_to_fs(root)
 
 
 def write_state(cell, last, round_index, path):
@@ -41,40 +48,40 @@ def add_writes(engine, run, graph, t, pushes, hand_offs, pull):
     """Add round ``t``'s writes to its graph; returns references to them (all must finish
     before the round is complete on disk)."""
     folder = round_dir(engine.checkpoint_dir, t)
-    os.makedirs(folder, exist_ok=True)
+    fs, local = _filesystem(folder)
+    fs.makedirs(local, exist_ok=True)
     writes = [engine._task(graph, w, run.key("write", "block", b, t, run.id), write_state,
                            run.cells[b], pushes.get(b, run.pushed[b]), t,
-                           os.path.join(folder, f"block-{b}.npz"))
+                           posixpath.join(folder, f"block-{b}.npz"))
               for b, w in enumerate(run.owners)]
     writes += [engine._task(graph, run.home[c], run.key("write", "carried", c, t, run.id),
                             write_value, hand_offs.get(c, run.carried[c]),
-                            os.path.join(folder, f"carried-{c}.npz"))
+                            posixpath.join(folder, f"carried-{c}.npz"))
                for c in range(len(run.carried))]
     writes += [engine._task(graph, run.hub, run.key("write", "shared", r, t, run.id),
                             write_value, pull if r == t else run.pulled[r],
-                            os.path.join(folder, f"shared-{r}.npz"))
+                            posixpath.join(folder, f"shared-{r}.npz"))
                for r in range(max(-1, t - engine.staleness), t + 1)]
     return writes
 
 
 def complete(root, t, fingerprint, records):
     """Mark round ``t`` complete (its files are written) and drop older rounds."""
-    folder = round_dir(root, t)
-    partial = os.path.join(folder, "complete.json.partial")
-    with open(partial, "w") as file:
+    fs, folder = _filesystem(round_dir(root, t))
+    with fs.open(f"{folder}/complete.json.partial", "w") as file:
         json.dump({"round": t, "fingerprint": fingerprint, "records": records}, file,
                   default=lambda value: value.item())  # numpy scalars
-    os.replace(partial, os.path.join(folder, "complete.json"))
-    rounds = sorted(_rounds(root))
-    for old in rounds[:-KEPT]:
-        shutil.rmtree(round_dir(root, old), ignore_errors=True)
+    fs.mv(f"{folder}/complete.json.partial", f"{folder}/complete.json")
+    for old in sorted(_rounds(root))[:-KEPT]:
+        fs.rm(_filesystem(round_dir(root, old))[1], recursive=True)
 
 
 def _rounds(root):
-    if not os.path.isdir(root):
+    fs, local = _filesystem(root)
+    if not fs.isdir(local):
         return []
-    return [int(name[6:]) for name in os.listdir(root)
-            if name.startswith("round-") and name[6:].isdigit()]
+    names = [posixpath.basename(path.rstrip("/")) for path in fs.ls(local, detail=False)]
+    return [int(name[6:]) for name in names if name.startswith("round-") and name[6:].isdigit()]
 
 
 def latest(root, fingerprint, n_blocks, n_carried, staleness):
@@ -84,7 +91,7 @@ def latest(root, fingerprint, n_blocks, n_carried, staleness):
     for t in sorted(_rounds(root), reverse=True):
         folder = round_dir(root, t)
         try:
-            with open(os.path.join(folder, "complete.json")) as file:
+            with fsspec.open(posixpath.join(folder, "complete.json")) as file:
                 meta = json.load(file)
         except (OSError, ValueError):
             continue  # never completed, or damaged: an older one may do
@@ -97,7 +104,7 @@ def latest(root, fingerprint, n_blocks, n_carried, staleness):
                    else ""))
         try:
             def read(name):
-                return storage.load(os.path.join(folder, name))
+                return storage.load(posixpath.join(folder, name))
 
             checkpoint = Checkpoint(
                 t, [read(f"block-{b}.npz") for b in range(n_blocks)],

@@ -21,6 +21,8 @@ from .runtime import executor_for
 
 #: Rounds between in-memory checkpoints on a cluster (by default).
 CHECKPOINT_INTERVAL = 10
+#: A block whose worker is lost this many times in one fit stops it (a worker dying on it).
+MAX_LOSSES_PER_BLOCK = 3
 
 
 @dataclass
@@ -67,6 +69,7 @@ class _Run:
         self.checkpoints = []  # the newest KEPT, oldest first
         self.disk_writes = []  # (round, handles of its writes) not yet marked complete
         self.guards = {}  # carried block -> the copy its next push must follow
+        self.losses = {}  # block -> times its worker was lost
 
     def key(self, kind, *parts):
         return "-".join(["strads", self.name, kind, *map(str, parts)])
@@ -234,6 +237,13 @@ class Engine:
         if not self.checkpoint_interval:
             raise error
         started = perf_counter()
+        for worker in error.workers:
+            for b in (b for b, owner in enumerate(run.owners) if owner == worker):
+                run.losses[b] = run.losses.get(b, 0) + 1
+                if run.losses[b] >= MAX_LOSSES_PER_BLOCK:
+                    raise ClusterError(
+                        f"{error}; block {b} has now lost its worker {run.losses[b]} times "
+                        "(a worker that runs out of memory on it?): the fit stops") from error
         alive = set(executor.refresh())
         if not alive:
             raise ClusterError(f"{error}, and no worker is left") from error
@@ -247,7 +257,7 @@ class Engine:
         logger.warning("%s; going on from round %d on the %d workers left", error, resumed + 1,
                        len(alive))
         new = self.start(blocks, slots, restore)
-        new.start, new.history = run.start, run.history
+        new.start, new.history, new.losses = run.start, run.history, run.losses
         new.history.truncate(resumed)
         new.history.stats.recoveries.append({
             "round": resumed, "lost": list(error.workers),

@@ -10,6 +10,7 @@ import importlib
 import json
 import os
 
+import fsspec
 import numpy as np
 
 FORMAT = 1
@@ -20,20 +21,22 @@ class StorageError(ValueError):
 
 
 def save(value, path):
-    """Write ``value`` to ``path`` (``.npz``), atomically: a reader sees all of it or nothing."""
+    """Write ``value`` to ``path`` (``.npz``; a local path or an fsspec URL), atomically: a
+    reader sees all of it or nothing."""
     arrays = []
     structure = _encode(value, arrays)
     payload = {f"array_{i}": a for i, a in enumerate(arrays)}
     payload["structure"] = np.array(json.dumps({"format": FORMAT, "value": structure}))
-    partial = f"{path}.partial"
-    with open(partial, "wb") as file:
+    fs, path = fsspec.core.url_to_fs(os.fspath(path))
+    with fs.open(f"{path}.partial", "wb") as file:
         np.savez(file, **payload)
-    os.replace(partial, path)
+    fs.mv(f"{path}.partial", path)
 
 
 def load(path):
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        with fsspec.open(os.fspath(path), "rb") as file, \
+                np.load(file, allow_pickle=False) as stored:
             described = json.loads(str(stored["structure"]))
             if described.get("format") != FORMAT:
                 raise StorageError(f"{path} is of format {described.get('format')!r}, this "
