@@ -228,6 +228,7 @@ def test_a_block_that_keeps_killing_its_workers_stops_the_fit():
 
 SIGINT_SCRIPT = """
 import sys
+import time
 import warnings
 warnings.simplefilter("ignore")
 from dask_strads import Lasso, embedded_client
@@ -243,6 +244,11 @@ try:
     print("finished: the fit was not interrupted")
 except KeyboardInterrupt:
     print("interrupted", flush=True)
+if model.client is not None:  # the fit's tasks are released
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(model.client.processing().values()):
+        time.sleep(0.1)
+    print("processing", sum(map(len, model.client.processing().values())), flush=True)
 model.set_params(alpha=0.1, tol=1e-4, max_iter=1000, n_candidates=32).fit(X, y)
 print("next fit", model.n_iter_, "rounds", flush=True)
 """
@@ -268,3 +274,5 @@ def test_ctrl_c_interrupts_a_fit_and_the_next_fit_works(tmp_path, where, group):
             proc.kill()
     assert proc.returncode == 0, err[-3000:]
     assert "interrupted" in out and "next fit" in out, (out, err[-2000:])
+    if where == "cluster":
+        assert "processing 0" in out, out
