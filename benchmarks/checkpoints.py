@@ -9,18 +9,17 @@ rounds), interleaved, ``--repeats`` each; prints the medians and the checkpoints
 Usage
   python benchmarks/checkpoints.py [--repeats 7] [--markdown]
 """
-import argparse
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-import warnings
 
-from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+from benchmarks._common import arguments  # noqa: E402
 
 from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization  # noqa: E402
 from dask_strads.datasets import (  # noqa: E402
@@ -59,12 +58,7 @@ def seconds(make, data, **params):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    print(f"load average at start: {os.getloadavg()}")
+    args = arguments(__doc__, 7)
     if args.markdown:
         print("| problem | rounds | without s | with checkpoint_dir s | share |\n"
               "|---|---:|---:|---:|---:|")

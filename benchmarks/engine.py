@@ -21,7 +21,6 @@ Usage
   python benchmarks/engine.py                       # threads and processes, 5 repeats
   python benchmarks/engine.py --clusters threads --repeats 3 --markdown
 """
-import argparse
 import os
 import statistics
 import sys
@@ -33,6 +32,8 @@ from dask._task_spec import Task, TaskRef
 from distributed import Client, LocalCluster
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+from benchmarks._common import arguments  # noqa: E402
 
 from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization  # noqa: E402
 from dask_strads.datasets import (  # noqa: E402
@@ -143,12 +144,7 @@ def measure(kind, repeats):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clusters", default="threads,processes")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
-    print(f"load average at start: {os.getloadavg()}")
+    args = arguments(__doc__, 5, [("--clusters", {"default": "threads,processes"})])
     results = {kind: measure(kind, args.repeats) for kind in args.clusters.split(",")}
     kinds = list(results)
     if args.markdown:

@@ -14,7 +14,6 @@ Medians over ``--repeats``; a killed worker is replaced by a new one before the 
 Usage
   python benchmarks/recovery.py [--repeats 3] [--markdown]
 """
-import argparse
 import json
 import os
 import signal
@@ -23,14 +22,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 from distributed import Client
-from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+from benchmarks._common import arguments  # noqa: E402
 
 from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization  # noqa: E402
 from dask_strads.datasets import (  # noqa: E402
@@ -119,12 +118,7 @@ def timed_fit(cluster, make, data, **params):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    print(f"load average at start: {os.getloadavg()}")
+    args = arguments(__doc__, 3)
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         cluster = Cluster(folder)

@@ -10,21 +10,19 @@ One process run. Prints medians over ``--repeats`` and ``dask_strads / sklearn``
 Usage
   python benchmarks/small_fits.py [--repeats 7] [--markdown]
 """
-import argparse
 import os
 import statistics
 import sys
 import time
-import warnings
 
 import joblib
-import numpy as np
 from distributed import Client, LocalCluster
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso as SklearnLasso
 from sklearn.model_selection import GridSearchCV
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+from benchmarks._common import arguments  # noqa: E402
 
 from dask_strads import Lasso  # noqa: E402
 from dask_strads.datasets import make_correlated_regression  # noqa: E402
@@ -43,12 +41,7 @@ def seconds(function, repeats):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    print(f"load average at start: {os.getloadavg()}")
+    args = arguments(__doc__, 7)
     X_tiny, y_tiny, _ = make_correlated_regression(50, 10, 3, random_state=0)
     X, y, _ = make_correlated_regression(500, 50, 10, random_state=0)
     rows = []
