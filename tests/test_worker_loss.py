@@ -124,41 +124,37 @@ def test_without_checkpoints_a_lost_worker_is_a_clear_error(three_workers):
     assert time.monotonic() - state["at"] < DEADLINE
 
 
+def _assert_lasso_recovers(client, X, y):
+    """A Lasso fit whose worker of block 0 is killed after round 14 ends as a clean one."""
+    make, _ = CASES["lasso"]
+    clean = make()
+    clean.client = client
+    clean.fit(X, y)
+    callback, state = _killer(client, 14)
+    recovered = make().set_params(callback=callback)
+    recovered.client = client
+    recovered.fit(X, y)
+    assert "killed" in state and len(recovered.history_.stats.recoveries) == 1
+    np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_dask_input_is_recomputed_on_the_workers_left(three_workers):
     """Lazy blocks of a lost worker are computed again from their collection."""
     client = three_workers
     X, y = make_correlated_regression(300, 600, 10, random_state=0)[:2]
     X_dask, y_dask = da.from_array(X, chunks=(100, 600)), da.from_array(y, chunks=100)
-    make, _ = CASES["lasso"]
-    clean = make()
-    clean.client = client
-    clean.fit(X_dask, y_dask)
-    callback, state = _killer(client, 14)
-    recovered = make().set_params(callback=callback)
-    recovered.client = client
-    recovered.fit(X_dask, y_dask)
-    assert "killed" in state and len(recovered.history_.stats.recoveries) == 1
-    np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+    _assert_lasso_recovers(client, X_dask, y_dask)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_with_nannies_the_fit_goes_on_and_the_worker_comes_back():
     """A nanny restarts its killed worker at a new address: the fit goes on on the others."""
     X, y = make_correlated_regression(300, 600, 10, random_state=0)[:2]
-    make, _ = CASES["lasso"]
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, \
             Client(cluster, set_as_default=False) as client:
-        clean = make()
-        clean.client = client
-        clean.fit(X, y)
-        callback, state = _killer(client, 14)
-        recovered = make().set_params(callback=callback)
-        recovered.client = client
-        recovered.fit(X, y)
-        assert "killed" in state and len(recovered.history_.stats.recoveries) == 1
-        np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+        _assert_lasso_recovers(client, X, y)
         client.wait_for_workers(3, timeout=60)  # the nanny brought one back
 
 

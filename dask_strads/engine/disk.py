@@ -18,7 +18,7 @@ import posixpath
 
 import fsspec
 
-from . import storage
+from . import storage, tasks
 from .recovery import Checkpoint
 
 KEPT = 2
@@ -33,35 +33,27 @@ def _filesystem(root):
     return fsspec.core.url_to_fs(root)
 
 
-def write_state(cell, last, round_index, path):
-    """A block's state after ``round_index``, written by its worker (``last`` orders it)."""
-    storage.save(cell.state_at(round_index), path)
+def write(path, read, *args):
+    """Write ``read(*args)`` to ``path``, on the worker that holds it."""
+    storage.save(read(*args), path)
     return path
 
 
-def write_value(value, path, *order):
-    storage.save(value, path)
-    return path
-
-
-def add_writes(engine, run, graph, t, pushes, hand_offs, pull):
-    """Add round ``t``'s writes to its graph; returns references to them (all must finish
-    before the round is complete on disk)."""
+def add_writes(engine, run, graph, t, items, copies=None):
+    """Add the writes of round ``t``'s ``items`` (see :func:`.recovery.checkpoint_items`) to its
+    graph; with ``copies`` (the in-memory checkpoint's, in the same order) the files are written
+    from those, which no later push can change. Returns references to the writes (all must
+    finish before the round is complete on disk)."""
     folder = round_dir(engine.checkpoint_dir, t)
     fs, local = _filesystem(folder)
     fs.makedirs(local, exist_ok=True)
-    writes = [engine._task(graph, w, run.key("write", "block", b, t, run.id), write_state,
-                           run.cells[b], pushes.get(b, run.pushed[b]), t,
-                           posixpath.join(folder, f"block-{b}.npz"))
-              for b, w in enumerate(run.owners)]
-    writes += [engine._task(graph, run.home[c], run.key("write", "carried", c, t, run.id),
-                            write_value, hand_offs.get(c, run.carried[c]),
-                            posixpath.join(folder, f"carried-{c}.npz"))
-               for c in range(len(run.carried))]
-    writes += [engine._task(graph, run.hub, run.key("write", "shared", r, t, run.id),
-                            write_value, pull if r == t else run.pulled[r],
-                            posixpath.join(folder, f"shared-{r}.npz"))
-               for r in range(max(-1, t - engine.staleness), t + 1)]
+    writes = []
+    for i, (kind, index, worker, read, args) in enumerate(items):
+        if copies is not None:
+            read, args = tasks.itself, (copies[i][0],)
+        writes.append(engine._task(graph, worker, run.key("write", kind, index, t, run.id),
+                                   write, posixpath.join(folder, f"{kind}-{index}.npz"), read,
+                                   *args))
     return writes
 
 

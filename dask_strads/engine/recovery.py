@@ -39,29 +39,35 @@ class Checkpoint:
                           {r: pair(p) for r, p in self.pulled.items()})
 
 
-def add_checkpoint(engine, run, graph, t, pushes, hand_offs, pull):
-    """Add round ``t``'s copies to its graph; returns the :class:`Checkpoint` (of references
-    into the graph). The next push of a block, or of a carried block, must follow its copy:
-    in-place programs change them afterwards."""
+def checkpoint_items(engine, run, t, pushes, hand_offs, pull):
+    """What a checkpoint of round ``t`` holds, each as ``(kind, index, worker, read, args)``
+    (``read(*args)`` gives it on ``worker``): every block's state, every carried block, and the
+    shared values the next rounds read, in that order."""
+    return ([("block", b, w, tasks.state_at, (run.cells[b], pushes.get(b, run.pushed[b]), t))
+             for b, w in enumerate(run.owners)]
+            + [("carried", c, run.home[c], tasks.itself, (hand_offs.get(c, run.carried[c]),))
+               for c in range(len(run.carried))]
+            + [("shared", r, run.hub, tasks.itself, (pull if r == t else run.pulled[r],))
+               for r in range(max(-1, t - engine.staleness), t + 1)])
+
+
+def add_checkpoint(engine, run, graph, t, items):
+    """Add the copies of round ``t``'s ``items`` (see :func:`checkpoint_items`) and their
+    replicas to its graph; returns the :class:`Checkpoint` (of references into the graph). The
+    next push of a block, or of a carried block, must follow its copy: in-place programs change
+    them afterwards."""
     workers = sorted(set(run.owners))
-
-    def other(worker):
-        return workers[(workers.index(worker) + 1) % len(workers)]
-
-    def copied(kind, index, worker, function, *args):
+    pairs = []
+    for kind, index, worker, read, args in items:
         first = engine._task(graph, worker, run.key("checkpoint", kind, index, t, run.id),
-                             function, *args)
-        second = engine._task(graph, other(worker), run.key("replica", kind, index, t, run.id),
-                              tasks.replica, first)
-        return first, second
-
-    states = [copied("block", b, w, tasks.snapshot, run.cells[b], pushes.get(b, run.pushed[b]), t)
-              for b, w in enumerate(run.owners)]
-    carried = [copied("carried", c, run.home[c], tasks.copy_of,
-                      hand_offs.get(c, run.carried[c])) for c in range(len(run.carried))]
-    pulled = {r: copied("pull", r, run.hub, tasks.copy_of, pull if r == t else run.pulled[r])
-              for r in range(max(-1, t - engine.staleness), t + 1)}
-    return Checkpoint(t, states, carried, pulled)
+                             tasks.snapshot, read, *args)
+        other = workers[(workers.index(worker) + 1) % len(workers)]
+        pairs.append((first, engine._task(graph, other, run.key("replica", kind, index, t,
+                                                                run.id), tasks.replica, first)))
+    n_blocks, n_carried = len(run.owners), len(run.carried)
+    shared = [index for kind, index, *_ in items if kind == "shared"]
+    return Checkpoint(t, pairs[:n_blocks], pairs[n_blocks:n_blocks + n_carried],
+                      dict(zip(shared, pairs[n_blocks + n_carried:])))
 
 
 def usable(executor, checkpoint, alive):

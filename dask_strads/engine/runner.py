@@ -15,7 +15,7 @@ from . import disk, tasks
 from .history import History
 from .executors import ClusterError, WorkerLost
 from .progress import ProgressBar
-from .recovery import KEPT, add_checkpoint, usable
+from .recovery import KEPT, add_checkpoint, checkpoint_items, usable
 from .runtime import executor_for
 
 
@@ -188,7 +188,7 @@ class Engine:
         program, executor = self.program, self.executor
         start = perf_counter()
         raw, owners = executor.place(blocks, slots)
-        run = _Run(f"{program.name}", owners, start)
+        run = _Run(program.name, owners, start)
         run.id = uuid.uuid4().hex[:8]
         run.program = executor.share(program)
         run.home = [owners[c % len(owners)] for c in range(program.n_carried)]
@@ -218,8 +218,9 @@ class Engine:
             inits = [self._task(graph, w, run.key("restore", b, run.id), tasks.restore, cell,
                                 state, checkpoint.round)
                      for b, (w, cell, state) in enumerate(zip(owners, cells, states))]
-            carried = [self._task(graph, w, run.key("carried-restore", c, run.id), tasks.copy_of,
-                                  rest[c]) for c, w in enumerate(run.home)]
+            carried = [self._task(graph, w, run.key("carried-restore", c, run.id),
+                                  tasks.snapshot, tasks.itself, rest[c])
+                       for c, w in enumerate(run.home)]
             pulls = dict(zip(checkpoint.pulled, rest[len(carried):]))
             run.submitted = checkpoint.round
         handles = executor.submit(graph)
@@ -293,10 +294,12 @@ class Engine:
         interval = self.checkpoint_interval
         checkpoint, writes = None, []
         if interval and (t + 1) % interval == 0:
+            items = checkpoint_items(self, run, t, pushes, hand_offs, pull)
             if not self.executor.local:  # a worker can be lost only on a cluster
-                checkpoint = add_checkpoint(self, run, graph, t, pushes, hand_offs, pull)
+                checkpoint = add_checkpoint(self, run, graph, t, items)
             if self.checkpoint_dir:
-                writes = disk.add_writes(self, run, graph, t, pushes, hand_offs, pull)
+                writes = disk.add_writes(self, run, graph, t, items,
+                                         checkpoint and checkpoint.pairs())
         if checkpoint is None and not writes:
             run.history.stats.tasks_per_round = sum(map(len, graph.values()))
         handles = self.executor.submit(graph)
@@ -357,9 +360,7 @@ class Engine:
         run.history.stats.rounds = last + 1
         kept = max(-1, last - (0 if program.updates_in_place else program.report_lag))
         graph = {}
-        params = [self._task(graph, w, run.key("collect", b, run.id), tasks.collect,
-                             run.program, cell, pushed, run.pulled[kept], kept)
-                  for b, (w, cell, pushed) in enumerate(zip(run.owners, run.cells, run.pushed))]
+        params = self._collect_tasks(graph, run, "collect", kept)
         carried = [self._task(graph, w, run.key("collect-carried", c, run.id),
                               tasks.collect_carried, run.program, value, c)
                    for c, (w, value) in enumerate(zip(run.home, run.carried))]
@@ -374,6 +375,12 @@ class Engine:
         """Add a task to ``graph`` under ``worker``; returns a reference to it."""
         graph.setdefault(worker, {})[key] = Task(key, function, *args)
         return TaskRef(key)
+
+    def _collect_tasks(self, graph, run, name, round_index):
+        """Add to ``graph`` a task per block giving its parameters after ``round_index``."""
+        return [self._task(graph, w, run.key(name, b, round_index, run.id), tasks.collect,
+                           run.program, cell, pushed, run.pulled[round_index], round_index)
+                for b, (w, cell, pushed) in enumerate(zip(run.owners, run.cells, run.pushed))]
 
     def _stops(self, run, record):
         stop = self.program.converged(record)
@@ -402,9 +409,7 @@ class _RunningFit:
         """The parameter blocks after the newest round run, as a Dask array."""
         run, executor = self._run, self._engine.executor
         graph = {}
-        refs = [Engine._task(graph, w, run.key("peek", b, run.submitted, run.id), tasks.collect,
-                             run.program, cell, pushed, run.pulled[run.submitted], run.submitted)
-                for b, (w, cell, pushed) in enumerate(zip(run.owners, run.cells, run.pushed))]
+        refs = self._engine._collect_tasks(graph, run, "peek", run.submitted)
         handles = executor.submit(graph)
         return executor.as_array([handles[r.key] for r in refs], run.owners, axis)
 

@@ -116,15 +116,20 @@ def collect_carried(program, carried, carried_id):
     return program.collect_carried(carried, carried_id)
 
 
-def snapshot(cell, last, round_index):
-    """A copy of the block's state at ``round_index`` (``last`` orders it after that round's
-    push): a checkpoint that later pushes, even in place, cannot change."""
-    return copy.deepcopy(cell.state_at(round_index))
+def state_at(cell, last, round_index):
+    """A block's state after ``round_index`` (``last`` orders the read after that round's
+    push)."""
+    return cell.state_at(round_index)
 
 
-def copy_of(value, *order):
-    """A deep copy of ``value`` (``order``: tasks it must run after)."""
-    return copy.deepcopy(value)
+def itself(value):
+    return value
+
+
+def snapshot(read, *args):
+    """A deep copy of ``read(*args)`` (a state, a carried block, a shared value): a checkpoint
+    that later pushes, even in place, cannot change."""
+    return copy.deepcopy(read(*args))
 
 
 def replica(value):
