@@ -151,11 +151,14 @@ def _kept_and_gathered(client, make, data):
     return kept.fit(*data), gathered.fit(*data)
 
 
-def _chunk_workers(client, prefix):
-    """The workers holding the collected blocks of the newest fit of a program."""
-    who = {k: w for k, w in client.who_has().items() if str(k).startswith(prefix)}
-    newest = max(str(k).rsplit("-", 1)[1] for k in who)  # run ids differ per fit
-    return {tuple(w) for k, w in who.items() if str(k).endswith(newest)}
+def _chunk_workers(client, array, prefix):
+    """The workers holding the collected blocks (keys starting with ``prefix``) that the chunks
+    of ``array`` come from."""
+    graph = dict(array.__dask_graph__())
+    keys = {k for task in graph.values() for k in getattr(task, "dependencies", ())} | set(graph)
+    keys = {k for k in keys if str(k).startswith(prefix)}
+    assert keys, prefix
+    return {tuple(w) for k, w in client.who_has().items() if k in keys}
 
 
 def _same(client, kept, gathered):
@@ -169,7 +172,7 @@ def test_lasso_keeps_coef_on_the_workers(client_factory):
     kept, gathered = _kept_and_gathered(
         client, lambda **kw: Lasso(alpha=0.05, random_state=0, n_blocks=2, **kw), (X, y))
     assert kept.coef_.chunks == ((200, 200),)
-    assert len(_chunk_workers(client, "strads-lasso-collect-")) == 2
+    assert len(_chunk_workers(client, kept.coef_, "strads-lasso-collect-")) == 2
     _same(client, kept.coef_, gathered.coef_)
     np.testing.assert_allclose(kept.predict(X), gathered.predict(X), rtol=1e-10)
     restored = pickle.loads(pickle.dumps(kept))  # gathers: no futures in a pickle
@@ -183,7 +186,7 @@ def test_lda_keeps_topics_and_documents_on_the_workers(client_factory):
     kept, gathered = _kept_and_gathered(
         client, lambda **kw: LatentDirichletAllocation(5, max_iter=5, random_state=0, **kw), (X,))
     assert len(kept.components_.chunks[1]) == 2  # a chunk per vocabulary block
-    assert len(_chunk_workers(client, "strads-lda-collect-carried-")) == 2
+    assert len(_chunk_workers(client, kept.components_, "strads-lda-collect-carried-")) == 2
     _same(client, kept.components_, gathered.components_)
     _same(client, kept.doc_topic_, gathered.doc_topic_)
     np.testing.assert_allclose(kept.transform(X[:20]), gathered.transform(X[:20]))
@@ -197,7 +200,7 @@ def test_mf_keeps_factors_on_the_workers(client_factory):
     kept, gathered = _kept_and_gathered(
         client, lambda **kw: MatrixFactorization(4, max_iter=5, random_state=0, **kw), (X,))
     assert len(kept.user_factors_.chunks[0]) == 2 and len(kept.components_.chunks[1]) == 2
-    assert len(_chunk_workers(client, "strads-mf-collect-")) == 2
+    assert len(_chunk_workers(client, kept.user_factors_, "strads-mf-collect-")) == 2
     for name in ("user_factors_", "components_", "user_bias_", "item_bias_"):
         _same(client, getattr(kept, name), getattr(gathered, name))
     np.testing.assert_allclose(kept.predict_entries([0, 1], [2, 3]),
