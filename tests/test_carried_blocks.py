@@ -36,7 +36,7 @@ class RotatingSums(Program):
     def schedule(self, round_index, history):
         return {p: Visit((p + round_index) % self.n_carried) for p in range(self.n_data_blocks)}
 
-    def push(self, data, state, instruction, shared, carried):
+    def push(self, block_id, data, state, instruction, shared, carried):
         total, trail = carried
         where = _worker_address()
         return state + 1, 1, (total + data[instruction.carried], trail + (where,))

@@ -59,8 +59,8 @@ class WhereJacobi(BlockJacobi):
         state, partial = super().init_block(data, block_id)
         return state, (partial, _worker_address())
 
-    def push(self, data, state, instruction, shared):
-        state, partial = super().push(data, state, instruction, shared)
+    def push(self, block_id, data, state, instruction, shared):
+        state, partial = super().push(block_id, data, state, instruction, shared)
         return state, (partial, _worker_address())
 
     def pull(self, partials, shared):
@@ -86,10 +86,10 @@ class FailingJacobi(BlockJacobi):
     def schedule(self, round_index, history):
         return {b: round_index for b in range(len(self.row_starts) - 1)}
 
-    def push(self, data, state, instruction, shared):
-        if instruction == 2 and data["block"] == 1:
+    def push(self, block_id, data, state, instruction, shared):
+        if instruction == 2 and block_id == 1:
             raise RuntimeError("push of block 1 failed on purpose in round 2")
-        return super().push(data, state, instruction, shared)
+        return super().push(block_id, data, state, instruction, shared)
 
 
 @pytest.fixture(scope="module")

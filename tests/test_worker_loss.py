@@ -198,10 +198,10 @@ def test_a_killed_scheduler_is_a_clear_error_within_the_deadline(tmp_path):
 class KillsItsWorker(BlockJacobi):
     """Block 0's push ends the worker process it runs in, wherever it is placed."""
 
-    def push(self, data, state, instruction, shared):
-        if data["block"] == 0 and instruction >= 2:
+    def push(self, block_id, data, state, instruction, shared):
+        if block_id == 0 and instruction >= 2:
             os._exit(1)
-        return super().push(data, state, instruction, shared)
+        return super().push(block_id, data, state, instruction, shared)
 
     def schedule(self, round_index, history):
         return {b: round_index for b in range(len(self.row_starts) - 1)}

@@ -20,6 +20,7 @@ class BlockCell:
     in place keeps one.
     """
 
+    block_id: int
     data: object
     versions: dict = field(default_factory=dict)
     outbox: dict = field(default_factory=dict)
@@ -57,7 +58,7 @@ def prepare(program, raw, block_id, initialise=True):
     """The block's cell: its prepared data and, unless it will be restored from a checkpoint,
     its initial state, so that Dask measures the cell with both (it sizes a value once, when
     its task ends)."""
-    cell = BlockCell(program.prepare_block(raw, block_id))
+    cell = BlockCell(block_id, program.prepare_block(raw, block_id))
     if initialise:
         start = perf_counter()
         state, partial = program.init_block(cell.data, block_id)
@@ -82,9 +83,9 @@ def push(program, cell, previous, pulled, instruction, round_index, keep_from, *
     state = cell.latest()
     if carried:
         state, partial, cell.outbox[instruction.carried] = program.push(
-            cell.data, state, instruction, pulled.shared, carried=carried[0])
+            cell.block_id, cell.data, state, instruction, pulled.shared, carried=carried[0])
     else:
-        state, partial = program.push(cell.data, state, instruction, pulled.shared)
+        state, partial = program.push(cell.block_id, cell.data, state, instruction, pulled.shared)
     cell.record(round_index, state, keep_from)
     return Pushed(partial, perf_counter() - start)
 

@@ -15,7 +15,7 @@ class Program(ABC):
     One round is::
 
         instructions = schedule(round, history)            # client: which blocks, doing what
-        state_b, partial_b = push(data_b, state_b, instructions[b], shared)   # on b's worker
+        state_b, partial_b = push(b, data_b, state_b, instructions[b], shared)  # on b's worker
         shared, report = pull({b: partial_b}, shared)       # one task, aggregates and commits
 
     ``shared`` is the small state every block needs (a residual, topic totals, ...). With
@@ -72,8 +72,8 @@ class Program(ABC):
         """
 
     @abstractmethod
-    def push(self, data, state, instruction, shared):
-        """Update one block from its data: return ``(new_state, partial)``.
+    def push(self, block_id, data, state, instruction, shared):
+        """Update block ``block_id`` from its data: return ``(new_state, partial)``.
 
         Must not modify ``state`` or ``shared`` in place (unless ``updates_in_place``, and then
         only ``state``): on a worker the previous round's values are still referenced (for
@@ -129,10 +129,10 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
         for b, instruction in instructions.items():
             c = carried_id(instruction)
             if c is None:
-                states[b], partials[b] = program.push(data[b], states[b], instruction, source)
+                states[b], partials[b] = program.push(b, data[b], states[b], instruction, source)
             else:
                 states[b], partials[b], carried[c] = program.push(
-                    data[b], states[b], instruction, source, carried=carried[c])
+                    b, data[b], states[b], instruction, source, carried=carried[c])
         shared, report = program.pull(partials, shared)
         shared_by_round[t] = shared
         states_by_round[t] = list(states)

@@ -28,9 +28,9 @@ class BlockJacobi(Program):
     def schedule(self, round_index, history):
         return {b: None for b in range(len(self.row_starts) - 1)}
 
-    def push(self, data, state, instruction, shared):
+    def push(self, block_id, data, state, instruction, shared):
         A, rhs = data["A"], data["b"]
-        lo = self.row_starts[data["block"]]
+        lo = self.row_starts[block_id]
         diagonal = A[np.arange(A.shape[0]), lo + np.arange(A.shape[0])]
         off_diagonal = A @ shared - diagonal * shared[lo:lo + A.shape[0]]
         x_block = (rhs - off_diagonal) / diagonal
@@ -52,6 +52,5 @@ class BlockJacobi(Program):
 def jacobi_blocks(A, b, n_blocks):
     """Split ``A x = b`` by rows into ``n_blocks`` data blocks, with the program that solves it."""
     row_starts = np.linspace(0, A.shape[0], n_blocks + 1).astype(int)
-    blocks = [{"A": A[lo:hi], "b": b[lo:hi], "block": k}
-              for k, (lo, hi) in enumerate(zip(row_starts[:-1], row_starts[1:]))]
+    blocks = [{"A": A[lo:hi], "b": b[lo:hi]} for lo, hi in zip(row_starts[:-1], row_starts[1:])]
     return BlockJacobi(row_starts), blocks

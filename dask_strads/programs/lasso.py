@@ -179,7 +179,7 @@ class LassoProgram(Program):
         return {b: Instruction(round_index, round_seed(self.seed, round_index, b))
                 for b in range(len(self.widths))}
 
-    def push(self, data, state, instruction, shared):
+    def push(self, block_id, data, state, instruction, shared):
         coef, pending = self._committed(state, shared)
         coef = coef.copy()  # sub_rounds works in place; state.coef is still referenced
         r = shared.r.copy()

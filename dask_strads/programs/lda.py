@@ -147,7 +147,7 @@ class LDAProgram(Program):
                             round_seed(self.seed, round_index, p))
                 for p in range(self.n_shards)}
 
-    def push(self, data, state, instruction, shared, carried):
+    def push(self, block_id, data, state, instruction, shared, carried):
         u = instruction.carried
         tokens = slice(data.starts[u], data.starts[u + 1])
         doc, word = data.doc[tokens], data.word[tokens]

@@ -220,7 +220,7 @@ class MFProgram(Program):
         side = ITEMS if round_index % 2 == 0 else USERS
         return dict.fromkeys(self.block_ids(side))
 
-    def push(self, data, state, instruction, shared):
+    def push(self, block_id, data, state, instruction, shared):
         if shared.side == data.side:
             raise RuntimeError("matrix factorization alternates users and items and needs the "
                                "other side's factor of the previous round: run it with "
