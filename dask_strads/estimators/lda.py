@@ -298,15 +298,18 @@ def _worker_memory(executor):
 
 
 def _per_iteration(history, n_blocks):
-    """One record per iteration (n_blocks sub-rounds): per-token log-likelihood and speed."""
+    """One record per iteration (n_blocks sub-rounds): per-token log-likelihood (its negative is
+    the objective) and speed."""
     records = []
     for start in range(0, len(history.records) - n_blocks + 1, n_blocks):
         group = history.records[start:start + n_blocks]
         tokens = sum(r["tokens"] for r in group)
         previous_time = history.records[start - 1]["time"] if start else 0.0
         seconds = group[-1]["time"] - previous_time
-        records.append({"iteration": start // n_blocks, "time": group[-1]["time"],
-                        "log_likelihood": sum(r["log_likelihood"] for r in group) / tokens,
+        log_likelihood = sum(r["log_likelihood"] for r in group) / tokens
+        records.append({"round": group[-1]["round"], "iteration": start // n_blocks,
+                        "time": group[-1]["time"], "objective": -log_likelihood,
+                        "log_likelihood": log_likelihood,
                         "tokens_per_second": tokens / seconds if seconds > 0 else float("inf")})
     history.records[:] = records
     return history

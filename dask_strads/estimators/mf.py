@@ -383,7 +383,8 @@ def _per_iteration(history):
     records = []
     for record in history.records:
         if record["side"] == USERS:
-            records.append({"iteration": record["round"] // 2, "time": record["time"],
+            records.append({"round": record["round"], "iteration": record["round"] // 2,
+                            "time": record["time"],
                             "objective": record["objective"], "rmse": record["rmse"],
                             "relative_decrease": record["relative_decrease"]})
     history.records[:] = records
