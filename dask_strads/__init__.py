@@ -5,7 +5,8 @@ from .programs import Program, run_sequential
 __version__ = "0.1.0"
 
 __all__ = ["Engine", "Lasso", "LatentDirichletAllocation", "MatrixFactorization", "Program",
-           "RatingsMatrix", "close_embedded_client", "embedded_client", "run_sequential"]
+           "RatingsMatrix", "close_embedded_client", "embedded_client", "load", "run_sequential",
+           "save"]
 
 
 def __getattr__(name):
@@ -19,4 +20,8 @@ def __getattr__(name):
         from .ratings import RatingsMatrix
 
         return RatingsMatrix
+    if name in ("save", "load"):
+        from . import persistence
+
+        return getattr(persistence, name)
     raise AttributeError(f"module 'dask_strads' has no attribute {name!r}")

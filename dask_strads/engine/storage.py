@@ -1,17 +1,20 @@
-"""Writing block states to files and reading them back, without pickle.
+"""Writing block states and models to files and reading them back, without pickle.
 
-A value (the programs' dataclasses, tuples, lists, dicts, numpy arrays and scalars) is stored as
-one ``.npz`` file: its arrays, and a JSON description of the structure around them. Reading
-never unpickles (``allow_pickle=False``) and rebuilds only dataclasses defined in
-``dask_strads``: a damaged or foreign file raises :class:`StorageError`.
+A value (the programs' dataclasses and objects, tuples, lists, dicts, numpy arrays of numbers or
+strings, scipy.sparse matrices and scalars) is stored as one ``.npz`` file: its arrays, and a
+JSON description of the structure around them with a SHA-256 digest of both. Reading never
+unpickles (``allow_pickle=False``) and rebuilds only classes defined in ``dask_strads``: a
+damaged, modified or foreign file raises :class:`StorageError`.
 """
 import dataclasses
+import hashlib
 import importlib
 import json
 import os
 
 import fsspec
 import numpy as np
+import scipy.sparse as sp
 
 FORMAT = 1
 
@@ -26,14 +29,17 @@ def save(value, path):
     arrays = []
     structure = _encode(value, arrays)
     payload = {f"array_{i}": a for i, a in enumerate(arrays)}
-    payload["structure"] = np.array(json.dumps({"format": FORMAT, "value": structure}))
+    payload["structure"] = np.array(json.dumps(
+        {"format": FORMAT, "value": structure, "sha256": _digest(structure, arrays)}))
     fs, path = fsspec.core.url_to_fs(os.fspath(path))
     with fs.open(f"{path}.partial", "wb") as file:
         np.savez(file, **payload)
     fs.mv(f"{path}.partial", path)
 
 
-def load(path):
+def load(path, require_digest=False):
+    """The value stored at ``path``. Files written before digests were stored have none; with
+    ``require_digest`` they are refused too."""
     try:
         with fsspec.open(os.fspath(path), "rb") as file, \
                 np.load(file, allow_pickle=False) as stored:
@@ -41,8 +47,12 @@ def load(path):
             if described.get("format") != FORMAT:
                 raise StorageError(f"{path} is of format {described.get('format')!r}, this "
                                    f"version reads format {FORMAT}")
-            arrays = {int(name[6:]): stored[name] for name in stored.files
-                      if name.startswith("array_")}
+            arrays = [stored[f"array_{i}"] for i in range(len(stored.files) - 1)]
+            digest = described.get("sha256")
+            if (digest is None and require_digest) or (
+                    digest is not None and digest != _digest(described["value"], arrays)):
+                raise StorageError(f"{path} was modified or damaged: its content does not "
+                                   "match the SHA-256 digest written with it")
             return _decode(described["value"], arrays)
     except StorageError:
         raise
@@ -50,10 +60,24 @@ def load(path):
         raise StorageError(f"{path} cannot be read: {error}") from error
 
 
+def _digest(structure, arrays):
+    digest = hashlib.sha256(json.dumps(structure, sort_keys=True).encode())
+    for array in arrays:
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
 def _encode(value, arrays):
     if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return {"strings": _encode(_as_strings(value), arrays)}
         arrays.append(value)
         return {"array": len(arrays) - 1}
+    if sp.issparse(value):
+        value = value.tocsr() if value.format not in ("csr", "csc") else value
+        return {"sparse": value.format, "shape": list(value.shape),
+                "parts": [_encode(a, arrays) for a in (value.data, value.indices, value.indptr)]}
     if isinstance(value, np.generic):
         return {"scalar": value.item(), "dtype": value.dtype.str}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -69,22 +93,41 @@ def _encode(value, arrays):
         return {"dict": [[_encode(k, arrays), _encode(v, arrays)] for k, v in value.items()]}
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"value": value}
+    if type(value).__module__.startswith("dask_strads.") and hasattr(value, "__dict__"):
+        cls = type(value)
+        return {"object": f"{cls.__module__}:{cls.__qualname__}",
+                "attributes": {k: _encode(v, arrays) for k, v in vars(value).items()}}
     raise TypeError(f"cannot store a {type(value).__name__}")
+
+
+def _as_strings(values):
+    """An object array of str as a fixed-width str array: object arrays would need pickle."""
+    if not all(isinstance(v, str) for v in values.flat):
+        raise TypeError("cannot store an object array of anything but str")
+    return values.astype(str)
 
 
 def _decode(node, arrays):
     if "array" in node:
         return arrays[node["array"]]
+    if "strings" in node:
+        return _decode(node["strings"], arrays).astype(object)
+    if "sparse" in node:
+        matrix = {"csr": sp.csr_matrix, "csc": sp.csc_matrix}[node["sparse"]]
+        return matrix(tuple(_decode(part, arrays) for part in node["parts"]),
+                      shape=tuple(node["shape"]))
     if "scalar" in node:
         return np.dtype(node["dtype"]).type(node["scalar"])
     if "dataclass" in node:
-        module, name = node["dataclass"].split(":")
-        if module != "dask_strads" and not module.startswith("dask_strads."):
-            raise StorageError(f"refusing to build {node['dataclass']}: not a dask_strads class")
-        cls = getattr(importlib.import_module(module), name)
+        cls = dask_strads_class(node["dataclass"])
         if not dataclasses.is_dataclass(cls):
             raise StorageError(f"{node['dataclass']} is not a dataclass")
         return cls(**{k: _decode(v, arrays) for k, v in node["fields"].items()})
+    if "object" in node:
+        cls = dask_strads_class(node["object"])
+        value = cls.__new__(cls)
+        vars(value).update({k: _decode(v, arrays) for k, v in node["attributes"].items()})
+        return value
     if "tuple" in node:
         return tuple(_decode(v, arrays) for v in node["tuple"])
     if "list" in node:
@@ -94,3 +137,11 @@ def _decode(node, arrays):
     if "value" in node:
         return node["value"]
     raise StorageError(f"unknown node {sorted(node)}")
+
+
+def dask_strads_class(path):
+    """The class ``module:qualname`` names, refused unless defined in dask_strads."""
+    module, name = path.split(":")
+    if module != "dask_strads" and not module.startswith("dask_strads."):
+        raise StorageError(f"refusing to build {path}: not a dask_strads class")
+    return getattr(importlib.import_module(module), name)
