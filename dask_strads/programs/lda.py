@@ -169,8 +169,11 @@ class LDAProgram(Program):
     def pull(self, partials, shared):
         reports = list(partials.values())
         n_k = shared + np.sum([r.n_k_change for r in reports], axis=0)
-        return n_k, {"tokens": sum(r.tokens for r in reports),
-                     "log_likelihood": sum(r.log_likelihood for r in reports),
+        tokens = sum(r.tokens for r in reports)
+        log_likelihood = sum(r.log_likelihood for r in reports)
+        # objective: the sub-round's negative per-token log-likelihood, for live views
+        return n_k, {"tokens": tokens, "log_likelihood": log_likelihood,
+                     "objective": -log_likelihood / tokens if tokens else None,
                      "sampling_seconds": max((r.sampling_seconds for r in reports), default=0.0)}
 
     def collect(self, data, state, shared):
