@@ -108,7 +108,8 @@ class DaskEstimatorMixin:
                         progress=self.progress, callback=self.callback, executor=executor,
                         checkpoint_interval=self.checkpoint_interval,
                         checkpoint_dir=self.checkpoint_dir,
-                        fingerprint=self._fingerprint(data, program.seed, len(blocks)))
+                        fingerprint=self._fingerprint(data, program.seed, len(blocks))
+                        if self.checkpoint_dir else None)  # hashing the data costs a pass
         return engine.run(blocks, slots)
 
     def _fingerprint(self, data, seed, n_blocks):
