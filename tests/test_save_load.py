@@ -83,7 +83,8 @@ def test_loaded_estimator_keeps_parameters_attributes_and_history(tmp_path):
 
 
 def test_feature_names_are_kept(tmp_path):
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+
     X = pd.DataFrame(np.random.default_rng(0).normal(size=(30, 3)), columns=["a", "b", "c"])
     model = Lasso(alpha=0.01).fit(X, X["a"] - X["c"])
     dask_strads.save(model, tmp_path / "m.npz")

@@ -137,3 +137,22 @@ def blocks_along(X, edges, make_block, axis):
 
 def _lazy_block(make_block, chunk, lo, hi):
     return make_block(to_scipy_if_pydata(chunk), lo, hi)
+
+
+def ratings_of_triplets(X, client=None):
+    """The :class:`~dask_strads.RatingsMatrix` of X when X is a pandas or Dask DataFrame of
+    ``user``, ``item`` and ``rating`` columns (see :func:`dask_strads.io.ratings_of_frame`),
+    else None. A Dask DataFrame without them, or a pandas one with non-numeric columns, is
+    refused with the names it needs."""
+    from ..io.triplets import COLUMNS, is_triplet_frame, ratings_of_frame
+
+    if is_triplet_frame(X):
+        return ratings_of_frame(X, client)
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(X, "columns") and (
+            hasattr(X, "to_delayed") or not all(np.issubdtype(t, np.number) for t in dtypes)):
+        raise ValueError(
+            f"a DataFrame of (user, item, rating) triplets needs columns named {list(COLUMNS)}; "
+            f"this one has columns {list(X.columns)}: rename them, e.g. "
+            "df.rename(columns={'userId': 'user', 'movieId': 'item'})")
+    return None

@@ -15,8 +15,8 @@ from ..log import logger
 from ..partition import block_edges
 from ..programs.mf import ITEMS, USERS, MFProgram, make_raw_block, observed
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .inputs import (blocks_along, check_dask_matrix,
-                     check_positive_int, is_dask_array, stored_values, to_scipy_if_pydata)
+from .inputs import (blocks_along, check_dask_matrix, check_positive_int, is_dask_array,
+                     ratings_of_triplets, stored_values, to_scipy_if_pydata)
 
 #: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
 #: coordinate moves more than FOLD_IN_TOL, or FOLD_IN_SWEEPS sweeps.
@@ -78,6 +78,9 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         The global mean (0 without biases).
     user_bias_, item_bias_ : ndarray (n_users,), (n_items,)
         Zero without biases.
+    user_ids_, item_ids_ : ndarray (n_users,), (n_items,)
+        The ids of the rows and columns: those of the triplets of a DataFrame fit (sorted),
+        else ``0..n-1``.
     n_iter_ : int
     history_ : dask_strads.engine.History
         Per iteration: objective, train RMSE (``rmse``), relative decrease and time; the engine's
@@ -153,10 +156,18 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
     def fit(self, X, y=None):
         """Fit the factors to the stored entries of X (users x items).
 
+        X may also be a pandas or Dask DataFrame of ``user``, ``item`` and ``rating`` columns,
+        one row per observation, ids of any sortable type: it is fitted as the matrix
+        :meth:`dask_strads.RatingsMatrix.from_triplets` builds (a repeated pair is an error),
+        assembled on the workers for a Dask DataFrame on a cluster, and the ids are kept in
+        ``user_ids_`` and ``item_ids_``.
+
         Ratings beyond ``MAX_RATING`` (1e150) in absolute value are refused before any work, and
         a fit whose factors end non-finite raises a ValueError; either way the estimator is left
         as it was."""
         self._check_params()
+        ratings = ratings_of_triplets(X, self._client)
+        X = ratings.matrix if ratings is not None else X
         checked, total, per_user, per_item, executor = self._check_ratings(X)
         n_ratings = int(per_user.sum())
         executor = executor or self._fit_executor(n_ratings)
@@ -195,6 +206,8 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         self.components_ = _contiguous(rows[n_users:, :k].T)
         self.item_bias_ = _contiguous(rows[n_users:, k])
         self.intercept_ = program.mean
+        self.user_ids_ = ratings.user_ids if ratings is not None else np.arange(n_users)
+        self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(n_items)
         self.history_ = _per_iteration(result.history)
         self.n_iter_ = len(self.history_)
         self._program = program

@@ -1,0 +1,115 @@
+"""(user, item, rating) triplets from Parquet or CSV files, and the ratings matrix of a table
+of triplets (pandas or Dask DataFrame)."""
+import os
+
+import dask
+import numpy as np
+
+from ..ratings import RatingsMatrix, _unique
+from .placement import coordinates_matrix, reading_client
+from .text import CHUNK_BYTES, MalformedFileError
+
+#: The columns of a table of triplets, as the readers return it and MatrixFactorization takes it.
+COLUMNS = ("user", "item", "rating")
+
+
+def require_pandas():
+    try:
+        import pandas
+        import pyarrow  # noqa: F401  (Parquet, and dask.dataframe's strings)
+    except ImportError as error:
+        raise ImportError(f"reading (user, item, rating) tables needs pandas and pyarrow "
+                          f"({error}): pip install 'dask_strads[io]'") from None
+    return pandas
+
+
+def read_triplets(path, columns=None, format=None, client=None):
+    """A DataFrame of ``user, item, rating`` columns from a Parquet file (or folder of them)
+    or a CSV file with a header.
+
+    ``columns``: the file's names of the user, item and rating columns (default: ``user``,
+    ``item`` and ``rating`` when the file has them, else its first three columns). ``format``:
+    "parquet" or "csv" (default: from the name; a folder is Parquet). Ids keep their type (ints,
+    strings, ...). On the workers of ``client`` (or of the active client) a Dask DataFrame whose
+    partitions each worker read (and holds), else a pandas DataFrame.
+    """
+    pandas = require_pandas()
+    path = os.fspath(path)
+    format = format or ("csv" if path.lower().endswith((".csv", ".csv.gz", ".tsv")) else "parquet")
+    if format not in ("parquet", "csv"):
+        raise ValueError(f"format must be 'parquet' or 'csv', got {format!r}")
+    client = reading_client(client)
+    if client is not None:
+        import dask.dataframe as dd
+
+        frame = (dd.read_parquet(path) if format == "parquet" else
+                 dd.read_csv(path, blocksize=None if path.endswith(".gz") else CHUNK_BYTES,
+                             sep="\t" if path.endswith(".tsv") else ","))
+    else:
+        try:
+            frame = (pandas.read_parquet(path) if format == "parquet" else
+                     pandas.read_csv(path, sep="\t" if path.endswith(".tsv") else ","))
+        except pandas.errors.ParserError as error:
+            raise MalformedFileError(path, None, str(error)) from None
+    frame = _named(frame, columns, path)
+    return client.persist(frame) if client is not None else frame
+
+
+def _named(frame, columns, path):
+    names = list(frame.columns)
+    if columns is None:
+        columns = COLUMNS if set(COLUMNS) <= set(names) else names[:3]
+    if len(columns) != 3 or not set(columns) <= set(names):
+        raise ValueError(f"{path}: need the (user, item, rating) columns {list(columns)}, the "
+                         f"file has columns {names}")
+    return frame[list(columns)].rename(columns=dict(zip(columns, COLUMNS)))
+
+
+def is_triplet_frame(X):
+    """Whether X is a pandas or Dask DataFrame with ``user``, ``item`` and ``rating`` columns."""
+    columns = getattr(X, "columns", None)
+    return columns is not None and hasattr(X, "dtypes") and set(COLUMNS) <= set(columns)
+
+
+def ratings_of_frame(frame, client=None, duplicates="error"):
+    """The :class:`~dask_strads.RatingsMatrix` of a table of triplets. For a Dask DataFrame on
+    a cluster (``client``, or the active one) its ``matrix`` is a Dask array of CSR row blocks,
+    each assembled on a worker: only the distinct ids reach the client."""
+    if not hasattr(frame, "to_delayed"):  # pandas
+        return RatingsMatrix.from_triplets(frame["user"].to_numpy(), frame["item"].to_numpy(),
+                                           frame["rating"].to_numpy(), duplicates)
+    client = reading_client(client)
+    if client is None:
+        return ratings_of_frame(frame.compute(), None, duplicates)
+    require_pandas()
+    distinct_users, distinct_items, missing, bad_ratings, n_ratings = client.compute(
+        [frame["user"].drop_duplicates(split_out=1), frame["item"].drop_duplicates(split_out=1),
+         frame["user"].isna().sum() + frame["item"].isna().sum(),
+         frame["rating"].map_partitions(_non_finite, meta=("rating", bool)).sum(),
+         frame["rating"].size], sync=True)
+    if missing:
+        raise ValueError(f"{missing} missing user or item ids (NaN or None)")
+    if bad_ratings:
+        raise ValueError(f"ratings must be finite numbers: {bad_ratings} are not")
+    if n_ratings == 0:
+        raise ValueError("no ratings: the table is empty")
+    user_ids, _ = _unique(np.asarray(distinct_users), "users")
+    item_ids, _ = _unique(np.asarray(distinct_items), "items")
+    ids = dask.delayed(user_ids), dask.delayed(item_ids)
+    parts = [dask.delayed(_coordinates)(part, *ids) for part in frame.to_delayed()]
+    matrix = coordinates_matrix(client, parts, (len(user_ids), len(item_ids)), duplicates)
+    return RatingsMatrix(matrix=matrix, user_ids=user_ids, item_ids=item_ids)
+
+
+def _non_finite(ratings):
+    import pandas
+
+    return ~np.isfinite(pandas.to_numeric(ratings, errors="coerce").astype(np.float64))
+
+
+def _coordinates(part, user_ids, item_ids):
+    import pandas
+
+    return (pandas.Index(user_ids).get_indexer(part["user"]),
+            pandas.Index(item_ids).get_indexer(part["item"]),
+            part["rating"].to_numpy(dtype=np.float64))
