@@ -1,21 +1,169 @@
-"""A progress bar over the rounds of a fit (tqdm)."""
+"""Watching a fit while it runs: a progress bar (tqdm) and a live convergence plot (Jupyter).
+
+Both are *watchers*: the engine calls ``update(record, run)`` with each round's record and
+``close(run)`` when the fit ends (``run.history`` holds the records, ``run.history.stats`` the
+totals).
+
+The bar's total means something: for a program with a duality gap and a tolerance (the Lasso) it
+is the way from the first gap to the tolerance on a log scale, in percent; for programs whose
+iteration spans several rounds (LDA, matrix factorization) the iterations of ``max_iter``; else
+the rounds. A fit that converges or runs its ``max_iter`` ends complete (green in Jupyter); one
+stopped by an error or Ctrl-C does not.
+"""
+import io
+import math
+from time import perf_counter
+
+from ..kernels.compilation import compiling_message
+from .history import History
+
+#: The live plot redraws when the time since its last drawing is this many times what that
+#: drawing cost: drawing then takes at most 1 / (1 + LIVE_PLOT_SPACING) of the fit's time.
+LIVE_PLOT_SPACING = 100
+#: ... and not more often than this (seconds).
+LIVE_PLOT_MIN_INTERVAL = 0.5
 
 
 class ProgressBar:
-    def __init__(self, max_rounds, name):
+    """A tqdm bar over a fit of at most ``max_rounds`` rounds of ``rounds_per_iteration`` each;
+    with ``tolerance``, over the way from the first duality gap to it."""
+
+    def __init__(self, name, max_rounds, rounds_per_iteration=1, tolerance=None, kernels=()):
         try:
             from tqdm.auto import tqdm
         except ImportError as error:
             raise ImportError("progress=True needs tqdm: pip install tqdm") from error
-        self._bar = tqdm(total=max_rounds, unit="round", desc=name)
+        self.name = name
+        self.max_rounds = max_rounds
+        self.rounds_per_iteration = rounds_per_iteration
+        self.tolerance = tolerance
+        self._first_gap = None
+        compiling = compiling_message(kernels) if kernels else None
+        desc = f"{name} (compiling numba kernels)" if compiling else name
+        if tolerance:
+            self.bar = tqdm(total=100, desc=desc, unit="%",
+                            bar_format="{l_bar}{bar}| gap to tolerance [{elapsed}{postfix}]")
+        else:
+            unit = "iteration" if rounds_per_iteration > 1 else "round"
+            self.bar = tqdm(total=max_rounds // rounds_per_iteration, desc=desc, unit=unit)
 
-    def update(self, report):
-        self._bar.update(1)
-        self._bar.set_postfix({k: v for k, v in report.items() if k in ("objective", "gap")},
-                              refresh=False)
+    def update(self, record, run=None):
+        bar = self.bar
+        if bar.desc != self.name:
+            bar.set_description_str(self.name, refresh=False)
+        done = self._done(record)
+        if done > bar.n:
+            bar.update(done - bar.n)
+        postfix = {key: f"{record[key]:.4g}" for key in ("objective", "gap")
+                   if record.get(key) is not None}
+        if postfix:
+            bar.set_postfix(postfix, refresh=False)
 
-    def close(self, converged):
-        if converged:  # a converged fit is complete, not stopped short of max_rounds
-            self._bar.total = self._bar.n
-            self._bar.refresh()
-        self._bar.close()
+    def _done(self, record):
+        """Where the bar stands after ``record``."""
+        if not self.tolerance:
+            return (record["round"] + 1) // self.rounds_per_iteration
+        gap = record.get("gap")
+        if gap is None:
+            return self.bar.n
+        if self._first_gap is None:
+            self._first_gap = gap
+        if gap <= self.tolerance or self._first_gap <= self.tolerance:
+            return 100
+        way = math.log(self._first_gap / self.tolerance)
+        return max(0, min(99, int(100 * math.log(self._first_gap / max(gap, 1e-300)) / way)))
+
+    def close(self, run):
+        bar = self.bar
+        last = run.history.records[-1]["round"] if run.history.records else -1
+        if run.history.stats.converged or last + 1 >= self.max_rounds:
+            if bar.n < bar.total:  # complete: the fit ran all it was asked to
+                bar.total = bar.n or bar.total
+                bar.n = bar.total
+            if not run.history.stats.converged:
+                bar.set_postfix_str(f"{bar.postfix or ''} max_iter reached".strip(),
+                                    refresh=False)
+            bar.refresh()
+        bar.close()
+
+
+class LivePlot:
+    """A convergence plot in the notebook, redrawn as rounds arrive (see
+    :data:`LIVE_PLOT_SPACING`), and once more at the end."""
+
+    def __init__(self, name):
+        try:
+            from IPython.display import display
+            from matplotlib.figure import Figure  # noqa: F401 (checked here, used in _draw)
+        except ImportError as error:
+            raise ImportError('progress="plot" needs IPython and matplotlib: '
+                              'pip install "dask_strads[plot]"') from error
+        self.name = name
+        self.handle = display(f"{name}: starting", display_id=True)
+        self._next_draw = 0.0
+
+    def update(self, record, run):
+        now = perf_counter()
+        if now >= self._next_draw:
+            self._draw(run.history.records)
+            cost = perf_counter() - now
+            self._next_draw = perf_counter() + max(LIVE_PLOT_MIN_INTERVAL,
+                                                   LIVE_PLOT_SPACING * cost)
+
+    def close(self, run):
+        self._draw(run.history.records)
+
+    def _draw(self, records):
+        from IPython.display import Image
+        from matplotlib.figure import Figure
+
+        history = History(records=[r for r in records
+                                   if r.get("objective") is not None or "gap" in r])
+        if not history.records:
+            return
+        figure = Figure(figsize=(5, 3), dpi=72)
+        ax = figure.subplots()
+        history.plot(x="time", ax=ax)
+        ax.set_title(f"{self.name}: round {records[-1]['round']}")
+        figure.tight_layout()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
+        self.handle.update(Image(data=buffer.getvalue(), format="png"))
+
+
+def watchers(progress, name, max_rounds, rounds_per_iteration=1, program=None):
+    """The watchers ``progress`` asks for: True a bar, "plot" a live plot in Jupyter (elsewhere
+    the bar), False none."""
+    if progress == "plot" and _in_ipython():
+        return [LivePlot(name)]
+    if progress:
+        return [ProgressBar(name, max_rounds, rounds_per_iteration, gap_tolerance(program),
+                            getattr(program, "kernels", ()))]
+    return []
+
+
+def gap_tolerance(program):
+    """The duality gap at or below which ``program`` stops: what its ``converged`` says of
+    reports holding a gap alone (found by bisection on a log scale); None for a program that no
+    gap stops."""
+    def stops(gap):
+        try:
+            return bool(program.converged({"gap": gap}))
+        except Exception:  # a program whose test reads other keys is not stopped by a gap
+            return False
+
+    if program is None or not stops(0.0) or stops(1e300):
+        return None
+    low, high = -300.0, 300.0  # log10 of a gap that stops it, and of one that does not
+    for _ in range(64):
+        middle = (low + high) / 2
+        low, high = (middle, high) if stops(10.0 ** middle) else (low, middle)
+    return 10.0 ** low
+
+
+def _in_ipython():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None

@@ -14,7 +14,7 @@ from ..programs.base import carried_id, check_carried_assignment
 from . import disk, tasks
 from .history import History
 from .executors import ClusterError, WorkerLost
-from .progress import ProgressBar
+from .progress import watchers
 from .recovery import KEPT, add_checkpoint, checkpoint_items, usable
 from .runtime import executor_for
 
@@ -97,8 +97,9 @@ class Engine:
     max_rounds : int
     pipeline_depth : int
         Rounds submitted beyond the newest report read by the client.
-    progress : bool
-        Show a progress bar (tqdm).
+    progress : bool, "plot" or list
+        Show a progress bar (tqdm), a live plot (Jupyter), or call the watchers given (objects
+        with ``update(record, run)`` and ``close(run)``, see :mod:`.progress`).
     callback : callable, optional
         ``callback(record)`` or ``callback(record, run)``, called with each round's record;
         returning True stops the fit. ``run.parameters()`` gives the current parameter blocks as
@@ -143,17 +144,18 @@ class Engine:
         if self.program.kernels:
             announce_compiling(self.program.kernels, emit=logger.info)
         run = self.start(blocks, slots, self._saved(blocks))
-        bar = ProgressBar(self.max_rounds, self.program.name) if self.progress else None
+        watching = (self.progress if isinstance(self.progress, list) else
+                    watchers(self.progress, self.program.name, self.max_rounds))
         try:
             while True:
                 try:
-                    self._rounds(run, bar)
+                    self._rounds(run, watching)
                     break
                 except WorkerLost as error:
                     run = self._recover(run, blocks, slots, error)
         finally:
-            if bar is not None:
-                bar.close(run.history.stats.converged)
+            for watcher in watching:
+                watcher.close(run)
         return self.collect(run)
 
     def _saved(self, blocks):
@@ -170,12 +172,12 @@ class Engine:
                     self.checkpoint_dir)
         return checkpoint, checkpoint.pairs(), records
 
-    def _rounds(self, run, bar):
+    def _rounds(self, run, watching):
         for t in range(run.submitted + 1, self.max_rounds):
             self.submit_round(run, t)
-            if self.read_reports(run, self.pipeline_depth, bar):
+            if self.read_reports(run, self.pipeline_depth, watching):
                 break
-        self.read_reports(run, 0, bar)
+        self.read_reports(run, 0, watching)
 
     def start(self, blocks, slots=None, restore=None):
         """Place the blocks, build their cells and the carried blocks, and pull once; or, with
@@ -319,7 +321,7 @@ class Engine:
         run.submitted = t
         self._forget_pulls(run, t)
 
-    def read_reports(self, run, keep_pending, bar=None):
+    def read_reports(self, run, keep_pending, watching=()):
         """Read reports, oldest first, until at most ``keep_pending`` are unread (reading on
         while the oldest is done). Returns True once a report stops the fit. After a stop the
         rounds in flight are dropped, unless the program updates in place: then the result is
@@ -334,8 +336,8 @@ class Engine:
             report = executor.result(handle, run.owners)
             record = {"round": round_index, "time": perf_counter() - run.start, **report}
             run.history.append(record)
-            if bar is not None:
-                bar.update(report)
+            for watcher in watching:
+                watcher.update(record, run)
             if run.final_round is None and self._stops(run, record):
                 run.final_round = round_index
             self._complete_on_disk(run, round_index)

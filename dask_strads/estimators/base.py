@@ -1,14 +1,18 @@
 """What every dask_strads estimator shares: where it runs, checking its hyperparameters, running
 the engine, keeping or gathering the fitted parameters, and staying picklable and clonable."""
 import os
+from contextlib import nullcontext
 from numbers import Integral
 
 import numpy as np
 from dask.base import tokenize
-from sklearn.utils._param_validation import Interval
+from distributed import span
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_random_state, validate_data
 
+from ..dashboard import DashboardFeed, install, strads_link
 from ..engine import Engine
+from ..engine.progress import watchers
 from ..engine.runtime import executor_for
 from .inputs import is_dask_array
 
@@ -29,7 +33,7 @@ SHARED_CONSTRAINTS = {
     "keep_on_cluster": ["boolean"],
     "checkpoint_interval": [NumberInterval(Integral, 0, None, closed="left")],
     "checkpoint_dir": [str, os.PathLike, None],
-    "progress": ["boolean"],
+    "progress": ["boolean", StrOptions({"plot"})],
     "callback": [callable, None],
 }
 
@@ -63,6 +67,14 @@ class DaskEstimatorMixin:
     @client.setter
     def client(self, client):
         self._client = client
+
+    @property
+    def dashboard_link(self):
+        """The STRADS page of the cluster the last fit ran on (the fits on that cluster, their
+        rounds, objective and gap, and what each worker computed; Dask's own dashboard is
+        beside it, at ``status``); None for a fit in this process."""
+        client = getattr(self._executor, "client", None)
+        return None if client is None or _closed(client) else strads_link(client)
 
     _client = None
     _executor = None  # where the last fit ran
@@ -103,14 +115,24 @@ class DaskEstimatorMixin:
 
     def _run_engine(self, program, blocks, executor, max_rounds, data, staleness=0,
                     slots=None):
-        """Run ``program`` on ``blocks`` (cut from ``data``, the fit's arguments)."""
+        """Run ``program`` on ``blocks`` (cut from ``data``, the fit's arguments): a
+        ``distributed.span`` named after the estimator on a cluster, watched as ``progress``
+        asks (an iteration being ``max_rounds / max_iter`` rounds) and by the cluster's STRADS
+        page."""
+        name = type(self).__name__
+        watching = watchers(self.progress, name, max_rounds, max(1, max_rounds // self.max_iter),
+                            program)
+        client = getattr(executor, "client", None)
+        if client is not None and install(client):
+            watching.append(DashboardFeed(client, name, program.name, max_rounds))
         engine = Engine(program, staleness=staleness, max_rounds=max_rounds,
-                        progress=self.progress, callback=self.callback, executor=executor,
+                        progress=watching, callback=self.callback, executor=executor,
                         checkpoint_interval=self.checkpoint_interval,
                         checkpoint_dir=self.checkpoint_dir,
                         fingerprint=self._fingerprint(data, program.seed, len(blocks))
                         if self.checkpoint_dir else None)  # hashing the data costs a pass
-        return engine.run(blocks, slots)
+        with span(name) if client is not None else nullcontext():
+            return engine.run(blocks, slots)
 
     def _fingerprint(self, data, seed, n_blocks):
         """What a checkpoint on disk must match to be resumed (``max_iter`` may grow)."""

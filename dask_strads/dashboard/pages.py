@@ -1,0 +1,103 @@
+"""The STRADS pages of the scheduler's web server: ``/strads`` (HTML, refreshed every few
+seconds, no script needed) and ``/strads/fits.json``."""
+import html
+import json
+import math
+
+from distributed.http.utils import RequestHandler
+
+from .store import store_of
+
+#: Seconds between refreshes of the HTML page.
+REFRESH_SECONDS = 3
+
+
+class FitsJSON(RequestHandler):
+    def get(self):
+        self.set_header("Content-Type", "application/json")
+        self.write(json.dumps({"fits": store_of(self.server).summary()}, default=_number))
+
+
+class FitsPage(RequestHandler):
+    def get(self):
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.write(render(store_of(self.server).summary()))
+
+
+#: For the ``distributed.scheduler.http.routes`` configuration (see :mod:`dask_strads.dashboard`).
+routes = [(r"strads", FitsPage, {}), (r"strads/fits.json", FitsJSON, {})]
+
+
+def render(fits):
+    """The HTML page of ``fits`` (as :meth:`FitStore.summary` gives them)."""
+    body = "".join(_fit_html(fit) for fit in fits) or "<p>No fit has run on this cluster yet.</p>"
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<meta http-equiv='refresh' content='{REFRESH_SECONDS}'>"
+            f"<title>STRADS fits</title><style>{_STYLE}</style></head><body>"
+            f"<h1>STRADS fits</h1><p>{len(fits)} fit(s) on this cluster, newest first; "
+            f"JSON: <a href='strads/fits.json'>strads/fits.json</a>. Dask's own pages: "
+            f"<a href='status'>status</a>.</p>{body}</body></html>")
+
+
+def _fit_html(fit):
+    e = html.escape
+    facts = {"state": fit["state"], "rounds": fit["rounds"],
+             "wall time": f"{fit['wall_seconds']:.3g} s",
+             "objective": _format(fit["objective"]), "gap": _format(fit["gap"])}
+    head = "".join(f"<span class='fact'><b>{e(k)}</b> {e(str(v))}</span>"
+                   for k, v in facts.items())
+    workers = "".join(
+        f"<tr><td>{e(w)}</td><td>{e(_blocks(s['blocks']))}</td><td>{s['tasks']}</td>"
+        f"<td>{s['compute_seconds']:.3g}</td><td>{s['waiting_seconds']:.3g}</td></tr>"
+        for w, s in fit["workers"].items())
+    recoveries = "".join(
+        f"<li>after round {r.get('round')}: lost {e(', '.join(r.get('lost', [])))}; "
+        f"{r.get('blocks_moved')} block(s) moved, {r.get('seconds', 0):.3g} s</li>"
+        for r in fit["recoveries"]) or "<li>none</li>"
+    return (f"<section class='fit' id='fit-{e(fit['id'])}'>"
+            f"<h2>{e(str(fit['estimator']))} <small>({e(str(fit['program']))}, fit "
+            f"{e(fit['id'])})</small></h2><p>{head}</p>"
+            f"{_chart(fit['records'], 'objective')}{_chart(fit['records'], 'gap')}"
+            f"<table><tr><th>worker</th><th>blocks</th><th>tasks</th><th>compute s</th>"
+            f"<th>waiting s</th></tr>{workers}</table>"
+            f"<p>Recoveries:</p><ul>{recoveries}</ul></section>")
+
+
+def _chart(records, name, width=420, height=120):
+    """An SVG line of ``name`` per round (log scale when positive over a decade)."""
+    points = [(r["round"], r[name]) for r in records
+              if isinstance(r.get(name), (int, float)) and math.isfinite(r[name])]
+    if len(points) < 2:
+        return ""
+    values = [v for _, v in points]
+    log = min(values) > 0 and max(values) >= 10 * min(values)
+    ys = [math.log10(v) for v in values] if log else values
+    x0, x1 = points[0][0], points[-1][0]
+    low, high = min(ys), max(ys)
+    xy = " ".join(f"{5 + (width - 10) * (x - x0) / max(1, x1 - x0):.1f},"
+                  f"{height - 5 - (height - 10) * (y - low) / ((high - low) or 1):.1f}"
+                  for (x, _), y in zip(points, ys))
+    label = f"{name} per round{' (log scale)' if log else ''}: {_format(values[0])} → " \
+            f"{_format(values[-1])}"
+    return (f"<figure><svg width='{width}' height='{height}' role='img' "
+            f"aria-label='{html.escape(label)}'><polyline fill='none' stroke='#1f77b4' "
+            f"stroke-width='1.5' points='{xy}'/></svg><figcaption>{html.escape(label)}"
+            f"</figcaption></figure>")
+
+
+def _blocks(blocks):
+    return ", ".join(map(str, blocks)) or "-"
+
+
+def _format(value):
+    return "-" if value is None else f"{value:.6g}"
+
+
+def _number(value):
+    return float(value)
+
+
+_STYLE = ("body{font-family:sans-serif;margin:1em 2em}section.fit{border-top:1px solid #ccc;"
+          "padding:.5em 0}.fact{margin-right:1.5em}table{border-collapse:collapse}"
+          "td,th{border:1px solid #ddd;padding:2px 8px;text-align:left}"
+          "figure{display:inline-block;margin:0 1em 0 0}svg{background:#fafafa}")

@@ -1,0 +1,125 @@
+"""The progress bar in a non-TTY run (what a log or a headless notebook gets): its total, its
+final count and the postfix, for a fit that converges, one that reaches max_iter and one that
+fails; and the live plot's last image."""
+import re
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
+from dask_strads.datasets import make_lda_corpus, make_ratings
+from dask_strads.engine import progress
+
+
+@pytest.fixture
+def bars(monkeypatch):
+    """The bars the fits make, kept for inspection after they close."""
+    made = []
+
+    class Kept(progress.ProgressBar):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(progress, "ProgressBar", Kept)
+    return made
+
+
+@pytest.fixture(scope="module")
+def regression():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 60))
+    return X, X[:, :5] @ np.arange(1.0, 6.0) + 0.1 * rng.standard_normal(150)
+
+
+def last_line(captured):
+    return re.split(r"[\r\n]+", captured.strip())[-1]
+
+
+def test_converged_lasso_bar_ends_at_the_tolerance(regression, bars, capsys):
+    model = Lasso(alpha=0.05, tol=1e-9, progress=True).fit(*regression)
+    (bar,) = bars
+    assert bar.bar.total == 100 and bar.bar.n == 100
+    line = last_line(capsys.readouterr().err)
+    assert line.startswith("Lasso: 100%|") and "gap to tolerance" in line
+    assert f"gap={model.dual_gap_:.4g}" in line
+
+
+def test_lasso_at_max_iter_ends_complete_and_says_so(regression, bars, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = Lasso(alpha=0.05, tol=1e-30, max_iter=2, progress=True).fit(*regression)
+    assert model.n_iter_ == 2 and not model.history_.stats.converged
+    (bar,) = bars
+    assert 0 < bar.bar.n == bar.bar.total
+    assert "max_iter reached" in last_line(capsys.readouterr().err)
+
+
+def test_lda_bar_counts_iterations(bars, capsys):
+    counts = make_lda_corpus(n_docs=60, n_words=80, n_topics=3, doc_length=30,
+                             random_state=0)[0]
+    model = LatentDirichletAllocation(3, max_iter=5, random_state=0, progress=True).fit(counts)
+    (bar,) = bars
+    assert bar.bar.total == bar.bar.n == model.n_iter_ == 5
+    line = last_line(capsys.readouterr().err)
+    assert line.startswith("LatentDirichletAllocation: 100%|") and " 5/5 " in line
+
+
+def test_converged_mf_bar_is_complete_at_its_iterations(bars, capsys):
+    R = make_ratings(n_users=60, n_items=30, n_ratings=900, rank=2, noise=0.1,
+                     random_state=0)[0]
+    model = MatrixFactorization(n_components=2, max_iter=100, tol=1e-3, progress=True).fit(R)
+    assert model.history_.stats.converged and model.n_iter_ < 100
+    (bar,) = bars
+    assert bar.bar.total == bar.bar.n == model.n_iter_
+    assert f" {model.n_iter_}/{model.n_iter_} " in last_line(capsys.readouterr().err)
+
+
+def test_a_failed_fit_leaves_the_bar_incomplete(bars):
+    counts = make_lda_corpus(n_docs=60, n_words=80, n_topics=3, doc_length=30,
+                             random_state=0)[0]
+
+    def fail(record):
+        if record["round"] == 1:
+            raise RuntimeError("stop here")
+
+    model = LatentDirichletAllocation(3, max_iter=5, progress=True, callback=fail)
+    with pytest.raises(RuntimeError, match="stop here"):
+        model.fit(counts)
+    (bar,) = bars
+    assert bar.bar.n < bar.bar.total == 5
+
+
+def test_the_bar_says_when_kernels_compile(regression, bars, capsys, monkeypatch):
+    monkeypatch.setattr(progress, "compiling_message", lambda kernels: "compiling")
+    Lasso(alpha=0.05, progress=True).fit(*regression)
+    err = capsys.readouterr().err
+    assert re.split(r"[\r\n]+", err.strip())[0].startswith("Lasso (compiling numba kernels):")
+    assert last_line(err).startswith("Lasso: 100%")
+
+
+def test_live_plot_shows_the_last_round(regression, monkeypatch):
+    """In Jupyter (faked here: the notebooks' test runs it in a real kernel) the plot is one
+    display, updated with PNG images, the last one after the last round."""
+    import IPython.display
+
+    class Handle:
+        def __init__(self):
+            self.shown = []
+
+        def update(self, image):
+            self.shown.append(image)
+
+    handle = Handle()
+    monkeypatch.setattr(progress, "_in_ipython", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda obj, display_id: handle)
+    model = Lasso(alpha=0.05, progress="plot").fit(*regression)
+    assert handle.shown and handle.shown[-1].data.startswith(b"\x89PNG")
+    assert model.history_.stats.converged
+
+
+def test_plot_outside_jupyter_is_the_bar(regression, bars):
+    Lasso(alpha=0.05, progress="plot").fit(*regression)
+    assert len(bars) == 1
