@@ -11,6 +11,7 @@ the lost rounds computed.
 from dataclasses import dataclass, field
 
 from . import tasks
+from ..log import logger
 
 #: Checkpoints kept: the newest may be incomplete when a worker dies.
 KEPT = 2
@@ -61,9 +62,14 @@ def add_checkpoint(engine, run, graph, t, items):
     for kind, index, worker, read, args in items:
         first = engine._task(graph, worker, run.key("checkpoint", kind, index, t, run.id),
                              tasks.snapshot, read, *args)
+        # The replica reads the copy through a key of its own: Dask's memory manager keeps one
+        # of a key's copies and may keep the one moved to the replica's worker, leaving both
+        # halves of the pair on one worker. The moved key is released once the replica is made.
+        sent = engine._task(graph, worker, run.key("checkpoint-sent", kind, index, t, run.id),
+                            tasks.itself, first)
         other = workers[(workers.index(worker) + 1) % len(workers)]
         pairs.append((first, engine._task(graph, other, run.key("replica", kind, index, t,
-                                                                run.id), tasks.replica, first)))
+                                                                run.id), tasks.replica, sent)))
     n_blocks, n_carried = len(run.owners), len(run.carried)
     shared = [index for kind, index, *_ in items if kind == "shared"]
     return Checkpoint(t, pairs[:n_blocks], pairs[n_blocks:n_blocks + n_carried],
@@ -79,6 +85,8 @@ def usable(executor, checkpoint, alive):
     for pair in pairs:
         live = [h for h in pair if set(where.get(h.key, ())) & alive]
         if not live:
+            logger.info("the checkpoint of round %d is lost: no live copy of %s", checkpoint.round,
+                        ", ".join(f"{h.key} ({h.status}, on {where.get(h.key, [])})" for h in pair))
             return None
         chosen.append(live[0])
     return chosen
