@@ -58,6 +58,12 @@ def load(path):
     Raises :class:`ModelFileError` (a ValueError) for a file that is no model, was modified
     or damaged, or was written in a newer format version.
     """
+    return read_model(path)[0]
+
+
+def read_model(path):
+    """``(estimator, about)``: :func:`load`'s estimator, and the file's ``format``,
+    ``version`` and writing ``dask_strads`` version."""
     from .estimators.base import DaskEstimatorMixin
 
     try:
@@ -83,5 +89,5 @@ def load(path):
     except Exception as error:
         raise ModelFileError(f"{path} holds an estimator that cannot be built: {error}") from None
     vars(estimator).update(document["attributes"])
-    return estimator
+    return estimator, {key: document.get(key) for key in ("format", "version", "dask_strads")}
 

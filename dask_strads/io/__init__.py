@@ -27,11 +27,11 @@ from .matrixmarket import read_matrix_market
 from .numpy_files import read_npy, read_npz
 from .svmlight import read_svmlight
 from .text import MalformedFileError
-from .triplets import read_triplets, ratings_of_frame
+from .triplets import ratings_of_frame, read_table, read_triplets
 
 __all__ = ["Data", "FORMATS", "MalformedFileError", "format_of", "ratings_of_frame", "read",
            "read_bag_of_words", "read_matrix_market", "read_npy", "read_npz", "read_svmlight",
-           "read_triplets", "read_vocabulary"]
+           "read_table", "read_triplets", "read_vocabulary"]
 
 
 class Data(NamedTuple):

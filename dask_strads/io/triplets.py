@@ -33,36 +33,43 @@ def read_triplets(path, columns=None, format=None, client=None):
     strings, ...). On the workers of ``client`` (or of the active client) a Dask DataFrame whose
     partitions each worker read (and holds), else a pandas DataFrame.
     """
+    return read_table(path, COLUMNS, columns, format, reading_client(client))
+
+
+def read_table(path, names, columns=None, format=None, client=None):
+    """The columns ``columns`` of a Parquet or CSV table (default: those called ``names``, else
+    the first ``len(names)``), renamed ``names``: a Dask DataFrame read on the workers of
+    ``client`` when given, else a pandas DataFrame."""
     pandas = require_pandas()
     path = os.fspath(path)
     format = format or ("csv" if path.lower().endswith((".csv", ".csv.gz", ".tsv")) else "parquet")
     if format not in ("parquet", "csv"):
         raise ValueError(f"format must be 'parquet' or 'csv', got {format!r}")
-    client = reading_client(client)
+    sep = "\t" if path.endswith(".tsv") else ","
     if client is not None:
         import dask.dataframe as dd
 
+        blocksize = None if path.endswith(".gz") else CHUNK_BYTES
         frame = (dd.read_parquet(path) if format == "parquet" else
-                 dd.read_csv(path, blocksize=None if path.endswith(".gz") else CHUNK_BYTES,
-                             sep="\t" if path.endswith(".tsv") else ","))
+                 dd.read_csv(path, sep=sep, blocksize=blocksize))
     else:
         try:
             frame = (pandas.read_parquet(path) if format == "parquet" else
-                     pandas.read_csv(path, sep="\t" if path.endswith(".tsv") else ","))
+                     pandas.read_csv(path, sep=sep))
         except pandas.errors.ParserError as error:
             raise MalformedFileError(path, None, str(error)) from None
-    frame = _named(frame, columns, path)
+    frame = _named(frame, names, columns, path)
     return client.persist(frame) if client is not None else frame
 
 
-def _named(frame, columns, path):
-    names = list(frame.columns)
+def _named(frame, names, columns, path):
+    found = list(frame.columns)
     if columns is None:
-        columns = COLUMNS if set(COLUMNS) <= set(names) else names[:3]
-    if len(columns) != 3 or not set(columns) <= set(names):
-        raise ValueError(f"{path}: need the (user, item, rating) columns {list(columns)}, the "
-                         f"file has columns {names}")
-    return frame[list(columns)].rename(columns=dict(zip(columns, COLUMNS)))
+        columns = names if set(names) <= set(found) else found[:len(names)]
+    if len(columns) != len(names) or not set(columns) <= set(found):
+        raise ValueError(f"{path}: need the ({', '.join(names)}) columns {list(columns)}, the "
+                         f"file has columns {found}")
+    return frame[list(columns)].rename(columns=dict(zip(columns, names)))
 
 
 def is_triplet_frame(X):

@@ -1,0 +1,138 @@
+"""What each ``dask-strads`` command does, once its arguments are parsed and the client (or
+None: the embedded default) is connected."""
+import numpy as np
+from sklearn.base import is_regressor
+
+from .. import io
+from ..log import logger
+from ..persistence import read_model, save
+from ..ratings import _lookup
+from .files import as_ids, check_output, read_ids, write_table
+from .parameters import UsageError, estimator_class, parse_parameters
+
+#: Estimators whose predictions are ``transform``'s rows rather than ``predict``'s values.
+TRANSFORMERS = {"LatentDirichletAllocation"}
+
+
+def fit(args, client):
+    cls = estimator_class(args.estimator)
+    params = parse_parameters(cls, args.param)
+    if args.checkpoint_dir:
+        params["checkpoint_dir"] = args.checkpoint_dir
+    params.setdefault("progress", not args.quiet and _has_tqdm())
+    estimator = cls(**params)
+    estimator._validate_params()  # a usage error, before reading the data
+    data = _read(args.input, args.format, client)
+    estimator.client = client
+    logger.info("fitting %s on %s", cls.__name__, _shape(data.X))
+    if is_regressor(estimator):
+        if data.y is None:
+            raise UsageError(f"{cls.__name__} needs targets: give an svmlight file (each line's "
+                             "target first)")
+        estimator.fit(data.X, data.y)
+    else:
+        estimator.fit(data.X)
+    if data.vocabulary is not None:
+        estimator.vocabulary_ = data.vocabulary
+    estimator.progress = False  # a bar belongs to this run, not to the saved model
+    save(estimator, args.output)
+    logger.info("saved the model to %s", args.output)
+
+
+def predict(args, client):
+    check_output(args.output)
+    model, _ = read_model(args.model)
+    model.client = client
+    name = type(model).__name__
+    if name == "MatrixFactorization":
+        pairs = io.read_table(args.input, ("user", "item"), format=args.format)
+        users = as_ids(pairs["user"].to_numpy(), model.user_ids_, "user")
+        items = as_ids(pairs["item"].to_numpy(), model.item_ids_, "item")
+        predicted = model.predict_entries(_lookup(model.user_ids_, users, "user"),
+                                          _lookup(model.item_ids_, items, "item"))
+        columns = {"user": users, "item": items, "prediction": predicted}
+    else:
+        X = _read(args.input, args.format, client).X
+        if name in TRANSFORMERS:
+            rows = _in_memory(model.transform(X), client)
+            columns = {f"topic_{k}": rows[:, k] for k in range(rows.shape[1])}
+        else:
+            columns = {"prediction": _in_memory(model.predict(X), client)}
+    write_table(columns, args.output)
+    logger.info("wrote %d rows to %s", len(next(iter(columns.values()))), args.output)
+
+
+def recommend(args, client):
+    check_output(args.output)
+    model, _ = read_model(args.model)
+    if type(model).__name__ != "MatrixFactorization":
+        raise UsageError(f"recommend needs a MatrixFactorization model, {args.model} holds a "
+                         f"{type(model).__name__}")
+    users = read_ids(args.users, "user", model.user_ids_)
+    top = model.recommend(_lookup(model.user_ids_, users, "user"), n=args.n)
+    found = top >= 0
+    write_table({"user": np.repeat(users, found.sum(axis=1)),
+                 "rank": np.nonzero(found)[1] + 1,
+                 "item": model.item_ids_[top[found]]}, args.output)
+    logger.info("wrote %d recommendations for %d users to %s", found.sum(), len(users),
+                args.output)
+
+
+def info(args, client):
+    model, about = read_model(args.model)
+    print(f"model file: {args.model} ({about['format']} version {about['version']}, "
+          f"written by dask_strads {about['dask_strads']})")
+    print(f"estimator: {type(model).__name__}")
+    print("parameters:")
+    for name, value in sorted(model.get_params().items()):
+        print(f"  {name} = {value!r}")
+    fitted = {k: v for k, v in sorted(vars(model).items())
+              if k.endswith("_") and not k.startswith("_") and k != "history_"}
+    if not fitted:
+        print("not fitted")
+        return
+    print("fitted:")
+    for name, value in fitted.items():
+        shown = f"array {value.shape} {value.dtype}" if isinstance(value, np.ndarray) else repr(value)
+        print(f"  {name}: {shown}")
+    history = getattr(model, "history_", None)
+    if history is not None:
+        stats = history.stats
+        print(f"history: {len(history)} records, {stats.rounds} rounds, "
+              f"{stats.wall_seconds:.3g} s, converged: {stats.converged}")
+        if history.records:
+            last = {k: v for k, v in history.records[-1].items() if isinstance(v, (int, float))}
+            print("  last: " + ", ".join(f"{k}={v:.6g}" for k, v in last.items()))
+    words = getattr(model, "vocabulary_", None)
+    if words is not None:
+        for k, topic in enumerate(model.components_[:10]):
+            print(f"  topic {k}: {' '.join(words[np.argsort(-topic)[:8]])}")
+
+
+def _read(path, format, client):
+    logger.info("reading %s%s", path, " on the workers" if client is not None else "")
+    try:
+        return io.read(path, format, client)
+    except ValueError as error:
+        if "cannot tell the format" in str(error) or "unknown format" in str(error):
+            raise UsageError(str(error)) from None
+        raise
+
+
+def _shape(X):
+    shape = getattr(X, "shape", None)
+    return "x".join(str(n) for n in shape) if shape is not None else type(X).__name__
+
+
+def _in_memory(values, client):
+    if hasattr(values, "compute"):
+        values = client.compute(values).result() if client is not None else values.compute()
+    return np.asarray(values)
+
+
+def _has_tqdm():
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -1,0 +1,64 @@
+"""Which estimator each ``dask-strads fit`` name builds, and ``-p NAME=VALUE`` typed as the
+estimator declares its parameters."""
+import ast
+
+import dask_strads
+from sklearn.utils._param_validation import (InvalidParameterError,
+                                             validate_parameter_constraints)
+
+#: ``dask-strads fit`` names and the estimators they build.
+ESTIMATORS = {
+    "lasso": "Lasso",
+    "lda": "LatentDirichletAllocation",
+    "mf": "MatrixFactorization",
+}
+
+#: Parameters the command line does not set: code, or set by an option of their own.
+NOT_FROM_COMMAND_LINE = {"callback", "checkpoint_dir"}
+
+
+class UsageError(ValueError):
+    """A command line that cannot run: exit code 2."""
+
+
+def estimator_class(name):
+    return getattr(dask_strads, ESTIMATORS[name])
+
+
+def parse_parameters(cls, assignments):
+    """``{name: value}`` of ``NAME=VALUE`` strings, each value the first of (a Python literal,
+    true/false/none, the text itself) that ``cls`` accepts for ``name``."""
+    valid = sorted(set(cls().get_params()) - NOT_FROM_COMMAND_LINE)
+    params = {}
+    for assignment in assignments:
+        name, equals, text = assignment.partition("=")
+        name = name.strip()
+        if not equals:
+            raise UsageError(f"-p takes NAME=VALUE, got {assignment!r}")
+        if name not in valid:
+            raise UsageError(f"{cls.__name__} has no parameter {name!r}; valid names: "
+                             f"{', '.join(valid)}")
+        params[name] = _typed(cls, name, text.strip())
+    return params
+
+
+def _typed(cls, name, text):
+    constraints = {name: cls._parameter_constraints[name]}
+    messages = []
+    for value in (_literal(text), text):
+        try:
+            validate_parameter_constraints(constraints, {name: value}, cls.__name__)
+            return value
+        except InvalidParameterError as error:
+            messages.append(str(error))
+    raise UsageError(f"bad value {text!r}: {messages[0]}")
+
+
+def _literal(text):
+    words = {"true": True, "false": False, "none": None}
+    if text.lower() in words:
+        return words[text.lower()]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text

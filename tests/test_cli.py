@@ -1,0 +1,159 @@
+"""The ``dask-strads`` command: end to end in subprocesses (the embedded default and a
+``dask scheduler`` / ``dask worker`` cluster), and its errors and exit codes in process."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+
+import dask_strads
+from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
+from dask_strads.cli import main
+
+#: The console script pip installs beside the interpreter.
+CONSOLE_SCRIPT = Path(sys.executable).parent / "dask-strads"
+
+
+def run(*args, script=False):
+    command = ([str(CONSOLE_SCRIPT)] if script else [sys.executable, "-m", "dask_strads"])
+    done = subprocess.run(command + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def regression_file(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 15))
+    y = X[:, :3] @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=120)
+    path = tmp_path_factory.mktemp("cli") / "train.svm"
+    dump_svmlight_file(X, y, str(path))
+    return path
+
+
+def test_fit_predict_info_on_the_embedded_default(tmp_path, capsys, regression_file):
+    model_path, predictions = tmp_path / "lasso.npz", tmp_path / "predictions.csv"
+    fitted = run("fit", "lasso", regression_file, "-o", model_path, "-p", "alpha=0.01",
+                 "-p", "random_state=0", "-p", "fit_intercept=true")
+    assert "fitting Lasso on 120x15" in fitted.stderr and "saved the model" in fitted.stderr
+    run("predict", model_path, regression_file, "-o", predictions, "--quiet", script=True)
+    assert main(["info", str(model_path)]) == 0
+    about = capsys.readouterr().out
+
+    X, y = load_svmlight_file(str(regression_file))
+    reference = Lasso(alpha=0.01, random_state=0).fit(X, y)
+    model = dask_strads.load(model_path)
+    np.testing.assert_array_equal(model.coef_, reference.coef_)
+    np.testing.assert_array_equal(pd.read_csv(predictions)["prediction"], reference.predict(X))
+    assert "estimator: Lasso" in about and "alpha = 0.01" in about
+    assert "coef_: array (15,) float64" in about and "converged: True" in about
+
+
+def ratings_table(seed=0):
+    rng = np.random.default_rng(seed)
+    table = pd.DataFrame({"user": [f"u{i:03d}" for i in rng.integers(0, 40, 500)],
+                          "item": rng.integers(1000, 1030, 500),
+                          "rating": rng.integers(1, 11, 500) / 2})
+    return table.drop_duplicates(["user", "item"], ignore_index=True)
+
+
+def test_matrix_factorization_on_a_dask_cluster_with_raw_ids(tmp_path, cli_cluster):
+    table = ratings_table()
+    table.to_parquet(tmp_path / "ratings.parquet")
+    address = cli_cluster.scheduler.address
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler_file.write_text(json.dumps({"address": address}))
+    model_path = tmp_path / "mf.npz"
+    run("fit", "mf", tmp_path / "ratings.parquet", "-o", model_path, "-p", "n_components=3",
+        "-p", "max_iter=5", "-p", "random_state=0", "--scheduler-address", address)
+    users = ["u007", "u000", "u031"]
+    (tmp_path / "users.txt").write_text("\n".join(users) + "\n")
+    # the other commands in this process (each subprocess costs seconds of imports)
+    assert main(["recommend", str(model_path), "--users", str(tmp_path / "users.txt"), "-n", "4",
+                 "-o", str(tmp_path / "top.csv"), "--scheduler-file", str(scheduler_file)]) == 0
+    pairs = table.sample(20, random_state=1)[["user", "item"]]
+    pairs.to_csv(tmp_path / "pairs.csv", index=False)
+    assert main(["predict", str(model_path), str(tmp_path / "pairs.csv"), "-o",
+                 str(tmp_path / "predicted.parquet"), "--scheduler-file", str(scheduler_file)]) == 0
+
+    reference = MatrixFactorization(3, max_iter=5, random_state=0)
+    reference.client = cli_cluster
+    reference.fit(table)
+    model = dask_strads.load(model_path)
+    np.testing.assert_allclose(model.user_factors_, reference.user_factors_, atol=1e-10)
+    np.testing.assert_array_equal(model.user_ids_, reference.user_ids_)
+    rows = np.searchsorted(reference.user_ids_, users)
+    expected = reference.item_ids_[reference.recommend(rows, n=4)]
+    top = pd.read_csv(tmp_path / "top.csv")
+    for user, items in zip(users, expected):
+        assert top[top.user == user].sort_values("rank")["item"].tolist() == items.tolist()
+    predicted = pd.read_parquet(tmp_path / "predicted.parquet")
+    assert predicted["user"].tolist() == pairs["user"].tolist()
+    np.testing.assert_allclose(predicted["prediction"], reference.predict_entries(
+        np.searchsorted(reference.user_ids_, pairs["user"]),
+        np.searchsorted(reference.item_ids_, pairs["item"])), atol=1e-10)
+
+
+def test_topics_from_a_bag_of_words_keep_the_vocabulary(tmp_path, capsys):
+    counts = sp.random(60, 30, density=0.2, format="coo", random_state=2)
+    counts.data = np.ceil(counts.data * 5)
+    with open(tmp_path / "docword.toy.txt", "w") as out:
+        out.write(f"60\n30\n{counts.nnz}\n")
+        for d, w, c in zip(counts.row, counts.col, counts.data):
+            out.write(f"{d + 1} {w + 1} {int(c)}\n")
+    words = [f"w{j}" for j in range(30)]
+    (tmp_path / "vocab.toy.txt").write_text("\n".join(words) + "\n")
+    model_path = tmp_path / "lda.npz"
+    assert main(["fit", "lda", str(tmp_path / "docword.toy.txt"), "-o", str(model_path), "-p",
+                 "n_components=3", "-p", "max_iter=5", "-p", "random_state=1", "--quiet"]) == 0
+    assert main(["predict", str(model_path), str(tmp_path / "docword.toy.txt"), "-o",
+                 str(tmp_path / "theta.npy"), "--quiet"]) == 0
+    assert main(["info", str(model_path)]) == 0
+
+    reference = LatentDirichletAllocation(3, max_iter=5, random_state=1).fit(counts.tocsr())
+    model = dask_strads.load(model_path)
+    np.testing.assert_array_equal(model.components_, reference.components_)
+    np.testing.assert_array_equal(np.load(tmp_path / "theta.npy"),
+                                  reference.transform(counts.tocsr()))
+    assert list(model.vocabulary_) == words
+    top = " ".join(np.array(words)[np.argsort(-reference.components_[0])[:8]])
+    assert f"topic 0: {top}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "alpa=1"], 2,
+     "Lasso has no parameter 'alpa'; valid names: alpha, checkpoint_interval"),
+    (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "alpha=-1"], 2,
+     "bad value '-1': The 'alpha' parameter of Lasso must be a float in the range"),
+    (["fit", "mf", "{data}", "-o", "m.npz", "-p", "biases=maybe"], 2, "'biases' parameter"),
+    (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "alpha"], 2, "-p takes NAME=VALUE"),
+    (["fit", "svm", "{data}", "-o", "m.npz"], 2, "invalid choice: 'svm'"),
+    (["fit", "lasso", "{folder}/data.bin", "-o", "m.npz"], 2, "cannot tell the format"),
+    (["fit", "lasso", "{folder}/bad.svm", "-o", "m.npz"], 1,
+     "failed: MalformedFileError: .*bad.svm, line 2: target 'x' is not a number"),
+    (["fit", "lasso", "{folder}/missing.svm", "-o", "m.npz"], 1, "failed: FileNotFoundError"),
+    (["info", "{data}"], 1, "failed: ModelFileError"),
+    (["predict", "m.npz", "{data}", "-o", "out.txt"], 2, "output format of out.txt"),
+])
+def test_errors_give_one_line_and_an_exit_code(tmp_path, capsys, regression_file, argv, code,
+                                               message):
+    (tmp_path / "bad.svm").write_text("1 1:2\nx 1:3\n")
+    (tmp_path / "data.bin").write_text("")
+    argv = [a.format(data=regression_file, folder=tmp_path) for a in argv]
+    assert main(argv + ["--quiet"]) == code
+    err = capsys.readouterr().err  # argparse's own errors follow its usage lines
+    assert "Traceback" not in err and re.search(message, err.strip().splitlines()[-1]), err
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    (tmp_path / "bad.svm").write_text("1 1:2\nx 1:3\n")
+    with pytest.raises(dask_strads.io.MalformedFileError):
+        main(["fit", "lasso", str(tmp_path / "bad.svm"), "-o", str(tmp_path / "m.npz"),
+              "--debug", "--quiet"])
