@@ -150,7 +150,7 @@ def ratings_of_triplets(X, client=None):
         return ratings_of_frame(X, client)
     dtypes = getattr(X, "dtypes", None)
     if dtypes is not None and hasattr(X, "columns") and (
-            hasattr(X, "to_delayed") or not all(np.issubdtype(t, np.number) for t in dtypes)):
+            hasattr(X, "to_delayed") or not all(getattr(t, "kind", "O") in "iufb" for t in dtypes)):
         raise ValueError(
             f"a DataFrame of (user, item, rating) triplets needs columns named {list(COLUMNS)}; "
             f"this one has columns {list(X.columns)}: rename them, e.g. "
