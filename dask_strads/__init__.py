@@ -4,9 +4,9 @@ from .programs import Program, run_sequential
 
 __version__ = "0.1.0"
 
-__all__ = ["Engine", "Lasso", "LatentDirichletAllocation", "MatrixFactorization", "Program",
-           "RatingsMatrix", "close_embedded_client", "embedded_client", "load", "run_sequential",
-           "save"]
+__all__ = ["Engine", "Lasso", "LatentDirichletAllocation", "LogisticRegression",
+           "MatrixFactorization", "Program", "RatingsMatrix", "close_embedded_client",
+           "embedded_client", "load", "run_sequential", "save"]
 
 
 def __getattr__(name):
@@ -16,6 +16,10 @@ def __getattr__(name):
         from . import estimators
 
         return getattr(estimators, name)
+    if name == "LogisticRegression":
+        from .estimators.logistic import LogisticRegression
+
+        return LogisticRegression
     if name == "RatingsMatrix":
         from .ratings import RatingsMatrix
 

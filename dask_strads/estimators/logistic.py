@@ -1,0 +1,171 @@
+"""``dask_strads.LogisticRegression``: sklearn's penalised logistic regression, fitted by the
+STRADS logistic program (prox-Newton over feature blocks) on Dask."""
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_X_y
+
+from ..partition import block_edges
+from ..programs.logistic import LogisticProgram, make_raw_block
+from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
+from .inputs import blocks_along, to_scipy_if_pydata
+
+_CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
+                ("max_iter", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
+
+
+class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimator):
+    """Penalised logistic regression by model-parallel prox-Newton with a priority schedule.
+
+    Minimises, for each class (one-vs-rest when there are more than two),
+    ``l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||^2 + C sum_i log(1 + exp(-y_i (x_i w + b)))``
+    with ``l1_ratio`` 1 for ``penalty="l1"`` and 0 for ``"l2"``: the objective of
+    :class:`sklearn.linear_model.LogisticRegression` with an unpenalised intercept (as its
+    ``saga`` and ``lbfgs`` solvers; ``liblinear`` also penalises the intercept).
+
+    The features are split into ``n_blocks`` blocks (default: one per worker) pinned to the
+    workers. Every round each block ranks its coordinates by how far they are from their
+    optimality condition, takes the nonzero ones and the worst violators as its working set,
+    and runs prox-Newton steps on it (coordinate descent on the quadratic model, then a line
+    search); the blocks' changes are combined with a step that decreases the objective, and the
+    intercept is fitted on the result.
+
+    Parameters
+    ----------
+    penalty : {"l1", "l2", "elasticnet"}
+        ``"elasticnet"`` needs ``l1_ratio``.
+    C : float
+        Inverse of the regularisation strength, as in scikit-learn.
+    l1_ratio : float in [0, 1] or None
+        The l1 share of an elastic-net penalty (only used with ``penalty="elasticnet"``).
+    fit_intercept : bool
+    tol : float
+        Stop when no coefficient or intercept violates its optimality condition by more than
+        ``tol`` times the largest feature gradient at ``w = 0``.
+    max_iter : int
+        Rounds at most (each runs up to 20 prox-Newton steps per block).
+    warm_start : bool
+        Start from the previous fit's coefficients when the features and classes match.
+    n_blocks : int or None
+        Feature blocks; None: one per worker of the cluster.
+    checkpoint_interval, checkpoint_dir, progress, callback
+        As for :class:`dask_strads.Lasso`.
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, n_features_in_
+        As in scikit-learn: ``coef_`` has shape ``(1, n_features)`` for two classes,
+        ``(n_classes, n_features)`` otherwise.
+    n_iter_ : ndarray of shape (1,)
+        Rounds run.
+    history_ : dask_strads.engine.History
+        One record per round (objective, relative violation, step, Newton steps).
+
+    The client is not a parameter: set ``est.client = client``.
+    """
+
+    _parameter_constraints = {
+        **_CONSTRAINTS,
+        "penalty": [StrOptions({"l1", "l2", "elasticnet"})],
+        "C": [NumberInterval(Real, 0, None, closed="neither")],
+        "l1_ratio": [NumberInterval(Real, 0, 1, closed="both"), None],
+        "fit_intercept": ["boolean"],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(self, penalty="l1", *, C=1.0, l1_ratio=None, fit_intercept=True, tol=1e-4,
+                 max_iter=100, warm_start=False, n_blocks=None, checkpoint_interval=10,
+                 checkpoint_dir=None, progress=False, callback=None):
+        self.penalty = penalty
+        self.C = C
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.n_blocks = n_blocks
+        self.checkpoint_interval = checkpoint_interval
+        self.checkpoint_dir = checkpoint_dir
+        self.progress = progress
+        self.callback = callback
+
+    def fit(self, X, y):
+        """Fit on X (numpy, scipy.sparse or pydata sparse) and class labels y."""
+        self._check_params()
+        l1 = self._l1_share()
+        given = X
+        X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"],
+                         dtype=np.float64, estimator=self)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if len(classes) < 2:
+            raise ValueError("This solver needs samples of at least 2 classes in the data, but "
+                             f"the data contain only one class: {classes[0]!r}")
+        targets = classes[1:] if len(classes) == 2 else classes
+        Y = np.where(y[:, None] == targets[None, :], 1.0, -1.0)
+        n_features = X.shape[1]
+        coef_init, intercept_init = self._initial_coef(n_features, classes)
+
+        executor = self._fit_executor(X.nnz if sp.issparse(X) else X.size)
+        edges = block_edges(n_features, self.n_blocks or len(executor.workers))
+        program = LogisticProgram(len(edges) - 1, Y, self.C, l1, 1.0 - l1, self.fit_intercept,
+                                  self.tol, intercept_init, sparse=sp.issparse(X))
+
+        def make_block(columns, lo, hi):
+            return make_raw_block(columns, coef_init[:, lo:hi])
+
+        result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1),
+                                  executor, self.max_iter, (X, y, coef_init))
+        history = result.history
+        self._reset_features(given)
+        self.classes_ = classes
+        parameters = np.concatenate(result.gather())  # the intercepts, then the coefficients
+        self.intercept_ = parameters[0]
+        self.coef_ = np.ascontiguousarray(parameters[1:].T)
+        self.n_iter_ = np.array([history.stats.rounds])
+        self.history_ = history
+        self._executor = executor
+        if not history.stats.converged and self.callback is None:
+            violations = [r["violation"] for r in history if "violation" in r]
+            warnings.warn(
+                f"LogisticRegression did not converge in {history.stats.rounds} rounds "
+                f"(relative violation {violations[-1] if violations else np.inf:.2e}, tol "
+                f"{self.tol:.1e}). Consider increasing max_iter.", ConvergenceWarning)
+        return self
+
+    def _l1_share(self):
+        if self.penalty == "elasticnet":
+            if self.l1_ratio is None:
+                raise ValueError("penalty='elasticnet' needs l1_ratio (a number in [0, 1])")
+            return float(self.l1_ratio)
+        return 1.0 if self.penalty == "l1" else 0.0
+
+    def _initial_coef(self, n_features, classes):
+        """``(coef, intercept)`` to start from: the last fit's with ``warm_start``, else 0."""
+        rows = 1 if len(classes) == 2 else len(classes)
+        if (self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (rows, n_features)
+                and np.array_equal(self.classes_, classes)):
+            return np.array(self.coef_, dtype=np.float64), np.array(self.intercept_)
+        return np.zeros((rows, n_features)), np.zeros(rows)
+
+    def predict_proba(self, X):
+        """Probability of each class: the logistic function of each one-vs-rest decision,
+        normalised over the classes when there are more than two."""
+        return self._predict_proba_lr(X)
+
+    def predict_log_proba(self, X):
+        return np.log(self.predict_proba(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

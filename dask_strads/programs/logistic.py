@@ -1,0 +1,382 @@
+"""The STRADS logistic-regression program over feature blocks: prox-Newton with working sets.
+
+    sum over classes k of   C sum_i log(1 + exp(-y_ik z_ik)) + l1 ||w_k||_1 + l2/2 ||w_k||^2,
+
+with margins ``z_k = X w_k + b_k`` and ``y_ik`` in {-1, +1} (one column per class for
+one-vs-rest, one for a binary problem). The classes are independent problems solved side by side
+on the same blocks.
+
+Features are split into blocks, one worker each; the shared value is the margins and the
+intercepts. In a push a block schedules its coordinates by priority, the violation of their
+optimality conditions: the working set is the block's nonzero coefficients and its worst
+violators. It then runs prox-Newton steps on that set against the margins it was sent (a
+quadratic model solved by coordinate descent, then a line search), moving a shift of the
+intercept with its coefficients (an unpenalised column of ones), and sends the change of the
+margins it made and the shift it wanted. Blocks pushed in the same round moved from the same
+margins, so their changes may interfere (two blocks that both shift the intercept shift it
+twice): the pull weighs each block's change by a factor in [0, 1] and chooses one intercept
+shift, on the second-order model of the objective in the span of the changes, checked on a convex
+upper bound of the objective (see :meth:`LogisticProgram._combine`). The next push commits its
+factor to the block's coefficients.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+
+from ..kernels.columns import add_columns
+from ..kernels.logistic import column_dots, newton_direction
+from .base import Program
+
+#: Smallest working set of a block and class; it grows to twice the block's nonzeros.
+MIN_WORKING_SET = 10
+#: Prox-Newton steps of a push, and coordinate-descent sweeps for a step's direction.
+MAX_NEWTON_STEPS = 20
+MAX_SWEEPS = 50
+#: A push goes on until the working set's violation is at most this share of the block's
+#: violation when the push began; a direction is solved to this share of the working set's.
+INNER_SHARE = 0.3
+#: Sufficient decrease (Armijo) of the line searches, and the smallest step tried.
+ARMIJO = 0.01
+MIN_STEP = 2.0 ** -20
+
+
+@dataclass(frozen=True)
+class Margins:
+    """The shared state: margins ``z`` (classes x samples) of the committed coefficients and
+    ``intercept``; ``step`` (classes x blocks) is the factor the pull gave each block's latest
+    change, which is in ``z`` already. ``scale``: the largest |x_j . g| of a feature at w = 0,
+    b = 0 (``tol`` is relative to it); None before the first pull."""
+
+    z: np.ndarray
+    intercept: np.ndarray
+    step: np.ndarray
+    scale: object = None
+
+
+@dataclass(frozen=True)
+class BlockState:
+    """Coefficients (classes x columns of the block) up to the last push, and that push's
+    change, to be committed times the step of the pull that took it."""
+
+    coef: np.ndarray
+    change: np.ndarray
+
+
+@dataclass(frozen=True)
+class BlockUpdate:
+    """What a push sends to the pull, per class: the change of the margins its coefficients made,
+    the intercept shift it made with them, the block's penalty before and after, and the slope
+    ``g . dz + penalty_after - penalty_before`` at the margins it was sent."""
+
+    dz: np.ndarray
+    shift: np.ndarray
+    penalty_before: np.ndarray
+    penalty_after: np.ndarray
+    slope: np.ndarray
+    violation: float
+    newton_steps: int = 0
+    scale: float = 0.0
+
+
+@dataclass(frozen=True)
+class BlockChanges:
+    """The blocks' updates of one class, as arrays along the blocks."""
+
+    dz: np.ndarray
+    shift: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+    slope: np.ndarray
+
+
+@dataclass(frozen=True)
+class LogisticData:
+    block: int
+    X: object  # Fortran float64 array, or (indptr, indices, data) of a CSC matrix
+    coef_init: np.ndarray  # classes x columns of the block
+    weight: np.ndarray  # per column: 1 penalised, 0 the intercept's column of ones
+    has_intercept: bool  # the last column is a column of ones, for the intercept shift
+
+
+def make_raw_block(X, coef_init):
+    """The data of one feature block as sent to its worker."""
+    return {"X": X, "coef": coef_init}
+
+
+def margin_derivatives(z, y, C):
+    """``(g, h)``: first and second derivatives of ``C log(1 + exp(-y z))`` in ``z``."""
+    s = expit(-y * z)
+    return -C * y * s, C * s * (1.0 - s)
+
+
+def datafit(z, y, C):
+    return C * float(np.logaddexp(0.0, -y * z).sum())
+
+
+def violations(grad, coef, l1, l2):
+    """How far each coordinate is from its optimality condition: the distance of ``-grad - l2
+    coef`` to ``l1`` times the subdifferential of |.| at ``coef`` (``l1``, ``l2``: scalars or
+    per coordinate)."""
+    full = grad + l2 * coef
+    return np.where(coef != 0.0, np.abs(full + l1 * np.sign(coef)),
+                    np.maximum(np.abs(full) - l1, 0.0))
+
+
+class LogisticProgram(Program):
+    """Logistic regression by prox-Newton over feature blocks (see the module docstring).
+
+    ``Y``: samples x classes of +-1. ``tolerance``: stop when no coordinate or intercept violates
+    its optimality condition by more than ``tolerance`` times the largest |x_j . g| at w = 0.
+    """
+
+    name = "logistic"
+    report_lag = 1  # the violation is measured at the start of a push
+
+    def __init__(self, n_blocks, Y, C, l1, l2, fit_intercept, tolerance, intercept_init=None,
+                 sparse=False):
+        self.n_blocks = n_blocks
+        self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)  # classes x samples
+        self.C = float(C)
+        self.l1 = float(l1)
+        self.l2 = float(l2)
+        self.fit_intercept = fit_intercept
+        self.tolerance = tolerance
+        self.intercept_init = (np.zeros(len(self.Y)) if intercept_init is None
+                               else np.asarray(intercept_init, dtype=np.float64))
+        self.seed = 0  # deterministic: nothing is drawn at random
+        self.kernels = ("logistic_sparse" if sparse else "logistic",)
+
+    def penalty(self, coef, weight):
+        """Each class's penalty of ``coef`` (classes x columns, or one class's row)."""
+        return (weight * (self.l1 * np.abs(coef) + 0.5 * self.l2 * coef * coef)).sum(axis=-1)
+
+    # -- blocks ---------------------------------------------------------------------------
+    def prepare_block(self, raw, block_id):
+        X, coef = raw["X"], np.asarray(raw["coef"], dtype=np.float64)
+        weight = np.ones(coef.shape[1])
+        if self.fit_intercept:
+            ones = np.ones((X.shape[0], 1))
+            X = sp.hstack([X, ones]) if sp.issparse(X) else np.hstack([X, ones])
+            coef = np.hstack([coef, np.zeros((len(coef), 1))])
+            weight = np.append(weight, 0.0)
+        if sp.issparse(X):
+            X = X.tocsc()
+            X.sum_duplicates()
+            X = (X.indptr.astype(np.int64), X.indices.astype(np.int64),
+                 X.data.astype(np.float64))
+        else:
+            X = np.asfortranarray(X, dtype=np.float64)
+        return LogisticData(block_id, X, coef, weight, self.fit_intercept)
+
+    def initial_shared(self):
+        z = np.repeat(self.intercept_init[:, None], self.Y.shape[1], axis=1)
+        return Margins(z, self.intercept_init.copy(), np.ones((len(self.Y), self.n_blocks)))
+
+    def init_block(self, data, block_id):
+        coef = data.coef_init.copy()
+        dz = np.array([add_columns(data.X, c, np.zeros(self.Y.shape[1])) for c in coef])
+        features = np.flatnonzero(data.weight)
+        scale = max(np.abs(column_dots(data.X, features, -0.5 * self.C * y)).max(initial=0.0)
+                    for y in self.Y)
+        penalty = self.penalty(coef, data.weight)
+        return (BlockState(coef, np.zeros_like(coef)),
+                BlockUpdate(dz, np.zeros(len(coef)), penalty, penalty, np.zeros(len(coef)), 0.0,
+                            scale=scale))
+
+    # -- schedule / push / pull -----------------------------------------------------------
+    def schedule(self, round_index, history):
+        return {b: None for b in range(self.n_blocks)}
+
+    def push(self, block_id, data, state, instruction, shared):
+        coef = state.coef + shared.step[:, block_id, None] * state.change
+        new = coef.copy()  # the intercept shift's column, if any, starts at 0 in every push
+        dz = np.zeros_like(shared.z)
+        slope = np.zeros(len(coef))
+        violation, steps = 0.0, 0
+        for k, y in enumerate(self.Y):
+            g, _ = margin_derivatives(shared.z[k], y, self.C)
+            dz[k], worst, steps_k = self._newton_steps(data, new[k], shared.z[k], y,
+                                                       self.tolerance * shared.scale)
+            violation, steps = max(violation, worst), steps + steps_k
+            if data.has_intercept:
+                dz[k] -= new[k, -1]
+            slope[k] = float(np.dot(g, dz[k]))
+        shift = np.zeros(len(coef))
+        if data.has_intercept:
+            shift = new[:, -1].copy()
+            new[:, -1] = 0.0
+        before, after = self.penalty(coef, data.weight), self.penalty(new, data.weight)
+        update = BlockUpdate(dz, shift, before, after, slope + after - before, violation, steps)
+        return BlockState(coef, new - coef), update
+
+    def _newton_steps(self, data, coef, z, y, floor):
+        """Prox-Newton steps on a working set of one class, in place on ``coef``, until the
+        set's violation is at most ``INNER_SHARE`` of the block's (or ``floor``). Returns the
+        change of the margins, the block's largest violation at ``z`` and the steps taken."""
+        X, weight = data.X, data.weight
+        l1, l2 = self.l1 * weight, self.l2 * weight
+        z_start = z
+        g, h = margin_derivatives(z, y, self.C)
+        grad = column_dots(X, np.arange(len(coef)), g)
+        score = violations(grad, coef, l1, l2)
+        worst = float(score.max(initial=0.0))
+        target = max(INNER_SHARE * worst, floor)
+        ws = _working_set(score, coef)
+        grad_block = np.zeros(len(coef))
+        steps = 0
+        while steps < (MAX_NEWTON_STEPS if self.n_blocks == 1 else 1) and len(ws):
+            grad_ws = grad[ws] if steps == 0 else column_dots(X, ws, g)
+            ws_violation = violations(grad_ws, coef[ws], l1[ws], l2[ws]).max()
+            if ws_violation <= target:
+                break
+            grad_block[ws] = grad_ws
+            d, q, _ = newton_direction(X, ws, coef, grad_block, h, self.l1, self.l2, weight,
+                                       MAX_SWEEPS, INNER_SHARE * ws_violation)
+            t = self._line_search(z, q, y, coef[ws], d[ws], g, weight[ws])
+            if t == 0.0:
+                break
+            coef += t * d
+            z = z + t * q
+            g, h = margin_derivatives(z, y, self.C)
+            steps += 1
+        return z - z_start, worst, steps
+
+    def _line_search(self, z, q, y, coef, d, g, weight):
+        """The largest step in 1, 1/2, 1/4, ... with sufficient decrease of the objective
+        (``coef``, ``d``, ``weight``: of the working set, where ``d`` lives)."""
+        penalty = self.penalty(coef, weight)
+        before = datafit(z, y, self.C) + penalty
+        slope = float(np.dot(g, q)) + self.penalty(coef + d, weight) - penalty
+        t = 1.0
+        while t >= MIN_STEP:
+            after = datafit(z + t * q, y, self.C) + self.penalty(coef + t * d, weight)
+            if after <= before + ARMIJO * t * slope:
+                return t
+            t *= 0.5
+        return 0.0
+
+    def pull(self, partials, shared):
+        blocks = list(partials)
+        updates = [partials[b] for b in blocks]
+        if shared.scale is None:  # the initial pull: warm-start coefficients, taken whole
+            scale = max(u.scale for u in updates)
+            z = shared.z + np.sum([u.dz for u in updates], axis=0)
+            return Margins(z, shared.intercept, shared.step, scale or 1.0), {}
+        z, intercept = shared.z.copy(), shared.intercept.copy()
+        step = np.zeros((len(self.Y), self.n_blocks))
+        objective = 0.0
+        for k, y in enumerate(self.Y):
+            change = BlockChanges(*(np.array([getattr(u, name)[k] for u in updates])
+                                    for name in ("dz", "shift", "penalty_before",
+                                                 "penalty_after", "slope")))
+            fit = datafit(z[k], y, self.C)
+            factors, shift = self._combine(z[k], y, change, fit)
+            if self.fit_intercept:
+                shift += _best_shift(z[k] + factors @ change.dz + shift, y, self.C)
+            z[k] += factors @ change.dz + shift
+            intercept[k] += shift
+            step[k, blocks] = factors
+            objective += fit + change.before.sum()
+        report = {"objective": objective,
+                  "violation": max(u.violation for u in updates) / shared.scale,
+                  "step": float(step[:, blocks].min()),
+                  "newton_steps": sum(u.newton_steps for u in updates)}
+        return Margins(z, intercept, step, shared.scale), report
+
+    def _combine(self, z, y, change, fit):
+        """Factors ``f`` in [0, 1] of the blocks' margin changes and one intercept shift ``s``
+        (one class).
+
+        For such factors the objective is at most ``datafit(z + f dz + s) + sum_b (1 - f_b)
+        before_b + f_b after_b`` (the penalty is convex), equal at f = 0, s = 0. Two
+        candidates: all ones with the blocks' shifts added (the blocks' own steps, best when
+        they do not interfere), and the minimiser of the bound's second-order model at ``z``.
+        The better one is taken if it decreases the bound, else halved until it decreases it
+        enough (Armijo).
+        """
+        def bound(candidate):
+            f, s = candidate
+            return (datafit(z + f @ change.dz + s, y, self.C) + change.before.sum()
+                    + f @ (change.after - change.before))
+
+        g, h = margin_derivatives(z, y, self.C)
+        directions = np.vstack([change.dz, np.ones(len(z))]) if self.fit_intercept else change.dz
+        curvature = (directions * h) @ directions.T
+        linear = np.append(change.slope, g.sum()) if self.fit_intercept else change.slope
+        model = _box_quadratic(curvature, linear, free=self.fit_intercept)
+        n = len(change.dz)
+        candidates = [(np.ones(n), change.shift.sum()), (model[:n], model[n:].sum())]
+        best = min(candidates, key=bound)
+        start = fit + change.before.sum()
+        if bound(best) <= start:
+            return best
+        f, s = best
+        slope = f @ change.slope + s * g.sum()
+        t = 0.5
+        while t >= MIN_STEP:
+            if bound((t * f, t * s)) <= start + ARMIJO * t * slope:
+                return t * f, t * s
+            t *= 0.5
+        return np.zeros(n), 0.0
+
+    def converged(self, report):
+        return "violation" in report and report["violation"] <= self.tolerance
+
+    def collect(self, data, state, shared):
+        """The block's coefficients, features x classes; block 0's chunk starts with the
+        intercepts."""
+        coef = (state.coef + shared.step[:, data.block, None] * state.change).T
+        if data.has_intercept:
+            coef = coef[:-1]
+        return np.vstack([shared.intercept, coef]) if data.block == 0 else coef
+
+
+def _working_set(score, coef):
+    """The nonzero coefficients and the worst violators: twice as many coordinates as
+    nonzeros, at least ``MIN_WORKING_SET``, none that satisfies its condition."""
+    size = max(MIN_WORKING_SET, 2 * np.count_nonzero(coef))
+    score = np.where(coef != 0.0, np.inf, score)
+    candidates = np.flatnonzero(score > 0.0)
+    if len(candidates) > size:
+        candidates = np.sort(candidates[np.argpartition(-score[candidates], size - 1)[:size]])
+    return candidates
+
+
+def _box_quadratic(curvature, linear, free):
+    """argmin of ``linear . x + x' curvature x / 2`` over x in [0, 1]^m, the last coordinate
+    unbounded when ``free``: coordinate descent."""
+    x = np.ones(len(linear))
+    if free:
+        x[-1] = 0.0
+    for _ in range(MAX_SWEEPS):
+        for b in range(len(x)):
+            if curvature[b, b] > 0:
+                rest = linear[b] + curvature[b] @ x - curvature[b, b] * x[b]
+                x[b] = -rest / curvature[b, b]
+                if not (free and b == len(x) - 1):
+                    x[b] = min(1.0, max(0.0, x[b]))
+    return x
+
+
+def _best_shift(z, y, C):
+    """The shift of the margins that minimises ``datafit(z + shift)``: damped Newton steps."""
+    shift = 0.0
+    current = datafit(z, y, C)
+    for _ in range(MAX_SWEEPS):
+        g, h = margin_derivatives(z + shift, y, C)
+        gradient, curvature = float(g.sum()), float(h.sum())
+        if curvature <= 0.0 or gradient == 0.0:
+            break
+        t = 1.0
+        while t >= MIN_STEP:
+            trial = datafit(z + shift - t * gradient / curvature, y, C)
+            if trial < current:
+                break
+            t *= 0.5
+        if t < MIN_STEP:
+            break
+        shift -= t * gradient / curvature
+        current = trial
+    return shift

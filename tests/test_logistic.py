@@ -1,0 +1,184 @@
+"""dask_strads.LogisticRegression against independent references: scikit-learn's liblinear and
+saga solvers at a tight tol, on the objective computed here in numpy from the fitted attributes.
+
+Problems are small (a few hundred samples) so that the tight references stay fast. Fits without
+a client run in this process; the model-parallel ones run on the session's two-worker-process
+cluster.
+"""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression as SkLogisticRegression
+from sklearn.utils._param_validation import InvalidParameterError
+
+import dask_strads
+from dask_strads.programs import run_sequential
+from dask_strads.programs.logistic import LogisticProgram, make_raw_block
+
+OBJECTIVE_RTOL = 1e-5
+TOL = 1e-7
+L1_RATIO = {"l1": 1.0, "l2": 0.0, "elasticnet": 0.4}
+
+
+def problem(n_samples=200, n_features=40, n_classes=2, sparse=False, seed=0, redundant=4):
+    X, y = make_classification(n_samples, n_features, n_informative=8, n_redundant=redundant,
+                               n_classes=n_classes, n_clusters_per_class=1, random_state=seed)
+    if sparse:
+        X[np.abs(X) < 0.8] = 0.0
+    X[X != 0] += 0.5  # uncentred columns: the intercept matters
+    return (sp.csr_matrix(X) if sparse else X), y
+
+
+def objective(X, y_pm, coef, intercept, C, l1_ratio):
+    """scikit-learn's objective of one binary problem (labels in {-1, +1})."""
+    z = X @ coef + intercept
+    return (C * np.logaddexp(0.0, -y_pm * np.asarray(z).ravel()).sum()
+            + l1_ratio * np.abs(coef).sum() + 0.5 * (1 - l1_ratio) * coef @ coef)
+
+
+def binary_objective(model, X, y, C, l1_ratio):
+    y_pm = np.where(y == model.classes_[1], 1.0, -1.0)
+    intercept = np.ravel(model.intercept_)[0]  # liblinear without intercept: a float
+    return objective(X, y_pm, model.coef_.ravel(), intercept, C, l1_ratio)
+
+
+def sklearn_fit(X, y, C, l1_ratio, solver, fit_intercept=True):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return SkLogisticRegression(C=C, l1_ratio=l1_ratio, solver=solver, tol=1e-12,
+                                    max_iter=100_000, fit_intercept=fit_intercept).fit(X, y)
+
+
+def ours(penalty, **params):
+    l1_ratio = L1_RATIO[penalty] if penalty == "elasticnet" else None
+    return dask_strads.LogisticRegression(penalty, l1_ratio=l1_ratio, tol=TOL, max_iter=300,
+                                          **params)
+
+
+@pytest.mark.parametrize("penalty", ["l1", "l2", "elasticnet"])
+def test_objective_matches_saga(penalty):
+    X, y = problem()
+    C = 0.3
+    model = ours(penalty, C=C).fit(X, y)
+    reference = sklearn_fit(X, y, C, L1_RATIO[penalty], "saga")
+    got = binary_objective(model, X, y, C, L1_RATIO[penalty])
+    expected = binary_objective(reference, X, y, C, L1_RATIO[penalty])
+    assert got <= expected * (1 + OBJECTIVE_RTOL)
+    assert got >= expected * (1 - OBJECTIVE_RTOL)  # saga at tol 1e-12 is near the optimum
+    assert model.history_.stats.converged
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("penalty", ["l1", "l2"])
+def test_without_intercept_matches_liblinear(penalty, sparse):
+    """liblinear penalises its intercept: without one, both minimise the same objective."""
+    X, y = problem(sparse=sparse, seed=3)
+    C = 0.5
+    model = ours(penalty, C=C, fit_intercept=False).fit(X, y)
+    reference = sklearn_fit(X, y, C, L1_RATIO[penalty], "liblinear", fit_intercept=False)
+    got = binary_objective(model, X, y, C, L1_RATIO[penalty])
+    expected = binary_objective(reference, X, y, C, L1_RATIO[penalty])
+    assert abs(got - expected) <= OBJECTIVE_RTOL * expected
+    assert np.all(model.intercept_ == 0.0)
+
+
+def test_sparse_input_gives_the_dense_fit():
+    """Sparse blocks run the CSC kernels: the same model as the dense ones (checked against
+    saga above), intercept and elastic net included."""
+    X, y = problem(sparse=True, seed=4)
+    from_sparse = ours("elasticnet", C=0.3).fit(X, y)
+    from_dense = ours("elasticnet", C=0.3).fit(X.toarray(), y)
+    np.testing.assert_allclose(from_sparse.coef_, from_dense.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(from_sparse.intercept_, from_dense.intercept_, rtol=1e-7)
+
+
+def test_one_vs_rest_multiclass():
+    """Three classes: each row of coef_ solves the binary problem 'class k against the rest',
+    as liblinear's one-vs-rest does (no intercept, where liblinear's objective is ours)."""
+    X, y = problem(n_samples=240, n_classes=3, seed=5)
+    C = 0.4
+    model = ours("l1", C=C, fit_intercept=False).fit(X, y)
+    assert model.coef_.shape == (3, X.shape[1])
+    for k, label in enumerate(model.classes_):
+        y_k = np.where(y == label, 1, 0)
+        reference = sklearn_fit(X, y_k, C, 1.0, "liblinear", fit_intercept=False)
+        y_pm = np.where(y == label, 1.0, -1.0)
+        got = objective(X, y_pm, model.coef_[k], 0.0, C, 1.0)
+        expected = objective(X, y_pm, reference.coef_.ravel(), 0.0, C, 1.0)
+        assert abs(got - expected) <= OBJECTIVE_RTOL * expected
+    proba = model.predict_proba(X)
+    scores = 1 / (1 + np.exp(-(X @ model.coef_.T)))
+    np.testing.assert_allclose(proba, scores / scores.sum(axis=1, keepdims=True))
+    np.testing.assert_array_equal(model.predict(X), model.classes_[scores.argmax(axis=1)])
+
+
+def test_binary_predictions_and_string_labels():
+    X, y = problem(seed=2)
+    labels = np.array(["no", "yes"])[y]
+    model = ours("l1", C=1.0).fit(X, labels)
+    np.testing.assert_array_equal(model.classes_, ["no", "yes"])
+    decision = X @ model.coef_.ravel() + model.intercept_[0]
+    np.testing.assert_allclose(model.decision_function(X), decision)
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1], 1 / (1 + np.exp(-decision)))
+    np.testing.assert_array_equal(model.predict(X), np.where(decision > 0, "yes", "no"))
+
+
+def test_two_blocks_on_a_cluster_match_the_sequential_run(client_factory):
+    """Model-parallel: two feature blocks on two worker processes give the result of the same
+    program run in a plain loop, and the optimum a one-block fit reaches (tested above against
+    saga and liblinear)."""
+    X, y = problem(n_samples=300, n_features=60, sparse=True, seed=7, redundant=0)
+    C, tol = 0.3, 1e-5
+    model = ours("elasticnet", C=C, n_blocks=2).set_params(tol=tol)
+    model.client = client_factory(2)
+    model.fit(X, y)
+    assert model.history_.stats.tasks_per_round >= 4  # two pushes, a pull, a report
+    one_block = ours("elasticnet", C=C).fit(X, y)
+    expected = binary_objective(one_block, X, y, C, L1_RATIO["elasticnet"])
+    got = binary_objective(model, X, y, C, L1_RATIO["elasticnet"])
+    assert expected * (1 - 1e-12) <= got <= expected * (1 + OBJECTIVE_RTOL)
+
+    Y = np.where(y == 1, 1.0, -1.0)[:, None]
+    program = LogisticProgram(2, Y, C, 0.4, 0.6, True, tol, sparse=True)
+    X_csc = X.tocsc()
+    blocks = [make_raw_block(X_csc[:, :30], np.zeros((1, 30))),
+              make_raw_block(X_csc[:, 30:], np.zeros((1, 30)))]
+    params, reports = run_sequential(program, blocks, max_rounds=300)
+    sequential = np.concatenate(params)
+    np.testing.assert_allclose(model.intercept_, sequential[0], rtol=1e-10)
+    np.testing.assert_allclose(model.coef_.ravel(), sequential[1:, 0], rtol=1e-10, atol=1e-12)
+    assert len(reports) == model.n_iter_[0]
+
+
+def test_warm_start_resumes_from_the_previous_fit():
+    X, y = problem(seed=11)
+    cold = ours("l1", C=0.5).fit(X, y)
+    warm = ours("l1", C=0.5, warm_start=True)
+    warm.coef_, warm.intercept_, warm.classes_ = cold.coef_, cold.intercept_, cold.classes_
+    warm.fit(X, y)
+    assert warm.n_iter_[0] < cold.n_iter_[0]
+    assert (binary_objective(warm, X, y, 0.5, 1.0)
+            <= binary_objective(cold, X, y, 0.5, 1.0) * (1 + 1e-9))
+
+
+def test_bad_input_refused_before_fitting_and_fitted_model_kept():
+    X, y = problem(seed=1)
+    model = ours("l1").fit(X, y)
+    coef = model.coef_.copy()
+    model.set_params(penalty="elasticnet", l1_ratio=None)
+    with pytest.raises(ValueError, match="l1_ratio"):
+        model.fit(X, y)
+    model.set_params(penalty="l1")
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        model.fit(X, np.zeros(len(y)))
+    with pytest.raises(InvalidParameterError, match="C"):
+        model.set_params(C=0.0).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="penalty"):
+        model.set_params(C=1.0, penalty="l3").fit(X, y)
+    with pytest.raises(ValueError, match="continuous"):
+        model.set_params(penalty="l1").fit(X, y + 0.5)
+    np.testing.assert_array_equal(model.coef_, coef)
