@@ -19,6 +19,7 @@ def current_client(client_factory):
 
 
 @parametrize_with_checks([dask_strads.Lasso(), dask_strads.LatentDirichletAllocation(max_iter=5),
-                          dask_strads.MatrixFactorization()], legacy=True)
+                          dask_strads.MatrixFactorization(), dask_strads.LogisticRegression()],
+                         legacy=True)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)

@@ -19,6 +19,9 @@ from .inputs import blocks_along, to_scipy_if_pydata
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("max_iter", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
+#: Stored values per feature block by default. Blocks updated in the same round interfere
+#: (the pull shortens their steps, and a fit takes more rounds), so a smaller problem is not cut.
+STORED_VALUES_PER_BLOCK = 1_000_000
 
 
 class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimator):
@@ -54,7 +57,9 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
     warm_start : bool
         Start from the previous fit's coefficients when the features and classes match.
     n_blocks : int or None
-        Feature blocks; None: one per worker of the cluster.
+        Feature blocks; None: one per million stored values of X, at most one per worker.
+        Blocks updated in the same round interfere, so more blocks take more rounds: they pay
+        when a round's work, not its latency, dominates.
     checkpoint_interval, checkpoint_dir, progress, callback
         As for :class:`dask_strads.Lasso`.
 
@@ -115,8 +120,11 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         n_features = X.shape[1]
         coef_init, intercept_init = self._initial_coef(n_features, classes)
 
-        executor = self._fit_executor(X.nnz if sp.issparse(X) else X.size)
-        edges = block_edges(n_features, self.n_blocks or len(executor.workers))
+        stored = X.nnz if sp.issparse(X) else X.size
+        executor = self._fit_executor(stored)
+        n_blocks = self.n_blocks or min(len(executor.workers),
+                                        max(1, stored // STORED_VALUES_PER_BLOCK))
+        edges = block_edges(n_features, n_blocks)
         program = LogisticProgram(len(edges) - 1, Y, self.C, l1, 1.0 - l1, self.fit_intercept,
                                   self.tol, intercept_init, sparse=sp.issparse(X))
 
