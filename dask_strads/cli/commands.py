@@ -21,14 +21,15 @@ def fit(args, client):
         params["checkpoint_dir"] = args.checkpoint_dir
     params.setdefault("progress", not args.quiet and _has_tqdm())
     estimator = cls(**params)
-    estimator._validate_params()  # a usage error, before reading the data
-    data = _read(args.input, args.format, client)
+    estimator._validate_params()  # usage errors before reading the data
+    format = _format(args.input, args.format)
+    if is_regressor(estimator) and format != "svmlight":
+        raise UsageError(f"{cls.__name__} needs targets: give an svmlight file (each line's "
+                         f"target first), not {format}")
+    data = _read(args.input, format, client)
     estimator.client = client
     logger.info("fitting %s on %s", cls.__name__, _shape(data.X))
     if is_regressor(estimator):
-        if data.y is None:
-            raise UsageError(f"{cls.__name__} needs targets: give an svmlight file (each line's "
-                             "target first)")
         estimator.fit(data.X, data.y)
     else:
         estimator.fit(data.X)
@@ -109,14 +110,16 @@ def info(args, client):
             print(f"  topic {k}: {' '.join(words[np.argsort(-topic)[:8]])}")
 
 
+def _format(path, given):
+    try:
+        return given or io.format_of(path)
+    except ValueError as error:  # a name that says no format
+        raise UsageError(str(error)) from None
+
+
 def _read(path, format, client):
     logger.info("reading %s%s", path, " on the workers" if client is not None else "")
-    try:
-        return io.read(path, format, client)
-    except ValueError as error:
-        if "cannot tell the format" in str(error) or "unknown format" in str(error):
-            raise UsageError(str(error)) from None
-        raise
+    return io.read(path, _format(path, format), client)
 
 
 def _shape(X):
