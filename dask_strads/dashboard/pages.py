@@ -2,10 +2,10 @@
 seconds, no script needed) and ``/strads/fits.json``."""
 import html
 import json
-import math
 
 from distributed.http.utils import RequestHandler
 
+from .charts import chart, number
 from .store import store_of
 
 #: Seconds between refreshes of the HTML page.
@@ -43,7 +43,7 @@ def _fit_html(fit):
     e = html.escape
     facts = {"state": fit["state"], "rounds": fit["rounds"],
              "wall time": f"{fit['wall_seconds']:.3g} s",
-             "objective": _format(fit["objective"]), "gap": _format(fit["gap"])}
+             "objective": number(fit["objective"]), "gap": number(fit["gap"])}
     head = "".join(f"<span class='fact'><b>{e(k)}</b> {e(str(v))}</span>"
                    for k, v in facts.items())
     workers = "".join(
@@ -57,40 +57,14 @@ def _fit_html(fit):
     return (f"<section class='fit' id='fit-{e(fit['id'])}'>"
             f"<h2>{e(str(fit['estimator']))} <small>({e(str(fit['program']))}, fit "
             f"{e(fit['id'])})</small></h2><p>{head}</p>"
-            f"{_chart(fit['records'], 'objective')}{_chart(fit['records'], 'gap')}"
+            f"{chart(fit['records'], 'objective')}{chart(fit['records'], 'gap')}"
             f"<table><tr><th>worker</th><th>blocks</th><th>tasks</th><th>compute s</th>"
             f"<th>waiting s</th></tr>{workers}</table>"
             f"<p>Recoveries:</p><ul>{recoveries}</ul></section>")
 
 
-def _chart(records, name, width=420, height=120):
-    """An SVG line of ``name`` per round (log scale when positive over a decade)."""
-    points = [(r["round"], r[name]) for r in records
-              if isinstance(r.get(name), (int, float)) and math.isfinite(r[name])]
-    if len(points) < 2:
-        return ""
-    values = [v for _, v in points]
-    log = min(values) > 0 and max(values) >= 10 * min(values)
-    ys = [math.log10(v) for v in values] if log else values
-    x0, x1 = points[0][0], points[-1][0]
-    low, high = min(ys), max(ys)
-    xy = " ".join(f"{5 + (width - 10) * (x - x0) / max(1, x1 - x0):.1f},"
-                  f"{height - 5 - (height - 10) * (y - low) / ((high - low) or 1):.1f}"
-                  for (x, _), y in zip(points, ys))
-    label = f"{name} per round{' (log scale)' if log else ''}: {_format(values[0])} → " \
-            f"{_format(values[-1])}"
-    return (f"<figure><svg width='{width}' height='{height}' role='img' "
-            f"aria-label='{html.escape(label)}'><polyline fill='none' stroke='#1f77b4' "
-            f"stroke-width='1.5' points='{xy}'/></svg><figcaption>{html.escape(label)}"
-            f"</figcaption></figure>")
-
-
 def _blocks(blocks):
     return ", ".join(map(str, blocks)) or "-"
-
-
-def _format(value):
-    return "-" if value is None else f"{value:.6g}"
 
 
 def _number(value):

@@ -10,12 +10,10 @@ iteration spans several rounds (LDA, matrix factorization) the iterations of ``m
 the rounds. A fit that converges or runs its ``max_iter`` ends complete (green in Jupyter); one
 stopped by an error or Ctrl-C does not.
 """
-import io
 import math
 from time import perf_counter
 
 from ..kernels.compilation import compiling_message
-from .history import History
 
 #: The live plot redraws when the time since its last drawing is this many times what that
 #: drawing cost: drawing then takes at most 1 / (1 + LIVE_PLOT_SPACING) of the fit's time.
@@ -88,16 +86,13 @@ class ProgressBar:
 
 
 class LivePlot:
-    """A convergence plot in the notebook, redrawn as rounds arrive (see
+    """A convergence plot in the notebook (SVG lines of the gap and objective per second, from
+    :func:`dask_strads.dashboard.charts.chart`), redrawn as rounds arrive (see
     :data:`LIVE_PLOT_SPACING`), and once more at the end."""
 
     def __init__(self, name):
-        try:
-            from IPython.display import display
-            from matplotlib.figure import Figure  # noqa: F401 (checked here, used in _draw)
-        except ImportError as error:
-            raise ImportError('progress="plot" needs IPython and matplotlib: '
-                              'pip install "dask_strads[plot]"') from error
+        from IPython.display import display
+
         self.name = name
         self.handle = display(f"{name}: starting", display_id=True)
         self._next_draw = 0.0
@@ -114,21 +109,16 @@ class LivePlot:
         self._draw(run.history.records)
 
     def _draw(self, records):
-        from IPython.display import Image
-        from matplotlib.figure import Figure
+        from IPython.display import HTML
 
-        history = History(records=[r for r in records
-                                   if r.get("objective") is not None or "gap" in r])
-        if not history.records:
-            return
-        figure = Figure(figsize=(5, 3), dpi=72)
-        ax = figure.subplots()
-        history.plot(x="time", ax=ax)
-        ax.set_title(f"{self.name}: round {records[-1]['round']}")
-        figure.tight_layout()
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png")
-        self.handle.update(Image(data=buffer.getvalue(), format="png"))
+        from ..dashboard.charts import chart
+
+        last = records[-1] if records else {}
+        lines = "".join(chart(records, name, x="time") for name in ("gap", "objective"))
+        facts = ", ".join(f"{key} {last[key]:.4g}" for key in ("objective", "gap")
+                          if last.get(key) is not None)
+        self.handle.update(HTML(f"<div><b>{self.name}</b>: round {last.get('round', '-')}"
+                                f"{', ' + facts if facts else ''}<br>{lines}</div>"))
 
 
 def watchers(progress, name, max_rounds, rounds_per_iteration=1, program=None):
