@@ -2,7 +2,19 @@
 from dataclasses import dataclass
 
 import dask
+import numpy as np
+import scipy.sparse as sp
+import sparse
+from dask._task_spec import DataNode
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask.sizeof import sizeof
 from distributed import Future, wait
+
+#: A collection's graph may hold data (``da.from_array`` of a numpy array holds its chunks):
+#: past this many bytes they are scattered to the cluster instead of sent inside the graphs
+#: that read them (Dask warns of a "large graph" from 10 MB).
+SCATTER_ABOVE_BYTES = 1 << 20
+_DATA = (np.ndarray, sp.spmatrix, sp.sparray, sparse.SparseArray)
 
 
 @dataclass(frozen=True)
@@ -47,7 +59,8 @@ def persist_blocks(client, blocks):
     This is how xgboost.dask and lightgbm.dask place partitions: persist, wait, ask who_has.
     The blocks never pass through the client.
     """
-    futures = client.compute(list(blocks))
+    held = scatter_held_data(client, *blocks)  # kept while the blocks compute from its futures
+    futures = client.compute(held)
     with client.as_current():  # distributed.wait uses the default client, which may be another
         wait(futures)
     who_has = client.who_has(futures)
@@ -63,3 +76,45 @@ def place_blocks(client, blocks, workers=None, slots=None):
     owners = spread(len(blocks), workers or worker_addresses(client), slots)
     return [PinnedBlock(scatter_one(client, block, owner), owner)
             for block, owner in zip(blocks, owners)]
+
+
+def scatter_held_data(client, *collections):
+    """The ``collections`` with the data their graphs hold (layers of in-memory arrays, as
+    ``da.from_array`` of a numpy array makes) replaced by futures of them on ``client``'s
+    cluster, each layer scattered once, when it exceeds :data:`SCATTER_ABOVE_BYTES`; the
+    collections without such data are returned as they are."""
+    scattered = {}  # layer name -> its layer of futures, or None: left as it is
+    result = []
+    for collection in collections:
+        graph = collection.__dask_graph__()
+        if not isinstance(graph, HighLevelGraph):
+            result.append(collection)
+            continue
+        for name, layer in graph.layers.items():
+            if name not in scattered:
+                scattered[name] = _scattered(layer, client)
+        if all(scattered[name] is None for name in graph.layers):
+            result.append(collection)
+            continue
+        layers = {name: scattered[name] or layer for name, layer in graph.layers.items()}
+        rebuild, args = collection.__dask_postpersist__()
+        result.append(rebuild(HighLevelGraph(layers, graph.dependencies), *args))
+    return result
+
+
+def _scattered(layer, client):
+    """A layer of futures of the arrays ``layer`` holds, or None for a layer of tasks or of
+    little data."""
+    if not isinstance(layer, MaterializedLayer):
+        return None
+    data = {key: _held(value) for key, value in layer.items()}
+    if any(value is None for value in data.values()) or (
+            sum(map(sizeof, data.values())) <= SCATTER_ABOVE_BYTES):
+        return None
+    return MaterializedLayer(client.scatter(data, hash=False))
+
+
+def _held(value):
+    """The array a graph entry holds, or None for a task."""
+    value = value.value if isinstance(value, DataNode) else value
+    return value if isinstance(value, _DATA) else None
