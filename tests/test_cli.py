@@ -127,6 +127,18 @@ def test_topics_from_a_bag_of_words_keep_the_vocabulary(tmp_path, capsys):
     assert f"topic 0: {top}" in capsys.readouterr().out
 
 
+def test_logistic_regression_from_labels(tmp_path, regression_file):
+    X, y = load_svmlight_file(str(regression_file))
+    dump_svmlight_file(X, (y > 0).astype(int), str(tmp_path / "labels.svm"))
+    assert main(["fit", "logistic", str(tmp_path / "labels.svm"), "-o", str(tmp_path / "m.npz"),
+                 "-p", "C=0.5", "--quiet"]) == 0
+    assert main(["predict", str(tmp_path / "m.npz"), str(tmp_path / "labels.svm"), "-o",
+                 str(tmp_path / "classes.npy"), "--quiet"]) == 0
+    reference = dask_strads.LogisticRegression(C=0.5).fit(X, (y > 0).astype(int))
+    np.testing.assert_array_equal(dask_strads.load(tmp_path / "m.npz").coef_, reference.coef_)
+    np.testing.assert_array_equal(np.load(tmp_path / "classes.npy"), reference.predict(X))
+
+
 @pytest.mark.parametrize("argv, code, message", [
     (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "alpa=1"], 2,
      "Lasso has no parameter 'alpa'; valid names: alpha, checkpoint_interval"),

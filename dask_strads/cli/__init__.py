@@ -84,8 +84,8 @@ def _parser():
     common.add_argument("--debug", action="store_true", help="show tracebacks of errors")
 
     parser = argparse.ArgumentParser(
-        prog="dask-strads", description="Model-parallel Lasso, LDA and matrix factorization on "
-        "Dask: fit models from data files, save them, predict and recommend.")
+        prog="dask-strads", description="Model-parallel machine learning on Dask: fit models from "
+        "data files, save them, predict and recommend.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     fit = sub.add_parser("fit", parents=[common], help="fit a model to a data file and save it")

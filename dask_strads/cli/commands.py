@@ -1,7 +1,7 @@
 """What each ``dask-strads`` command does, once its arguments are parsed and the client (or
 None: the embedded default) is connected."""
 import numpy as np
-from sklearn.base import is_regressor
+from sklearn.base import is_classifier, is_regressor
 
 from .. import io
 from ..log import logger
@@ -23,13 +23,14 @@ def fit(args, client):
     estimator = cls(**params)
     estimator._validate_params()  # usage errors before reading the data
     format = _format(args.input, args.format)
-    if is_regressor(estimator) and format != "svmlight":
+    supervised = is_regressor(estimator) or is_classifier(estimator)
+    if supervised and format != "svmlight":
         raise UsageError(f"{cls.__name__} needs targets: give an svmlight file (each line's "
                          f"target first), not {format}")
     data = _read(args.input, format, client)
     estimator.client = client
     logger.info("fitting %s on %s", cls.__name__, _shape(data.X))
-    if is_regressor(estimator):
+    if supervised:
         estimator.fit(data.X, data.y)
     else:
         estimator.fit(data.X)

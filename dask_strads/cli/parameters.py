@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import (InvalidParameterError,
 ESTIMATORS = {
     "lasso": "Lasso",
     "lda": "LatentDirichletAllocation",
+    "logistic": "LogisticRegression",
     "mf": "MatrixFactorization",
 }
 
