@@ -15,6 +15,7 @@ from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 import dask_strads
 from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
 from dask_strads.cli import main
+from test_io import triplet_table, write_bag_of_words
 
 #: The console script pip installs beside the interpreter.
 CONSOLE_SCRIPT = Path(sys.executable).parent / "dask-strads"
@@ -56,16 +57,8 @@ def test_fit_predict_info_on_the_embedded_default(tmp_path, capsys, regression_f
     assert "coef_: array (15,) float64" in about and "converged: True" in about
 
 
-def ratings_table(seed=0):
-    rng = np.random.default_rng(seed)
-    table = pd.DataFrame({"user": [f"u{i:03d}" for i in rng.integers(0, 40, 500)],
-                          "item": rng.integers(1000, 1030, 500),
-                          "rating": rng.integers(1, 11, 500) / 2})
-    return table.drop_duplicates(["user", "item"], ignore_index=True)
-
-
 def test_matrix_factorization_on_a_dask_cluster_with_raw_ids(tmp_path, cli_cluster):
-    table = ratings_table()
+    table = triplet_table()
     table.to_parquet(tmp_path / "ratings.parquet")
     address = cli_cluster.scheduler.address
     scheduler_file = tmp_path / "scheduler.json"
@@ -73,7 +66,7 @@ def test_matrix_factorization_on_a_dask_cluster_with_raw_ids(tmp_path, cli_clust
     model_path = tmp_path / "mf.npz"
     run("fit", "mf", tmp_path / "ratings.parquet", "-o", model_path, "-p", "n_components=3",
         "-p", "max_iter=5", "-p", "random_state=0", "--scheduler-address", address)
-    users = ["u007", "u000", "u031"]
+    users = ["u00007", "u00000", "u00031"]
     (tmp_path / "users.txt").write_text("\n".join(users) + "\n")
     # the other commands in this process (each subprocess costs seconds of imports)
     assert main(["recommend", str(model_path), "--users", str(tmp_path / "users.txt"), "-n", "4",
@@ -104,10 +97,7 @@ def test_matrix_factorization_on_a_dask_cluster_with_raw_ids(tmp_path, cli_clust
 def test_topics_from_a_bag_of_words_keep_the_vocabulary(tmp_path, capsys):
     counts = sp.random(60, 30, density=0.2, format="coo", random_state=2)
     counts.data = np.ceil(counts.data * 5)
-    with open(tmp_path / "docword.toy.txt", "w") as out:
-        out.write(f"60\n30\n{counts.nnz}\n")
-        for d, w, c in zip(counts.row, counts.col, counts.data):
-            out.write(f"{d + 1} {w + 1} {int(c)}\n")
+    write_bag_of_words(tmp_path, "toy", counts)
     words = [f"w{j}" for j in range(30)]
     (tmp_path / "vocab.toy.txt").write_text("\n".join(words) + "\n")
     model_path = tmp_path / "lda.npz"

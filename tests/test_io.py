@@ -159,12 +159,14 @@ def test_bag_of_words_malformed(tmp_path):
         dio.read_bag_of_words(path)
 
 
-def triplet_table(seed=5):
+def triplet_table(names=("user", "item", "rating"), seed=5):
+    """Ratings of 60 users with string ids and 40 items with int ids, a pair at most once."""
     rng = np.random.default_rng(seed)
-    table = pd.DataFrame({"userId": [f"u{i:05d}" for i in rng.integers(0, 60, 700)],
-                          "movie": rng.integers(100, 140, 700),
-                          "stars": rng.integers(1, 11, 700) / 2})
-    return table.drop_duplicates(["userId", "movie"], ignore_index=True)
+    table = pd.DataFrame({"user": [f"u{i:05d}" for i in rng.integers(0, 60, 700)],
+                          "item": rng.integers(100, 140, 700),
+                          "rating": rng.integers(1, 11, 700) / 2})
+    table = table.drop_duplicates(["user", "item"], ignore_index=True)
+    return table.rename(columns=dict(zip(("user", "item", "rating"), names)))
 
 
 def pivot_of(table):
@@ -173,7 +175,7 @@ def pivot_of(table):
 
 
 def test_triplets_from_parquet_and_csv_match_a_pandas_pivot(tmp_path, cluster):
-    table = triplet_table()
+    table = triplet_table(("userId", "movie", "stars"))
     table.to_parquet(tmp_path / "r.parquet")
     table.to_csv(tmp_path / "r.csv", index=False)
     pivot, reference = pivot_of(table)
@@ -191,8 +193,7 @@ def test_triplets_from_parquet_and_csv_match_a_pandas_pivot(tmp_path, cluster):
 def test_triplet_errors(tmp_path, cluster):
     import dask.dataframe as dd
 
-    table = triplet_table().rename(columns={"userId": "user", "movie": "item",
-                                            "stars": "rating"})
+    table = triplet_table()
     repeated = pd.concat([table, table.iloc[:3]])
     with pytest.raises(ValueError, match="3 repeated"):
         dio.ratings_of_frame(dd.from_pandas(repeated, npartitions=2), cluster)
@@ -208,8 +209,7 @@ def test_matrix_factorization_takes_a_table_of_triplets():
     """In this process (tests/test_cli.py fits a Dask DataFrame on a cluster)."""
     import dask.dataframe as dd
 
-    table = triplet_table().rename(columns={"userId": "user", "movie": "item",
-                                            "stars": "rating"})
+    table = triplet_table()
     ratings = RatingsMatrix.from_triplets(table.user, table.item, table.rating)
     make = lambda: MatrixFactorization(3, max_iter=4, random_state=0)  # noqa: E731
     reference = make().fit(ratings.matrix)
