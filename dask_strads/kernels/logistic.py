@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from .columns import column_axpy, column_dot
-from .compilation import KERNEL_SETS, _dense, _sparse
+from .compilation import KERNEL_SETS, _any, _dense, _sparse
 from .weighted_columns import column_weighted_dot, column_weighted_sq_norm
 
 
@@ -19,6 +19,30 @@ def _column_dots(X, columns, g, out):
     for k in range(columns.shape[0]):
         out[k] = column_dot(X, columns[k], g)
     return out
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _datafit(z, y, C):
+    """C sum_i log(1 + exp(-y_i z_i)), without overflow."""
+    total = 0.0
+    for i in range(z.shape[0]):
+        m = -y[i] * z[i]
+        total += max(m, 0.0) + np.log1p(np.exp(-abs(m)))
+    return C * total
+
+
+@njit(cache=True, nogil=True)
+def _margin_derivatives(z, y, C, g, h):
+    """g, h: first and second derivatives of C log(1 + exp(-y z)) in z."""
+    for i in range(z.shape[0]):
+        m = y[i] * z[i]
+        if m >= 0.0:
+            e = np.exp(-m)
+            s = e / (1.0 + e)  # sigmoid(-m)
+        else:
+            s = 1.0 / (1.0 + np.exp(m))
+        g[i] = -C * y[i] * s
+        h[i] = C * s * (1.0 - s)
 
 
 @njit(cache=True, nogil=True)
@@ -31,6 +55,26 @@ def _soft_threshold(x, threshold):
 
 
 @njit(cache=True, nogil=True)
+def _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, weight, curvature, d, q):
+    """One sweep of coordinate descent over ``ws`` (only its nonzero coordinates when
+    ``active_only``); returns the largest step times its curvature."""
+    largest = 0.0
+    for k in range(ws.shape[0]):
+        a = curvature[k]
+        j = ws[k]
+        old = coef[j] + d[j]
+        if a <= 0.0 or (active_only and old == 0.0):  # an empty unpenalised column: no move
+            continue
+        slope = grad[j] + column_weighted_dot(X, j, h, q) + l2 * weight[j] * old
+        new = _soft_threshold(old - slope / a, l1 * weight[j] / a)
+        if new != old:
+            d[j] += new - old
+            column_axpy(X, j, new - old, q)
+            largest = max(largest, a * abs(new - old))
+    return largest
+
+
+@njit(cache=True, nogil=True)
 def _newton_direction(X, ws, coef, grad, h, l1, l2, weight, max_sweeps, tol, d, q):
     """Minimise the quadratic model of the datafit plus the penalty over the coordinates ``ws``,
 
@@ -38,29 +82,23 @@ def _newton_direction(X, ws, coef, grad, h, l1, l2, weight, max_sweeps, tol, d, 
 
     with ``c = coef + d`` (``weight`` 0 leaves a coordinate unpenalised: the intercept),
     by cyclic coordinate descent, in place on ``d`` (the direction, zero on entry) and
-    ``q = X d``. ``grad`` is the datafit's gradient ``X' g`` of the block. Stops after a sweep
-    in which no coordinate's step times its curvature exceeded ``tol``, or after
-    ``max_sweeps``; returns the sweeps run.
+    ``q = X d``. ``grad`` is the datafit's gradient ``X' g`` of the block. As glmnet: sweeps over
+    the nonzero coordinates until no step times its curvature exceeds ``tol``, then a sweep over
+    all of ``ws``; done when that one moves nothing more, or after ``max_sweeps``. Returns the
+    sweeps run.
     """
     curvature = np.empty(ws.shape[0])
     for k in range(ws.shape[0]):
         curvature[k] = column_weighted_sq_norm(X, ws[k], h) + l2 * weight[ws[k]]
+    active_only = False
     for sweep in range(max_sweeps):
-        largest = 0.0
-        for k in range(ws.shape[0]):
-            a = curvature[k]
-            if a <= 0.0:  # an empty column with no l2 term: nothing to move
-                continue
-            j = ws[k]
-            old = coef[j] + d[j]
-            slope = grad[j] + column_weighted_dot(X, j, h, q) + l2 * weight[j] * old
-            new = _soft_threshold(old - slope / a, l1 * weight[j] / a)
-            if new != old:
-                d[j] += new - old
-                column_axpy(X, j, new - old, q)
-                largest = max(largest, a * abs(new - old))
+        largest = _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, weight, curvature, d, q)
         if largest <= tol:
-            return sweep + 1
+            if not active_only:
+                return sweep + 1
+            active_only = False
+        else:
+            active_only = True
     return max_sweeps
 
 
@@ -68,6 +106,18 @@ def _newton_direction(X, ws, coef, grad, h, l1, l2, weight, max_sweeps, tol, d, 
 def column_dots(X, columns, g):
     """``X[:, columns].T @ g`` of a block."""
     return _column_dots(X, columns, g, np.empty(columns.shape[0]))
+
+
+def datafit(z, y, C):
+    """``C sum_i log(1 + exp(-y_i z_i))``."""
+    return _datafit(z, y, float(C))
+
+
+def margin_derivatives(z, y, C):
+    """``(g, h)``: first and second derivatives of ``C log(1 + exp(-y z))`` in ``z``."""
+    g, h = np.empty(z.shape[0]), np.empty(z.shape[0])
+    _margin_derivatives(z, y, float(C), g, h)
+    return g, h
 
 
 def newton_direction(X, ws, coef, grad, h, l1, l2, weight, max_sweeps, tol):
@@ -80,6 +130,11 @@ def newton_direction(X, ws, coef, grad, h, l1, l2, weight, max_sweeps, tol):
     return d, q, sweeps
 
 
-_LOGISTIC = (("logistic", "_column_dots"), ("logistic", "_newton_direction"))
-KERNEL_SETS["logistic"] = tuple((module, name, _dense) for module, name in _LOGISTIC)
-KERNEL_SETS["logistic_sparse"] = tuple((module, name, _sparse) for module, name in _LOGISTIC)
+# The kernel sets of a logistic fit, for the announcement of a compilation (see
+# kernels/compilation.py); the block kernels compile a variant per block layout.
+_BLOCK_KERNELS = (("logistic", "_column_dots"), ("logistic", "_newton_direction"))
+_VECTOR_KERNELS = (("logistic", "_datafit", _any), ("logistic", "_margin_derivatives", _any))
+KERNEL_SETS["logistic"] = (tuple((module, name, _dense) for module, name in _BLOCK_KERNELS)
+                           + _VECTOR_KERNELS)
+KERNEL_SETS["logistic_sparse"] = (tuple((module, name, _sparse) for module, name in _BLOCK_KERNELS)
+                                  + _VECTOR_KERNELS)

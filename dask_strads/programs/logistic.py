@@ -23,10 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
 
 from ..kernels.columns import add_columns
-from ..kernels.logistic import column_dots, newton_direction
+from ..kernels.logistic import column_dots, datafit, margin_derivatives, newton_direction
 from .base import Program
 
 #: Smallest working set of a block and class; it grows to twice the block's nonzeros.
@@ -36,10 +35,12 @@ MAX_NEWTON_STEPS = 20
 MAX_SWEEPS = 50
 #: A push goes on until the working set's violation is at most this share of the block's
 #: violation when the push began; a direction is solved to this share of the working set's.
-INNER_SHARE = 0.3
+INNER_SHARE = 0.5
 #: Sufficient decrease (Armijo) of the line searches, and the smallest step tried.
 ARMIJO = 0.01
 MIN_STEP = 2.0 ** -20
+#: The pull's intercept shift stops when its Newton step is this small, relative to it.
+SHIFT_TOL = 1e-10
 
 
 @dataclass(frozen=True)
@@ -103,16 +104,6 @@ class LogisticData:
 def make_raw_block(X, coef_init):
     """The data of one feature block as sent to its worker."""
     return {"X": X, "coef": coef_init}
-
-
-def margin_derivatives(z, y, C):
-    """``(g, h)``: first and second derivatives of ``C log(1 + exp(-y z))`` in ``z``."""
-    s = expit(-y * z)
-    return -C * y * s, C * s * (1.0 - s)
-
-
-def datafit(z, y, C):
-    return C * float(np.logaddexp(0.0, -y * z).sum())
 
 
 def violations(grad, coef, l1, l2):
@@ -361,22 +352,23 @@ def _box_quadratic(curvature, linear, free):
 
 
 def _best_shift(z, y, C):
-    """The shift of the margins that minimises ``datafit(z + shift)``: damped Newton steps."""
+    """The shift of the margins that minimises ``datafit(z + shift)``: Newton steps, halved
+    while they do not decrease it, until one is below ``SHIFT_TOL`` (relative)."""
     shift = 0.0
     current = datafit(z, y, C)
     for _ in range(MAX_SWEEPS):
         g, h = margin_derivatives(z + shift, y, C)
-        gradient, curvature = float(g.sum()), float(h.sum())
-        if curvature <= 0.0 or gradient == 0.0:
+        curvature = float(h.sum())
+        if curvature <= 0.0:
             break
+        newton = -float(g.sum()) / curvature
         t = 1.0
-        while t >= MIN_STEP:
-            trial = datafit(z + shift - t * gradient / curvature, y, C)
+        while abs(t * newton) > SHIFT_TOL * (1.0 + abs(shift)):
+            trial = datafit(z + shift + t * newton, y, C)
             if trial < current:
+                shift, current = shift + t * newton, trial
                 break
             t *= 0.5
-        if t < MIN_STEP:
+        else:
             break
-        shift -= t * gradient / curvature
-        current = trial
     return shift
