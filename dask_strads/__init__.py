@@ -4,7 +4,7 @@ from .programs import Program, run_sequential
 
 __version__ = "0.1.0"
 
-__all__ = ["Engine", "Lasso", "LatentDirichletAllocation", "LogisticRegression",
+__all__ = ["ElasticNet", "Engine", "Lasso", "LatentDirichletAllocation", "LogisticRegression",
            "MatrixFactorization", "Program", "RatingsMatrix", "close_embedded_client",
            "embedded_client", "load", "run_sequential", "save"]
 
@@ -12,7 +12,7 @@ __all__ = ["Engine", "Lasso", "LatentDirichletAllocation", "LogisticRegression",
 def __getattr__(name):
     # Estimators pull in scikit-learn; workers, which import this package to run programs, don't
     # need it, so it is loaded on first use.
-    if name in ("Lasso", "LatentDirichletAllocation", "MatrixFactorization"):
+    if name in ("ElasticNet", "Lasso", "LatentDirichletAllocation", "MatrixFactorization"):
         from . import estimators
 
         return getattr(estimators, name)

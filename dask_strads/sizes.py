@@ -23,6 +23,7 @@ from dask.sizeof import sizeof
 #: here).
 MODULES = (
     "dask_strads.engine.tasks",
+    "dask_strads.programs.elastic_net",
     "dask_strads.programs.lasso",
     "dask_strads.programs.lda",
     "dask_strads.programs.mf",

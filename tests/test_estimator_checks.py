@@ -18,7 +18,8 @@ def current_client(client_factory):
         yield client
 
 
-@parametrize_with_checks([dask_strads.Lasso(), dask_strads.LatentDirichletAllocation(max_iter=5),
+@parametrize_with_checks([dask_strads.Lasso(), dask_strads.ElasticNet(),
+                          dask_strads.LatentDirichletAllocation(max_iter=5),
                           dask_strads.MatrixFactorization(), dask_strads.LogisticRegression()],
                          legacy=True)
 def test_sklearn_estimator_checks(estimator, check):

@@ -268,11 +268,15 @@ def test_warm_start_reuses_coef(client_factory, sparse_problem):
     assert cold.history_[0]["objective"] == pytest.approx(0.5 * np.var(y), rel=1e-12)
 
 
-# -- schedules and staleness -----------------------------------------------------------------------
-@pytest.mark.parametrize("params", [{"schedule": "cyclic"}, {"schedule": "random"},
-                                    {"staleness": 1}, {"staleness": 1, "schedule": "cyclic"},
-                                    {"priority_power": 2, "priority_floor": 0.0}],
-                         ids=["cyclic", "random", "stale1", "stale1-cyclic", "squared-no-floor"])
+# -- the STRADS sampling schedules and staleness ---------------------------------------------------
+@pytest.mark.parametrize("params", [{"schedule": "priority"}, {"schedule": "cyclic"},
+                                    {"schedule": "random"},
+                                    {"staleness": 1, "schedule": "priority"},
+                                    {"staleness": 1, "schedule": "cyclic"},
+                                    {"priority_power": 2, "priority_floor": 0.0,
+                                     "schedule": "priority"}],
+                         ids=["priority", "cyclic", "random", "stale1", "stale1-cyclic",
+                              "squared-no-floor"])
 def test_variants_reach_sklearn_optimum(client_factory, params):
     X, y = ar1_design(200, 300, 0.9, seed=4)
     alpha = 0.3
@@ -287,8 +291,9 @@ def test_unconverged_fit_returns_what_its_history_describes(client_factory, stal
     are the state whose objective and gap the last history record reports."""
     X, y = ar1_design(200, 300, 0.9, seed=6)
     alpha = 0.3
+    schedule = "working_set" if staleness == 0 else "priority"
     est = dask_strads.Lasso(alpha=alpha, tol=TOL, max_iter=3, staleness=staleness,
-                            random_state=0, sub_rounds=2)
+                            random_state=0, sub_rounds=2, schedule=schedule)
     est.client = client_factory(2)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         est.fit(X, y)
@@ -426,6 +431,7 @@ BAD_PARAMS = {
     "dependency_threshold-0": ({"dependency_threshold": 0.0}, "dependency_threshold"),
     "dependency_threshold-negative": ({"dependency_threshold": -0.1}, "dependency_threshold"),
     "negative-staleness": ({"staleness": -1}, "staleness"),
+    "staleness-with-working-set": ({"staleness": 1}, "staleness=0"),
     "float-staleness": ({"staleness": 0.5}, "staleness"),
     "negative-tol": ({"tol": -1e-4}, "tol"),
     "zero-candidates": ({"n_candidates": 0}, "n_candidates"),

@@ -28,7 +28,8 @@ from numba.core import types
 #: leave their process; ``documents_log_likelihood``, 0.1 s, after a transform) would leave the
 #: set "not compiled" for good. "lda_inference" is LDA's transform (and score).
 #: "lasso" is a fit on dense (Fortran float64) blocks, "lasso_sparse" one on CSC blocks: each
-#: compiles its own variant of the same kernels.
+#: compiles its own variant of the same kernels; "enet" and "enet_sparse" are the same for the
+#: working-set solver (Lasso and ElasticNet by default).
 KERNEL_SETS = {}
 
 
@@ -48,13 +49,18 @@ _LASSO = (("columns", "column_sq_norms"), ("columns", "add_columns"), ("lasso", 
           ("lasso", "_sub_rounds"))
 KERNEL_SETS["lasso"] = tuple((module, name, _dense) for module, name in _LASSO)
 KERNEL_SETS["lasso_sparse"] = tuple((module, name, _sparse) for module, name in _LASSO)
+_ENET = (("columns", "column_sq_norms"), ("columns", "add_columns"), ("lasso", "_full_pass"),
+         ("elastic_net", "_gradient_and_scores"), ("elastic_net", "_epochs"))
+KERNEL_SETS["enet"] = tuple((module, name, _dense) for module, name in _ENET)
+KERNEL_SETS["enet_sparse"] = tuple((module, name, _sparse) for module, name in _ENET)
 KERNEL_SETS["lda"] = tuple(("lda", name, _any) for name in (
     "add_counts", "topic_totals", "fill_nonzero", "_sample_block"))
 KERNEL_SETS["lda_inference"] = (("lda_inference", "_infer_documents", _any),)
 KERNEL_SETS["mf"] = (("mf", "_update_rows", _any),)
 
 #: How a kernel set is named to the user.
-LABELS = {"lasso_sparse": "sparse lasso", "lda_inference": "lda transform"}
+LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",
+          "enet_sparse": "sparse elastic net", "lda_inference": "lda transform"}
 
 _announced = set()
 _lock = threading.Lock()

@@ -8,7 +8,7 @@ staleness the pull commits them in full when the objective goes down and average
 otherwise, which never increases it (convexity).
 """
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -104,6 +104,21 @@ def make_raw_block(X, y_centred, coef_init, col_means, centre_dense):
             "centre_dense": centre_dense}
 
 
+def prepare_columns(raw, n_samples):
+    """A raw block's columns as the kernels want them: ``(X, column sums, column means, squared
+    norms of the centred columns, x~_j . y)``; dense blocks are centred here when asked."""
+    X, y, means = raw["X"], raw["y"], np.asarray(raw["means"], dtype=np.float64)
+    if raw["centre_dense"] and isinstance(X, np.ndarray):
+        X = X - means
+        means = np.zeros_like(means)
+    X = _as_kernel_matrix(X)
+    col_sums = _column_sums(X, len(means))
+    col_norm2 = np.maximum(column_sq_norms(X) - n_samples * means**2, 0.0)
+    X_dot_y = np.empty(len(means))
+    full_pass(X, np.zeros(len(means)), y, 0.0, col_sums, means, col_norm2, 0.0, False, X_dot_y)
+    return X, col_sums, means, col_norm2, X_dot_y
+
+
 def _as_kernel_matrix(X):
     if isinstance(X, np.ndarray):
         return np.asfortranarray(X, dtype=np.float64)
@@ -144,19 +159,9 @@ class LassoProgram(Program):
 
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        X, y, means = raw["X"], raw["y"], np.asarray(raw["means"], dtype=np.float64)
-        if raw["centre_dense"] and isinstance(X, np.ndarray):
-            X = X - means
-            means = np.zeros_like(means)
-        X = _as_kernel_matrix(X)
-        col_sums = _column_sums(X, len(means))
-        col_norm2 = np.maximum(column_sq_norms(X) - self.n_samples * means**2, 0.0)
-        data = LassoData(X, col_sums, means, col_norm2, np.zeros(len(means)), raw["coef"],
+        X, col_sums, means, col_norm2, X_dot_y = prepare_columns(raw, self.n_samples)
+        return LassoData(X, col_sums, means, col_norm2, X_dot_y, raw["coef"],
                          _cyclic_order(len(means), self.seed))
-        gradient = np.empty(len(means))
-        full_pass(X, data.coef_init, y, 0.0, col_sums, means, col_norm2, self.alpha_n,
-                  self.positive, gradient)
-        return replace(data, X_dot_y=gradient)
 
     def __getstate__(self):
         # y is needed on the client only, for the first residual: keep it out of every task

@@ -1,0 +1,243 @@
+"""``dask_strads.ElasticNet``: scikit-learn's ElasticNet, fitted by a STRADS program on Dask."""
+import warnings
+from numbers import Integral, Real
+
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Options, StrOptions
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..kernels.elastic_net import dot
+from ..partition import block_edges
+from ..programs.elastic_net import ElasticNetProgram
+from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
+from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
+from .inputs import (blocks_along, check_dask_design, check_dask_matrix, check_finite_block,
+                     check_in_memory_design, column_means, is_dask_array, to_scipy_if_pydata)
+
+#: The default schedule; the others are the STRADS sampling schedules (Lasso only).
+WORKING_SET = "working_set"
+
+
+class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
+    """Elastic net by model-parallel coordinate descent with STRADS scheduling.
+
+    Minimises ``(1 / (2 n)) ||y - Xw - b||^2 + alpha l1_ratio ||w||_1
+    + alpha (1 - l1_ratio) / 2 ||w||^2``, the objective of
+    :class:`sklearn.linear_model.ElasticNet`, with the same meaning of ``tol`` (stop when the
+    duality gap is at most ``tol * ||y - mean(y)||^2 / n``).
+
+    The features are split into ``n_blocks`` blocks (default: one per worker) pinned to the
+    workers. With the default ``schedule="working_set"`` every round makes one full pass over
+    each block in parallel (duality gap, gap-safe screening, each feature's violation of the
+    optimality conditions) and solves the most violating features of all blocks jointly, by
+    coordinate descent with Anderson extrapolation, on one worker. ``"priority"``, ``"cyclic"``
+    and ``"random"`` run the STRADS sub-rounds of the paper instead (Lasso only): sample
+    ``n_candidates`` coordinates, drop those correlated with another kept one by
+    ``dependency_threshold`` or more, update the rest in parallel.
+
+    Parameters
+    ----------
+    alpha, l1_ratio, fit_intercept, max_iter, tol, warm_start, positive, random_state
+        As in :class:`sklearn.linear_model.ElasticNet`; ``max_iter`` counts rounds.
+    schedule : {"working_set", "priority", "cyclic", "random"}
+        The working-set solver, or the STRADS sampling schedules (dynamic priority and its
+        ablations), which need ``l1_ratio=1``.
+    n_candidates : int
+        Sampling schedules: coordinates sampled per sub-round and block.
+    dependency_threshold : float
+        Sampling schedules: ``rho``, coordinates updated together have |correlation| below it.
+        1 disables the check.
+    priority_floor : float
+        Sampling schedules: ``eta``, base weight relative to the mean priority.
+    priority_power : {1, 2}
+        Sampling schedules: priority ``|delta beta|`` (1) or ``delta beta ** 2`` (2).
+    sub_rounds : int or None
+        Sampling schedules: sub-rounds per block and round; None adapts them.
+    staleness : int
+        Sampling schedules: rounds a block may run ahead of the shared residual. The working
+        set needs 0.
+    n_blocks : int or None
+        Feature blocks; None: one per worker of the cluster. At most one per feature.
+    keep_on_cluster : bool
+        Keep ``coef_`` as a Dask array whose chunks stay on the workers instead of gathering it.
+    checkpoint_interval : int
+        On a cluster, copy the blocks' state every this many rounds (in the workers' memory, with
+        a replica on another worker), so that the fit goes on from there when a worker is lost;
+        0 turns it off (a lost worker then stops the fit with a ``ClusterError``).
+    checkpoint_dir : str, path or None
+        Also write the checkpoints to this directory (without pickle; on a cluster it must be
+        reachable by the workers). A fit of the same data, hyperparameters (``max_iter`` aside)
+        and ``random_state`` finding a complete checkpoint there resumes from it
+        (``history_.stats.resumed_from``); another fit's checkpoint raises a ValueError.
+    progress : bool
+        Show a progress bar (tqdm).
+    callback : callable or None
+        Called with each round's record (a dict); returning True stops the fit.
+
+    Attributes
+    ----------
+    coef_, intercept_, n_iter_, dual_gap_, n_features_in_
+        As in sklearn; ``n_iter_`` is the number of rounds.
+    history_ : dask_strads.engine.History
+        One record per round (round, time, objective, gap, working-set size, features screened
+        out, ...) and ``history_.stats`` (rounds, wall and compute seconds, overhead share).
+
+    The client is not a parameter: set ``est.client = client`` (it is not pickled or cloned).
+    """
+
+    _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
+        "alpha": [NumberInterval(Real, 0, None, closed="left")],
+        "l1_ratio": [NumberInterval(Real, 0, 1, closed="both")],
+        "fit_intercept": ["boolean"],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "positive": ["boolean"],
+        "schedule": [StrOptions({WORKING_SET, *SCHEDULES})],
+        "n_candidates": [NumberInterval(Integral, 1, None, closed="left")],
+        "dependency_threshold": [NumberInterval(Real, 0, None, closed="neither")],
+        "priority_floor": [NumberInterval(Real, 0, None, closed="left")],
+        "priority_power": [Options(Integral, {1, 2})],
+        "sub_rounds": [NumberInterval(Integral, 1, None, closed="left"), None],
+        "staleness": [NumberInterval(Integral, 0, None, closed="left")],
+        "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(self, alpha=1.0, *, l1_ratio=0.5, fit_intercept=True, max_iter=1000, tol=1e-4,
+                 warm_start=False, positive=False, random_state=None, schedule=WORKING_SET,
+                 n_candidates=32, dependency_threshold=0.1, priority_floor=0.1,
+                 priority_power=1, sub_rounds=None, staleness=0, n_blocks=None,
+                 keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
+                 progress=False, callback=None):
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+        self.positive = positive
+        self.random_state = random_state
+        self.schedule = schedule
+        self.n_candidates = n_candidates
+        self.dependency_threshold = dependency_threshold
+        self.priority_floor = priority_floor
+        self.priority_power = priority_power
+        self.sub_rounds = sub_rounds
+        self.staleness = staleness
+        self.n_blocks = n_blocks
+        self.keep_on_cluster = keep_on_cluster
+        self.checkpoint_interval = checkpoint_interval
+        self.checkpoint_dir = checkpoint_dir
+        self.progress = progress
+        self.callback = callback
+
+    def _check_params(self):
+        super()._check_params()
+        if self.schedule != WORKING_SET and self.l1_ratio != 1:
+            raise ValueError(f"schedule={self.schedule!r} samples Lasso coordinates and needs "
+                             f"l1_ratio=1, got l1_ratio={self.l1_ratio!r}; use "
+                             f"schedule={WORKING_SET!r}")
+        if self.schedule == WORKING_SET and self.staleness:
+            raise ValueError(f"schedule={WORKING_SET!r} solves each round's working set from the "
+                             f"current residual and needs staleness=0, got "
+                             f"staleness={self.staleness!r}")
+
+    def fit(self, X, y):
+        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""
+        self._check_params()
+        given = X
+        if is_dask_array(X):
+            X, means, y, executor = check_dask_design(X, y, self._fit_executor, self._client)
+        else:
+            X, y = check_in_memory_design(X, y, self)
+            means = column_means(X)
+            executor = self._fit_executor(X.nnz if sp.issparse(X) else X.size)
+        n_features = X.shape[1]
+        if not self.fit_intercept:
+            means = np.zeros(n_features)
+        y_mean = float(y.mean()) if self.fit_intercept else 0.0
+        y_centred = y - y_mean
+        coef_init = self._initial_coef(n_features)
+
+        edges = block_edges(n_features, self.n_blocks or len(executor.workers))
+        # the working set centres implicitly: no copy of a dense X
+        centre_dense = self.fit_intercept and self.schedule != WORKING_SET
+
+        def make_block(columns, lo, hi):
+            return make_raw_block(columns, y_centred, coef_init[lo:hi], means[lo:hi],
+                                  centre_dense)
+
+        gap_tolerance = self.tol * dot(y_centred, y_centred) / len(y_centred)
+        program = self._program(np.diff(edges), y_centred, gap_tolerance, _is_sparse(X))
+        result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
+                                  self.max_iter, (X, y, coef_init), staleness=self.staleness)
+        coef = self._parameters(result)
+        intercept = y_mean - float(executor.compute(da.dot(means, coef))[0]
+                                   if is_dask_array(coef) else dot(means, coef))
+        history = result.history
+        gaps = [r["gap"] for r in history if "gap" in r]
+        self._reset_features(given)
+        self.coef_ = coef
+        self.intercept_ = intercept
+        self.n_iter_ = history.stats.rounds
+        self.dual_gap_ = gaps[-1] if gaps else np.inf
+        self.history_ = history
+        self._executor = executor
+        if not history.stats.converged and self.callback is None:
+            warnings.warn(
+                f"Objective did not converge in {self.n_iter_} rounds. Duality gap: "
+                f"{self.dual_gap_:.3e}, tolerance: {gap_tolerance:.3e}. Consider increasing "
+                "max_iter.", ConvergenceWarning)
+        return self
+
+    def _program(self, widths, y_centred, gap_tolerance, sparse):
+        if self.schedule == WORKING_SET:
+            return ElasticNetProgram(widths, y_centred, self.alpha, self.l1_ratio, self.positive,
+                                     gap_tolerance, seed=self._seed(), sparse=sparse)
+        return LassoProgram(
+            widths, y_centred, self.alpha, self.positive, gap_tolerance,
+            schedule=self.schedule, n_candidates=self.n_candidates, sub_rounds=self.sub_rounds,
+            rho=self.dependency_threshold, eta=self.priority_floor, power=self.priority_power,
+            staleness=self.staleness, seed=self._seed(), sparse=sparse)
+
+    def _initial_coef(self, n_features):
+        if self.warm_start and hasattr(self, "coef_"):
+            coef = np.asarray(self._in_memory(self.coef_))
+            if coef.shape == (n_features,):
+                return coef.astype(np.float64)
+        return np.zeros(n_features)
+
+    def predict(self, X):
+        """Predictions ``X @ coef_ + intercept_``; lazy for a dask array X."""
+        check_is_fitted(self)
+        if is_dask_array(X):
+            X = check_dask_matrix(X, self, self.n_features_in_)
+            return da.map_blocks(_predict_block, X.rechunk({1: -1}), self.coef_,
+                                 self.intercept_, drop_axis=1, dtype=np.float64)
+        X = validate_data(self, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], reset=False,
+                          dtype=np.float64)
+        coef = np.asarray(self._in_memory(self.coef_))
+        return safe_sparse_dot(X, coef, dense_output=True).ravel() + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _is_sparse(X):
+    """Whether X (or, for a dask array, its chunks) is sparse: its blocks reach the kernels as
+    CSC matrices."""
+    return not isinstance(X._meta if is_dask_array(X) else X, np.ndarray)
+
+
+def _predict_block(X_block, coef, intercept):
+    X_block = to_scipy_if_pydata(check_finite_block(X_block))
+    if sp.issparse(X_block):
+        return np.asarray(X_block @ coef).ravel() + intercept
+    return np.asarray(X_block) @ coef + intercept

@@ -1,0 +1,251 @@
+"""The elastic-net (and Lasso) program: STRADS scheduling by priority over all blocks, with the
+dependent coordinates solved jointly on one worker.
+
+Features are split into blocks, one worker each. A round is one outer iteration of a
+working-set solver (as celer and skglm), spread over the blocks:
+
+- *push*, on every block in parallel: apply the coefficients the last pull set, drop the
+  features that gap-safe screening proves zero at the optimum (for good), and make one full pass
+  ``x~_j . r`` over the features left. It gives the block's duality-gap terms and each feature's
+  priority, its violation of the optimality conditions; the block sends its ``ws_size`` most
+  violating features (every non-zero one among them) with their columns.
+- *pull*, one task: the duality gap at the state the pushes saw (the stopping test, as
+  scikit-learn's), then the *working set*: the non-zero coefficients and the most violating
+  features over all blocks, ``max(WS_START, 2 * non-zeros)`` in all. Those coordinates depend on
+  each other (the STRADS dependency structure): they are solved jointly, by coordinate descent
+  with Anderson extrapolation on this one worker, to a fraction of the gap. The residual and the
+  working set's new coefficients are the next round's shared value.
+
+Full passes (the work that grows with the data) run once per round and in parallel; a round
+costs one Dask graph. Screening uses the gap of the previous round with the gradient a block
+kept from it, so it needs no extra round.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..kernels.columns import add_columns
+from ..kernels.elastic_net import dot, gradient_and_scores, half_norm2
+from .base import Program
+from .lasso import prepare_columns
+from .working_set import Columns, duality_gap, join_columns, solve
+
+#: Working-set size of the first round, and the least of any round.
+WS_START = 100
+#: Outside the last round, the working set is solved to this fraction of the current gap
+#: (celer's choice): tighter is wasted while features outside it still violate.
+INNER_RATIO = 0.3
+
+
+@dataclass(frozen=True)
+class BlockData:
+    """A feature block as the kernels want it (on its worker)."""
+
+    columns: Columns
+    coef_init: np.ndarray
+
+
+@dataclass(frozen=True)
+class BlockState:
+    block: int
+    coef: np.ndarray
+    active: np.ndarray  # not screened out
+    gradient: np.ndarray  # of the last full pass, for the next screening
+
+
+@dataclass(frozen=True)
+class Shared:
+    """The residual ``r + offset`` after the last pull, the working set's new coefficients per
+    block (``(positions, values)``), and, for screening, the (n-times) gap and dual scale of the
+    state the last pushes saw (infinite before any)."""
+
+    r: np.ndarray
+    offset: float
+    changes: tuple
+    gap: float
+    dual_scale: float
+    ws_size: int
+
+
+@dataclass(frozen=True)
+class Start:
+    """A block's initial coefficients' contribution to the residual."""
+
+    r: np.ndarray
+    offset: float
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What a push sends: its most violating features and the block's gap terms."""
+
+    positions: np.ndarray
+    score: np.ndarray
+    coef: np.ndarray
+    columns: Columns
+    n_active: int
+    l1_norm: float
+    coef_norm2: float
+    coef_dot_y: float
+    dual_norm: float
+    gradient_norm2: float
+
+
+class ElasticNetProgram(Program):
+    """``(1/(2n)) ||y - Xw - b||^2 + alpha l1_ratio ||w||_1 + alpha (1 - l1_ratio)/2 ||w||^2``.
+
+    ``widths``: features per block. ``gap_tolerance``: stop when the duality gap divided by n
+    (scikit-learn's ``dual_gap_``) is at most this. ``working_set``, ``anderson``, ``screening``
+    switch the solver's parts off for ablations (without a working set, every feature not
+    screened out is in it).
+    """
+
+    name = "lasso"
+    report_lag = 1  # a report measures the state its round's pushes saw
+
+    def __init__(self, widths, y_centred, alpha, l1_ratio, positive, gap_tolerance, seed=0,
+                 sparse=False, working_set=True, anderson=True, screening=True):
+        self.widths = list(widths)
+        self.y_centred = np.asarray(y_centred, dtype=np.float64)
+        self.n_samples = len(self.y_centred)
+        self.y_norm2 = dot(self.y_centred, self.y_centred)
+        self.l1 = alpha * l1_ratio * self.n_samples
+        self.l2 = alpha * (1.0 - l1_ratio) * self.n_samples
+        self.positive = positive
+        self.tolerance = gap_tolerance * self.n_samples
+        self.seed = seed
+        self.working_set = working_set
+        self.anderson = anderson
+        self.screening = screening
+        self.kernels = ("enet_sparse" if sparse else "enet",)
+
+    def __getstate__(self):
+        # y is needed on the client only, for the first residual: keep it out of every task
+        return {**self.__dict__, "y_centred": None}
+
+    # -- blocks -----------------------------------------------------------------------------------
+    def prepare_block(self, raw, block_id):
+        return BlockData(Columns(*prepare_columns(raw, self.n_samples)),
+                         np.asarray(raw["coef"], dtype=np.float64))
+
+    def initial_shared(self):
+        ws_size = WS_START if self.working_set else sum(self.widths)
+        return Shared(self.y_centred, 0.0, (), np.inf, 1.0, ws_size)
+
+    def init_block(self, data, block_id):
+        columns, coef = data.columns, data.coef_init.copy()
+        r_change = add_columns(columns.X, coef, np.zeros(self.n_samples))
+        state = BlockState(block_id, coef, np.ones(columns.width, dtype=np.bool_),
+                           np.zeros(columns.width))
+        return state, Start(r_change, -dot(coef, columns.col_means))
+
+    # -- schedule / push / pull -------------------------------------------------------------------
+    def schedule(self, round_index, history):
+        return dict.fromkeys(range(len(self.widths)), round_index)
+
+    def push(self, block_id, data, state, instruction, shared):
+        columns = data.columns
+        coef = _committed(state, shared)
+        active = self._screen(columns, state, coef, shared)
+        gradient, score = np.empty(columns.width), np.empty(columns.width)
+        dual_norm, gradient_norm2 = gradient_and_scores(
+            columns.X, coef, active, shared.r, shared.offset, columns.col_sums,
+            columns.col_means, columns.col_norm2, self.l1, self.l2, self.positive, gradient,
+            score)
+        n_active = int(np.count_nonzero(active))
+        wanted = max(shared.ws_size, int(np.count_nonzero(coef)))
+        if wanted >= n_active:
+            positions = np.flatnonzero(active)
+        else:
+            positions = np.sort(np.argpartition(-score, wanted - 1)[:wanted])
+        update = Candidates(
+            positions, score[positions], coef[positions], columns.take(positions), n_active,
+            float(np.abs(coef).sum()), dot(coef, coef),
+            dot(coef, columns.X_dot_y), float(dual_norm), float(gradient_norm2))
+        return BlockState(block_id, coef, active, gradient), update
+
+    def _screen(self, columns, state, coef, shared):
+        """The block's features left once those the gap-safe rule (Fercoq, Gramfort, Salmon
+        2015, on the elastic net as a Lasso of augmented data) proves zero are dropped: those
+        with ``scale |g_j| + sqrt(2 gap (||x~_j||^2 + l2)) < l1``, ``g`` and the gap taken at the
+        same earlier state. Only features at zero now are dropped (no residual to fix)."""
+        if not (self.screening and np.isfinite(shared.gap) and self.l1 > 0.0):
+            return state.active
+        pushing = state.gradient if self.positive else np.abs(state.gradient)
+        radius = np.sqrt(2.0 * max(shared.gap, 0.0) * (columns.col_norm2 + self.l2))
+        drop = state.active & (coef == 0.0) & (shared.dual_scale * pushing + radius < self.l1)
+        return state.active & ~drop if drop.any() else state.active
+
+    def pull(self, partials, shared):
+        if all(isinstance(p, Start) for p in partials.values()):
+            r = shared.r - np.sum([p.r for p in partials.values()], axis=0)
+            offset = shared.offset - sum(p.offset for p in partials.values())
+            return Shared(r, offset, (), np.inf, 1.0, shared.ws_size), {}
+        updates = [partials[b] for b in range(len(self.widths))]
+        gap, scale, report = self._gap(shared, updates)
+        if gap <= self.tolerance:
+            return Shared(shared.r, shared.offset, (), gap, scale, shared.ws_size), report
+        chosen = self._working_set(shared, updates)
+        columns = join_columns([u.columns.take(c) for u, c in zip(updates, chosen)])
+        coef = np.concatenate([u.coef[c] for u, c in zip(updates, chosen)])
+        complete = len(coef) == sum(u.n_active for u in updates)
+        tolerance = 0.5 * self.tolerance if complete else max(INNER_RATIO * gap,
+                                                               0.5 * self.tolerance)
+        r = shared.r.copy()
+        offset, n_epochs = solve(columns, coef, r, shared.offset, self.l1, self.l2,
+                                 self.positive, self.y_norm2, tolerance, self.anderson)
+        edges = np.cumsum([0] + [len(c) for c in chosen])
+        changes = tuple((u.positions[c], coef[lo:hi])
+                        for u, c, lo, hi in zip(updates, chosen, edges[:-1], edges[1:]))
+        ws_size = max(WS_START, 2 * int(np.count_nonzero(coef))) if self.working_set else (
+            shared.ws_size)
+        # coordinates evaluated: the pushes' full passes, then the working set's epochs
+        report.update(working_set=len(coef), epochs=n_epochs,
+                      evaluated=report["evaluated"] + n_epochs * len(coef))
+        return Shared(r, offset, changes, gap, scale, ws_size), report
+
+    def _gap(self, shared, updates):
+        """The (n-times) duality gap and dual scale at the state the pushes saw, and the
+        round's report."""
+        r_norm2 = 2.0 * half_norm2(shared.r, shared.offset)
+        l1_norm = sum(u.l1_norm for u in updates)
+        coef_norm2 = sum(u.coef_norm2 for u in updates)
+        dual_norm = max(u.dual_norm for u in updates)
+        primal = 0.5 * r_norm2 + self.l1 * l1_norm + 0.5 * self.l2 * coef_norm2
+        gap = duality_gap(primal, r_norm2, self.y_norm2 - sum(u.coef_dot_y for u in updates),
+                          dual_norm, sum(u.gradient_norm2 for u in updates), self.l1, self.l2,
+                          coef_norm2)
+        scale = min(1.0, self.l1 / dual_norm) if dual_norm > 0 else 1.0
+        n = self.n_samples
+        n_active = sum(u.n_active for u in updates)
+        report = {"objective": primal / n, "gap": gap / n,
+                  "screened": sum(self.widths) - n_active, "evaluated": n_active}
+        return gap, scale, report
+
+    def _working_set(self, shared, updates):
+        """Per block, the positions (in its candidates) of the features in the working set: every
+        non-zero coefficient, then the highest scores over all blocks."""
+        scores = np.concatenate([u.score for u in updates])
+        size = max(shared.ws_size, int(np.count_nonzero(np.isposinf(scores))))
+        if size < len(scores):
+            picked = np.zeros(len(scores), dtype=np.bool_)
+            picked[np.argpartition(-scores, size - 1)[:size]] = True
+        else:
+            picked = np.ones(len(scores), dtype=np.bool_)
+        edges = np.cumsum([0] + [len(u.score) for u in updates])
+        return [np.flatnonzero(picked[lo:hi]) for lo, hi in zip(edges[:-1], edges[1:])]
+
+    def converged(self, report):
+        return "gap" in report and report["gap"] <= self.tolerance / self.n_samples
+
+    def collect(self, data, state, shared):
+        return _committed(state, shared)
+
+
+def _committed(state, shared):
+    """The block's coefficients with the last pull's working-set values set."""
+    coef = state.coef.copy()
+    if shared.changes:
+        positions, values = shared.changes[state.block]
+        coef[positions] = values
+    return coef

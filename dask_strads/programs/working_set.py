@@ -1,0 +1,135 @@
+"""The elastic net restricted to a working set: its columns gathered from the blocks, its duality
+gap, and its solution by coordinate descent with Anderson extrapolation (Bertrand and Massias,
+"Anderson acceleration of coordinate descent", AISTATS 2021).
+
+Everything here works on the n-times-larger objective ``1/2 ||r + offset||^2 + l1 ||w||_1 +
+l2/2 ||w||^2`` and on columns in the kernels' format (a Fortran array, or a CSC triple).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..kernels.elastic_net import (dot, epochs, gradient_and_scores, half_norm2, move,
+                                    take_csc)
+
+#: Iterates combined by one Anderson extrapolation (skglm and celer use 5).
+ANDERSON_ITERATES = 5
+#: Epochs between two evaluations of the working set's duality gap.
+CHECK_EVERY = 10
+#: Epochs one solve may run: the next round goes on from where it stopped.
+MAX_EPOCHS = 2000
+#: A gap this small relative to the objective is rounding error: the solve stops there.
+PRECISION = 1e-14
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Some columns of the design and what the solver needs of each."""
+
+    X: object
+    col_sums: np.ndarray
+    col_means: np.ndarray
+    col_norm2: np.ndarray
+    X_dot_y: np.ndarray  # x~_j . y_c
+
+    def take(self, positions):
+        if len(positions) == self.width:  # positions are sorted and distinct: all of them
+            return self
+        return Columns(take_columns(self.X, positions), self.col_sums[positions],
+                       self.col_means[positions], self.col_norm2[positions],
+                       self.X_dot_y[positions])
+
+    @property
+    def width(self):
+        return len(self.col_sums)
+
+
+def take_columns(X, positions):
+    """The columns ``positions`` of X (kernel format), in that order."""
+    if isinstance(X, np.ndarray):
+        return np.asfortranarray(X[:, positions])
+    return take_csc(*X, np.asarray(positions, dtype=np.int64))
+
+
+def join_columns(parts):
+    """Columns of several blocks side by side, in order."""
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    blocks = [p.X for p in parts]
+    if isinstance(first.X, np.ndarray):
+        X = np.asfortranarray(np.hstack(blocks))
+    else:
+        shifts = np.cumsum([0] + [b[0][-1] for b in blocks[:-1]])
+        indptr = np.concatenate([[0]] + [b[0][1:] + s for b, s in zip(blocks, shifts)])
+        X = (indptr.astype(np.int64), np.concatenate([b[1] for b in blocks]),
+             np.concatenate([b[2] for b in blocks]))
+    return Columns(X, *(np.concatenate([getattr(p, name) for p in parts])
+                        for name in ("col_sums", "col_means", "col_norm2", "X_dot_y")))
+
+
+def primal(r, offset, coef, l1, l2):
+    return half_norm2(r, offset) + l1 * np.abs(coef).sum() + 0.5 * l2 * dot(coef, coef)
+
+
+def duality_gap(primal_value, r_norm2, r_dot_y, dual_norm, gradient_norm2, l1, l2, coef_norm2):
+    """scikit-learn's elastic-net duality gap (``enet_coordinate_descent``): the residual scaled
+    into the dual's feasible set. Without an l1 penalty, where that dual point is no use, the
+    squared gradient norm (a stationarity measure, zero at the optimum)."""
+    if l1 == 0.0:
+        return gradient_norm2
+    scale = min(1.0, l1 / dual_norm) if dual_norm > 0 else 1.0
+    dual = (-0.5 * scale**2 * r_norm2 + scale * r_dot_y
+            - 0.5 * l2 * scale**2 * coef_norm2)
+    return primal_value - dual
+
+
+def solve(columns, coef, r, offset, l1, l2, positive, y_norm2, tol, anderson=True):
+    """Minimise the objective over the working set's coefficients ``coef`` (every non-zero
+    coefficient of the model is among them), in place on ``coef`` and ``r``, until the working
+    set's duality gap is at most ``tol`` (or down to rounding error). Returns
+    ``(offset, epochs run)``."""
+    X, sums, means, norm2 = columns.X, columns.col_sums, columns.col_means, columns.col_norm2
+    iterates = [coef.copy()]
+    gradient, score = np.empty(columns.width), np.empty(columns.width)
+    everything = np.ones(columns.width, dtype=np.bool_)
+    for epoch in range(1, MAX_EPOCHS + 1):
+        offset, largest = epochs(X, coef, r, offset, sums, means, norm2, l1, l2, positive, 1)
+        if anderson:
+            iterates.append(coef.copy())
+            if len(iterates) == ANDERSON_ITERATES + 1:
+                offset = _extrapolate(columns, iterates, coef, r, offset, l1, l2, positive)
+                iterates = [coef.copy()]
+        if largest == 0.0 or epoch % CHECK_EVERY == 0:
+            dual_norm, gradient_norm2 = gradient_and_scores(
+                X, coef, everything, r, offset, sums, means, norm2, l1, l2, positive, gradient,
+                score)
+            value = primal(r, offset, coef, l1, l2)
+            gap = duality_gap(value, 2.0 * half_norm2(r, offset),
+                              y_norm2 - dot(coef, columns.X_dot_y), dual_norm,
+                              gradient_norm2, l1, l2, dot(coef, coef))
+            if largest == 0.0 or gap <= max(tol, PRECISION * value):
+                break
+    return offset, epoch
+
+
+def _extrapolate(columns, iterates, coef, r, offset, l1, l2, positive):
+    """Move to the Anderson extrapolation of the last iterates if it lowers the objective."""
+    iterates = np.array(iterates)
+    steps = np.diff(iterates, axis=0)
+    try:
+        weights = np.linalg.solve(steps @ steps.T, np.ones(len(steps)))
+    except np.linalg.LinAlgError:
+        return offset
+    if not np.isfinite(weights).all() or weights.sum() == 0.0:
+        return offset
+    extrapolated = (weights / weights.sum()) @ iterates[1:]
+    if positive and extrapolated.min() < 0.0:
+        return offset
+    trial_r = r.copy()
+    trial_offset = move(columns.X, extrapolated - coef, trial_r, offset, columns.col_means)
+    if primal(trial_r, trial_offset, extrapolated, l1, l2) < primal(r, offset, coef, l1, l2):
+        coef[:] = extrapolated
+        r[:] = trial_r
+        return trial_offset
+    return offset

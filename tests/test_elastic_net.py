@@ -1,0 +1,184 @@
+"""dask_strads.ElasticNet (and the working-set program behind Lasso) against sklearn's
+ElasticNet fitted at a tight tol: the objective, computed here in numpy, within 1e-6."""
+import copy
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from distributed import get_task_stream
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import ElasticNet as SkElasticNet
+from sklearn.utils.estimator_checks import check_param_validation
+
+import dask_strads
+from dask_strads.partition import block_edges
+from dask_strads.programs.base import run_sequential
+from dask_strads.programs.elastic_net import ElasticNetProgram
+from dask_strads.programs.lasso import make_raw_block
+from lasso_problems import ar1_design
+
+OBJECTIVE_RTOL = 1e-6
+TOL = 1e-10
+
+
+def enet_objective(X, y, coef, intercept, alpha, l1_ratio):
+    """sklearn's ElasticNet objective, in numpy."""
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    residual = y - X @ coef - intercept
+    return (0.5 * residual @ residual / len(y) + alpha * l1_ratio * np.abs(coef).sum()
+            + 0.5 * alpha * (1 - l1_ratio) * coef @ coef)
+
+
+def sparse_problem(seed=0, n=120, p=400):
+    """A sparse design (about 20% stored) with more features than samples."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, p, density=0.2, random_state=seed, format="csc",
+                  data_rvs=rng.standard_normal)
+    w = np.zeros(p)
+    w[rng.choice(p, 10, replace=False)] = 2 * rng.standard_normal(10)
+    return X, X @ w + 0.3 * rng.standard_normal(n) + 2.0
+
+
+def reference(X, y, alpha, l1_ratio, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return SkElasticNet(alpha=alpha, l1_ratio=l1_ratio, tol=1e-13, max_iter=500_000,
+                            **params).fit(X, y)
+
+
+def assert_objective_matches(est, ref, X, y, alpha, l1_ratio):
+    ours = enet_objective(X, y, est.coef_, est.intercept_, alpha, l1_ratio)
+    theirs = enet_objective(X, y, ref.coef_, ref.intercept_, alpha, l1_ratio)
+    assert abs(ours - theirs) <= OBJECTIVE_RTOL * theirs, (ours, theirs)
+
+
+def fit(X, y, alpha, l1_ratio, client=None, **params):
+    est = dask_strads.ElasticNet(alpha=alpha, l1_ratio=l1_ratio, tol=params.pop("tol", TOL),
+                                 max_iter=200, **params)
+    est.client = client
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return est.fit(X, y)
+
+
+@pytest.mark.parametrize("positive", [False, True], ids=["signed", "positive"])
+@pytest.mark.parametrize("fit_intercept", [True, False], ids=["intercept", "no-intercept"])
+@pytest.mark.parametrize("fmt", ["dense", "csc"])
+def test_matches_sklearn(fmt, fit_intercept, positive):
+    X, y = sparse_problem()
+    X = X.toarray() if fmt == "dense" else X
+    alpha, l1_ratio = 0.02, 0.6
+    params = dict(fit_intercept=fit_intercept, positive=positive)
+    ref = reference(X, y, alpha, l1_ratio, **params)
+    est = fit(X, y, alpha, l1_ratio, n_blocks=3, **params)
+    assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
+    assert est.dual_gap_ <= TOL * np.sum((y - y.mean() * fit_intercept) ** 2) / len(y)
+    if positive:
+        assert np.all(est.coef_ >= 0) and np.any(ref.coef_ > 0)
+    if not fit_intercept:
+        assert est.intercept_ == 0.0
+    objectives = [r["objective"] for r in est.history_]
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(objectives, objectives[1:]))
+
+
+@pytest.mark.parametrize("l1_ratio", [0.0, 0.1, 0.9])
+def test_l1_ratios_match_sklearn(l1_ratio):
+    X, y = ar1_design(100, 150, 0.8, seed=3)
+    alpha = 0.5
+    ref = reference(X, y, alpha, l1_ratio)
+    est = fit(X, y, alpha, l1_ratio)
+    assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
+
+
+def test_lasso_is_the_l1_ratio_1_case():
+    X, y = ar1_design(150, 250, 0.9, seed=1)
+    lasso = dask_strads.Lasso(alpha=0.2, tol=TOL, n_blocks=2).fit(X, y)
+    enet = dask_strads.ElasticNet(alpha=0.2, l1_ratio=1.0, tol=TOL, n_blocks=2).fit(X, y)
+    np.testing.assert_array_equal(lasso.coef_, enet.coef_)
+    assert "l1_ratio" not in lasso.get_params() and lasso.l1_ratio == 1.0
+
+
+def test_on_a_process_cluster(client_factory):
+    X, y = ar1_design(200, 300, 0.9, seed=2)
+    alpha, l1_ratio = 0.1, 0.5
+    ref = reference(X, y, alpha, l1_ratio)
+    est = fit(X, y, alpha, l1_ratio, client=client_factory(2))
+    assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
+
+
+def test_a_small_problem_takes_two_rounds():
+    """Its working set holds every feature: one round solves, the next one checks the gap."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 50))
+    y = X[:, :5] @ np.arange(1.0, 6.0) + rng.standard_normal(500)
+    est = dask_strads.Lasso(alpha=0.05, tol=1e-8).fit(X, y)
+    assert est.n_iter_ == 2
+    ref = reference(X, y, 0.05, 1.0)
+    assert_objective_matches(est, ref, X, y, 0.05, 1.0)
+
+
+# -- the program's parts: each one can be switched off, the optimum stays ----------------------
+def run_program(X, y, alpha, l1_ratio, n_blocks, **parts):
+    y_centred = y - y.mean()
+    means = np.asarray(X.mean(axis=0)).ravel()
+    edges = block_edges(X.shape[1], n_blocks)
+    blocks = [make_raw_block(X[:, lo:hi], y_centred, np.zeros(hi - lo), means[lo:hi], False)
+              for lo, hi in zip(edges[:-1], edges[1:])]
+    program = ElasticNetProgram(np.diff(edges), y_centred, alpha, l1_ratio, False,
+                                TOL * (y_centred @ y_centred) / len(y), sparse=sp.issparse(X),
+                                **parts)
+    params, reports = run_sequential(program, blocks, 300)
+    coef = np.concatenate(params)
+    return coef, y.mean() - means @ coef, reports
+
+
+@pytest.mark.parametrize("parts", [{}, {"working_set": False}, {"anderson": False},
+                                   {"screening": False}], ids=str)
+def test_each_part_reaches_the_optimum(parts):
+    X, y = sparse_problem(seed=4, n=150, p=600)
+    alpha, l1_ratio = 0.05, 0.8
+    ref = reference(X, y, alpha, l1_ratio)
+    coef, intercept, reports = run_program(X, y, alpha, l1_ratio, 2, **parts)
+    assert reports[-1]["gap"] <= TOL * np.var(y)
+    ours = enet_objective(X, y, coef, intercept, alpha, l1_ratio)
+    theirs = enet_objective(X, y, ref.coef_, ref.intercept_, alpha, l1_ratio)
+    assert abs(ours - theirs) <= OBJECTIVE_RTOL * theirs
+    screened = reports[-1]["screened"]
+    if not parts.get("screening", True):
+        assert screened == 0
+    elif parts.get("working_set", True):  # (without, the first round solves everything)
+        assert screened > 0
+
+
+def test_screening_drops_only_features_zero_at_the_optimum():
+    X, y = sparse_problem(seed=5, n=150, p=600)
+    alpha, l1_ratio = 0.05, 1.0
+    ref = reference(X, y, alpha, l1_ratio)
+    program_blocks = 3
+    coef, _, reports = run_program(X, y, alpha, l1_ratio, program_blocks)
+    assert reports[-1]["screened"] >= X.shape[1] // 2
+    assert set(np.flatnonzero(coef)) == set(np.flatnonzero(ref.coef_))
+
+
+# -- parameters -----------------------------------------------------------------------------------
+def test_sklearn_check_param_validation():
+    check_param_validation("ElasticNet", dask_strads.ElasticNet())
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"l1_ratio": 1.5}, "l1_ratio"), ({"l1_ratio": -0.1}, "l1_ratio"),
+    ({"schedule": "priority"}, "l1_ratio=1"), ({"staleness": 2}, "staleness=0"),
+], ids=str)
+def test_bad_params_raise_before_cluster_work(client_factory, params, match):
+    X, y = ar1_design(40, 10, 0.5)
+    client = client_factory(2)
+    fitted = fit(X, y, 0.1, 0.5, client=client)
+    est = copy.deepcopy(fitted)
+    est.client = client
+    est.set_params(**params)
+    with get_task_stream(client=client) as stream:
+        with pytest.raises(ValueError, match=match):
+            est.fit(X, y)
+    assert stream.data == []
+    np.testing.assert_array_equal(est.coef_, fitted.coef_)
