@@ -1,9 +1,9 @@
 """Lasso benchmark: dask_strads.Lasso side by side with scikit-learn, skglm and celer.
 
 One process run, every solver on the same data, same ``alpha``, same ``fit_intercept``
-(True but for problem e) and the same stopping target. Per problem it prints: median wall time of ``--repeats``
-timed fits (after one untimed warm-up fit per solver: numba JIT, embedded Dask cluster
-start), relative suboptimality ``(P(w) - P*) / P*`` with ``P`` the exact scikit-learn
+(True but for problem e) and the same stopping target. Per problem it prints: median wall
+time of ``--repeats`` timed fits (after one untimed warm-up fit per solver: numba JIT,
+embedded Dask cluster start), relative suboptimality ``(P(w) - P*) / P*`` with ``P`` the exact scikit-learn
 objective computed here in numpy, the duality gap reached (in units of the target), the
 number of nonzero coefficients, and ``dask_strads time / this solver's time``.
 
