@@ -46,7 +46,7 @@ def save(estimator, path):
                 "estimator": f"{cls.__module__}:{cls.__qualname__}",
                 "params": params, "attributes": attributes}
     try:
-        storage.save(document, path)
+        storage.save(document, path, digest=True)
     except TypeError as error:
         raise TypeError(f"{cls.__name__} cannot be saved: {error} (in its parameters or "
                         "fitted attributes)") from None

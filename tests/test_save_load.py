@@ -153,8 +153,11 @@ def test_files_that_are_no_model_are_refused(tmp_path):
     path = tmp_path / "m.npz"
     from dask_strads.engine import storage
 
-    storage.save({"version": 1}, path)
+    storage.save({"version": 1}, path, digest=True)
     with pytest.raises(ModelFileError, match="not a dask_strads model"):
+        dask_strads.load(path)
+    storage.save({"version": 1}, path)
+    with pytest.raises(ModelFileError, match="no SHA-256 digest"):
         dask_strads.load(path)
     path.write_bytes(b"not a zip")
     with pytest.raises(ModelFileError, match="cannot be read"):

@@ -119,7 +119,6 @@ def _format(path, given):
 
 
 def _read(path, format, client):
-    logger.info("reading %s%s", path, " on the workers" if client is not None else "")
     return io.read(path, _format(path, format), client)
 
 

@@ -2,9 +2,9 @@
 
 A value (the programs' dataclasses and objects, tuples, lists, dicts, numpy arrays of numbers or
 strings, scipy.sparse matrices and scalars) is stored as one ``.npz`` file: its arrays, and a
-JSON description of the structure around them with a SHA-256 digest of both. Reading never
-unpickles (``allow_pickle=False``) and rebuilds only classes defined in ``dask_strads``: a
-damaged, modified or foreign file raises :class:`StorageError`.
+JSON description of the structure around them, with a SHA-256 digest of both if asked. Reading
+never unpickles (``allow_pickle=False``) and rebuilds only classes defined in ``dask_strads``: a
+damaged, modified (when it has a digest) or foreign file raises :class:`StorageError`.
 """
 import dataclasses
 import hashlib
@@ -23,14 +23,17 @@ class StorageError(ValueError):
     """A stored value cannot be read: damaged, foreign, or of another format."""
 
 
-def save(value, path):
+def save(value, path, digest=False):
     """Write ``value`` to ``path`` (``.npz``; a local path or an fsspec URL), atomically: a
-    reader sees all of it or nothing."""
+    reader sees all of it or nothing. ``digest``: also store a SHA-256 digest of it (which
+    costs a pass over the arrays) for :func:`load` to check."""
     arrays = []
     structure = _encode(value, arrays)
     payload = {f"array_{i}": a for i, a in enumerate(arrays)}
-    payload["structure"] = np.array(json.dumps(
-        {"format": FORMAT, "value": structure, "sha256": _digest(structure, arrays)}))
+    described = {"format": FORMAT, "value": structure}
+    if digest:
+        described["sha256"] = _digest(structure, arrays)
+    payload["structure"] = np.array(json.dumps(described))
     fs, path = fsspec.core.url_to_fs(os.fspath(path))
     with fs.open(f"{path}.partial", "wb") as file:
         np.savez(file, **payload)
@@ -38,8 +41,8 @@ def save(value, path):
 
 
 def load(path, require_digest=False):
-    """The value stored at ``path``. Files written before digests were stored have none; with
-    ``require_digest`` they are refused too."""
+    """The value stored at ``path``, checked against its digest when it has one; with
+    ``require_digest`` a file without one is refused."""
     try:
         with fsspec.open(os.fspath(path), "rb") as file, \
                 np.load(file, allow_pickle=False) as stored:
@@ -49,8 +52,9 @@ def load(path, require_digest=False):
                                    f"version reads format {FORMAT}")
             arrays = [stored[f"array_{i}"] for i in range(len(stored.files) - 1)]
             digest = described.get("sha256")
-            if (digest is None and require_digest) or (
-                    digest is not None and digest != _digest(described["value"], arrays)):
+            if digest is None and require_digest:
+                raise StorageError(f"{path} has no SHA-256 digest to check it against")
+            if digest is not None and digest != _digest(described["value"], arrays):
                 raise StorageError(f"{path} was modified or damaged: its content does not "
                                    "match the SHA-256 digest written with it")
             return _decode(described["value"], arrays)

@@ -22,9 +22,11 @@ from typing import NamedTuple
 
 import fsspec
 
+from ..log import logger
 from .bagofwords import read_bag_of_words, read_vocabulary
 from .matrixmarket import read_matrix_market
 from .numpy_files import read_npy, read_npz
+from .placement import reading_client
 from .svmlight import read_svmlight
 from .text import MalformedFileError
 from .triplets import ratings_of_frame, read_table, read_triplets
@@ -85,4 +87,7 @@ def read(path, format=None, client=None):
     format = format or format_of(path)
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}: one of {', '.join(FORMATS)}")
+    client = reading_client(client)
+    logger.info("reading %s (%s) %s", path, format,
+                "on the workers" if client is not None else "in this process")
     return FORMATS[format](path, client)
