@@ -46,6 +46,8 @@ Usage
   python benchmarks/lasso.py                       # a-d, 5 repeats, tol 1e-6
   python benchmarks/lasso.py --problems a,b --repeats 3
   python benchmarks/lasso.py --markdown            # tables as markdown (docs/benchmarks.md)
+  python benchmarks/lasso.py --solvers dask_strads --blocks 1,2,4   # block counts
+  python benchmarks/lasso.py --problems e --solvers dask_strads,sklearn --repeats 1
 """
 import argparse
 import os
@@ -71,7 +73,10 @@ from dask_strads.datasets import (  # noqa: E402
 from dask_strads.datasets.loaders import load_news_passages_tfidf  # noqa: E402
 
 STRADS = "dask_strads"
-STRADS_ONE_BLOCK = "dask_strads 1 block"
+
+
+def blocks_name(n_blocks):
+    return f"dask_strads {n_blocks} block{'s' if n_blocks > 1 else ''}"
 
 
 # --- objective and duality gap ----------------------------------------------------------
@@ -137,7 +142,7 @@ PROBLEMS = {"a": problem_a, "b": problem_b, "c": problem_c, "d": problem_d, "e":
 
 # --- solvers ----------------------------------------------------------------------------
 
-def make_solvers(alpha, tol, fit_intercept, strads_max_iter=None, only=None):
+def make_solvers(alpha, tol, fit_intercept, strads_max_iter=None, only=None, blocks=(1,)):
     """name -> unfitted estimator (skglm's tol is calibrated later)."""
     from celer import Lasso as CelerLasso
     from skglm import Lasso as SkglmLasso
@@ -154,11 +159,11 @@ def make_solvers(alpha, tol, fit_intercept, strads_max_iter=None, only=None):
                   "benchmarking the peers only")
     else:
         kw = {} if strads_max_iter is None else {"max_iter": strads_max_iter}
-        # default: one feature block per worker; and all features in one block (no
-        # cross-block interference, one worker computing)
+        # default: one feature block per worker; and the block counts asked for
         solvers[STRADS] = StradsLasso(alpha=alpha, fit_intercept=fit_intercept, tol=tol, **kw)
-        solvers[STRADS_ONE_BLOCK] = StradsLasso(alpha=alpha, fit_intercept=fit_intercept,
-                                                tol=tol, n_blocks=1, **kw)
+        for n_blocks in blocks:
+            solvers[blocks_name(n_blocks)] = StradsLasso(
+                alpha=alpha, fit_intercept=fit_intercept, tol=tol, n_blocks=n_blocks, **kw)
     # max_iter: sklearn counts epochs, celer/skglm count outer working-set iterations;
     # all set high enough never to be the binding stop at these tolerances.
     solvers["sklearn"] = SklearnLasso(alpha=alpha, fit_intercept=fit_intercept, tol=tol,
@@ -168,7 +173,7 @@ def make_solvers(alpha, tol, fit_intercept, strads_max_iter=None, only=None):
     solvers["celer"] = CelerLasso(alpha=alpha, fit_intercept=fit_intercept, tol=tol,
                                   max_iter=1000)
     return {k: v for k, v in solvers.items()
-            if only is None or k in only or (k == STRADS_ONE_BLOCK and STRADS in only)}
+            if only is None or k in only or (k.startswith(STRADS) and STRADS in only)}
 
 
 def timed_fit(est, X, y):
@@ -219,7 +224,7 @@ def calibrate_skglm(est, X, y, alpha, target_gap, fit_intercept, start_factor=1e
 
 # --- driver -----------------------------------------------------------------------------
 
-def run_problem(key, tol, repeats, only=None, strads_max_iter=None):
+def run_problem(key, tol, repeats, only=None, strads_max_iter=None, blocks=(1,)):
     t0 = time.perf_counter()
     X, y, frac, desc, fit_intercept = PROBLEMS[key]()
     if not sp.issparse(X):
@@ -236,7 +241,7 @@ def run_problem(key, tol, repeats, only=None, strads_max_iter=None):
           f"{gap_ref / target_gap:.1e}, {t_ref:.1f} s{'' if conv_ref else ', NOT converged'}",
           flush=True)
 
-    solvers = make_solvers(alpha, tol, fit_intercept, strads_max_iter, only)
+    solvers = make_solvers(alpha, tol, fit_intercept, strads_max_iter, only, blocks)
     rows = []
     for name, est in solvers.items():
         # warm-up (untimed): JIT compilation, embedded cluster start, skglm calibration
@@ -312,6 +317,9 @@ def main(argv=None):
                         help="comma-separated subset of dask_strads,sklearn,skglm,celer")
     parser.add_argument("--strads-max-iter", type=int, default=None,
                         help="max_iter for dask_strads.Lasso (default: its own default)")
+    parser.add_argument("--blocks", default="1",
+                        help="block counts to fit dask_strads with beside its default "
+                             "(comma-separated, default: 1)")
     parser.add_argument("--markdown", action="store_true", help="print tables as markdown")
     args = parser.parse_args(argv)
 
@@ -330,7 +338,8 @@ def main(argv=None):
           f"{sklearn.__version__}, skglm {skglm.__version__}, celer {celer.__version__}, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
           f"tol = {args.tol:g}, repeats = {args.repeats}")
-    results = [run_problem(p, args.tol, args.repeats, only, args.strads_max_iter)
+    blocks = [int(b) for b in args.blocks.split(",") if b.strip()]
+    results = [run_problem(p, args.tol, args.repeats, only, args.strads_max_iter, blocks)
                for p in problems]
     print()
     for res in results:
