@@ -117,6 +117,14 @@ def test_topics_from_a_bag_of_words_keep_the_vocabulary(tmp_path, capsys):
     assert f"topic 0: {top}" in capsys.readouterr().out
 
 
+def test_elastic_net(tmp_path, regression_file):
+    assert main(["fit", "elasticnet", str(regression_file), "-o", str(tmp_path / "m.npz"),
+                 "-p", "alpha=0.05", "-p", "l1_ratio=0.3", "--quiet"]) == 0
+    X, y = load_svmlight_file(str(regression_file))
+    reference = dask_strads.ElasticNet(alpha=0.05, l1_ratio=0.3).fit(X, y)
+    np.testing.assert_array_equal(dask_strads.load(tmp_path / "m.npz").coef_, reference.coef_)
+
+
 def test_logistic_regression_from_labels(tmp_path, regression_file):
     X, y = load_svmlight_file(str(regression_file))
     dump_svmlight_file(X, (y > 0).astype(int), str(tmp_path / "labels.svm"))

@@ -9,7 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import dask_strads
-from dask_strads import Lasso, LatentDirichletAllocation, LogisticRegression, MatrixFactorization
+from dask_strads import (ElasticNet, Lasso, LatentDirichletAllocation, LogisticRegression,
+                         MatrixFactorization)
 from dask_strads.persistence import ModelFileError
 
 # the loading process refuses any unpickling while it loads (numba's kernel cache, used by the
@@ -25,13 +26,13 @@ def refuse(*args, **kwargs):
 folder = sys.argv[1]
 allowed = pickle.load, pickle.loads, pickle.Unpickler
 pickle.load = pickle.loads = pickle.Unpickler = refuse
-lasso, lda, mf, logistic = (dask_strads.load(f"{folder}/{name}.npz")
-                            for name in ("lasso", "lda", "mf", "logistic"))
+lasso, enet, lda, mf, logistic = (dask_strads.load(f"{folder}/{name}.npz")
+                                  for name in ("lasso", "enet", "lda", "mf", "logistic"))
 pickle.load, pickle.loads, pickle.Unpickler = allowed
 data = np.load(folder + "/data.npz")
 counts = sp.csr_matrix(data["counts"])
-np.savez(folder + "/loaded.npz", lasso=lasso.predict(data["X"]), lda=lda.transform(counts),
-         logistic=logistic.predict_proba(data["X"]),
+np.savez(folder + "/loaded.npz", lasso=lasso.predict(data["X"]), enet=enet.predict(data["X"]),
+         lda=lda.transform(counts), logistic=logistic.predict_proba(data["X"]),
          mf=mf.predict_entries(data["users"], data["items"]), top=mf.recommend([0, 3], n=4),
          fold=mf.transform(sp.csr_matrix(data["ratings"])))
 """
@@ -46,6 +47,7 @@ def fitted_models():
     ratings = sp.random(30, 20, density=0.3, random_state=2, format="csr",
                         data_rvs=lambda n: rng.uniform(1, 5, n))
     models = {"lasso": Lasso(alpha=0.01, random_state=0).fit(X, y),
+              "enet": ElasticNet(alpha=0.01, l1_ratio=0.5, random_state=0).fit(X, y),
               "lda": LatentDirichletAllocation(3, max_iter=5, random_state=0).fit(counts),
               "mf": MatrixFactorization(2, max_iter=5, random_state=0).fit(ratings),
               "logistic": LogisticRegression(C=0.5).fit(X, y > 0)}
@@ -58,6 +60,7 @@ def predictions(models, data):
     counts = sp.csr_matrix(data["counts"])
     mf = models["mf"]
     return {"lasso": models["lasso"].predict(data["X"]), "lda": models["lda"].transform(counts),
+            "enet": models["enet"].predict(data["X"]),
             "logistic": models["logistic"].predict_proba(data["X"]),
             "mf": mf.predict_entries(data["users"], data["items"]),
             "top": mf.recommend([0, 3], n=4), "fold": mf.transform(sp.csr_matrix(data["ratings"]))}
