@@ -3,7 +3,7 @@ import os
 
 import fsspec
 
-#: Bytes of text a task reads and parses: a few tens of MB parse in about a second.
+#: Bytes of text a task reads and parses at most.
 CHUNK_BYTES = 32 * 2**20
 
 
