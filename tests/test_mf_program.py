@@ -104,7 +104,7 @@ def test_staleness_is_refused(ratings):
         run_sequential(program, raw, 4, staleness=1)
 
 
-@pytest.mark.parametrize("n_workers", [1, 2])
+@pytest.mark.parametrize("n_workers", [1, 2, 4])
 def test_engine_matches_the_sequential_loop(client_factory, ratings, n_workers):
     client = client_factory(n_workers)
     program, raw = setup(ratings[0], 2, 3)

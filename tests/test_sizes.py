@@ -21,7 +21,7 @@ from dask_strads.engine.tasks import BlockCell, Pulled, Pushed
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
 from dask_strads.programs import lasso, lda, mf
-from dask_strads.programs.base import carried_id
+from dask_strads.programs.base import carried_id, reads
 
 #: Allowed beyond the arrays: a few percent, and this many bytes per Python object held (the
 #: instance, its ``__dict__``, tuples, dicts, scalars).
@@ -80,6 +80,8 @@ def run_cells(program, raw_blocks, rounds, staleness=0, keep=0):
         for b, instruction in program.schedule(t, reports).items():
             c = carried_id(instruction)
             extra = () if c is None else (carried[c],)
+            extra += tuple(tasks.send(program, cells[s], pushed[s], b, t)
+                           for s in reads(instruction))
             pushes[b] = tasks.push(program, cells[b], pushed[b], source, instruction, t,
                                    t - keep, *extra)
             if c is not None:
@@ -136,7 +138,7 @@ def test_every_task_value_class_is_registered():
     sizeof(Pushed(None, 0.0))  # the first object of the package sized registers them all
     classes = [BlockCell, Pushed, Pulled, lasso.LassoData, lasso.Residual, lasso.BlockState,
                lasso.Pending, lasso.BlockUpdate, lda.Shard, lda.ShardState, lda.WordBlock,
-               lda.SampleReport, mf.Ratings, mf.FactorBlock, mf.SharedFactor]
+               lda.SampleReport, mf.Ratings, mf.BlockObjective, mf.SharedFactor]
     assert [c for c in classes if sizeof.dispatch(c) is not sizes.sizeof_dataclass] == []
 
 
@@ -183,7 +185,7 @@ def test_lda_shards_states_carried_blocks_and_reports():
     assert with_outbox - sizeof(cell) >= walk(carried[0])[0]
 
 
-def test_mf_ratings_factor_blocks_and_shared_factor():
+def test_mf_ratings_partials_and_shared_value():
     program, raw = mf_setup()
     cells, pushed, pulled, _ = run_cells(program, raw, 3, keep=2)
     for cell in cells:
@@ -191,7 +193,7 @@ def test_mf_ratings_factor_blocks_and_shared_factor():
         check_size(cell.data)
         check_size(cell)
     partials = [p.partial for p in pushed if p.partial is not None]
-    assert partials and all(isinstance(p, mf.FactorBlock) for p in partials)
+    assert partials and all(isinstance(p, mf.BlockObjective) for p in partials)
     for p in partials:
         check_size(p, large=False)
     assert isinstance(pulled.shared, mf.SharedFactor)

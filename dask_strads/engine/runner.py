@@ -10,7 +10,7 @@ from dask._task_spec import Task, TaskRef
 
 from ..kernels.compilation import announce_compiling
 from ..log import logger
-from ..programs.base import carried_id, check_carried_assignment
+from ..programs.base import carried_id, check_carried_assignment, check_reads, reads
 from . import disk, tasks
 from .history import History
 from .executors import ClusterError, WorkerLost
@@ -273,6 +273,7 @@ class Engine:
         program = self.program
         instructions = program.schedule(t, run.history.records)
         check_carried_assignment(instructions)
+        check_reads(program, instructions)
         keep_from = t - (0 if program.updates_in_place else
                          self.pipeline_depth + program.report_lag)
         source = run.pulled[max(-1, t - 1 - self.staleness)]
@@ -281,6 +282,9 @@ class Engine:
         for b, instruction in instructions.items():
             worker, c = run.owners[b], carried_id(instruction)
             extra = () if c is None else (run.carried[c],)
+            extra += tuple(self._task(graph, run.owners[s], run.key("send", s, b, t, run.id),
+                                      tasks.send, run.program, run.cells[s], run.pushed[s], b, t)
+                           for s in reads(instruction))
             previous = run.pushed[b] if c not in run.guards else (run.pushed[b],
                                                                   run.guards.pop(c))
             pushes[b] = self._task(graph, worker, run.key("push", b, t, run.id), tasks.push,

@@ -9,6 +9,8 @@ import copy
 from dataclasses import dataclass, field
 from time import perf_counter
 
+from ..programs.base import carried_id, reads
+
 
 @dataclass
 class BlockCell:
@@ -76,18 +78,30 @@ def initial_carried(program, carried_id):
     return program.init_carried(carried_id)
 
 
-def push(program, cell, previous, pulled, instruction, round_index, keep_from, *carried):
+def push(program, cell, previous, pulled, instruction, round_index, keep_from, *inputs):
     """Round ``round_index`` of one block. ``previous`` (the block's last push) only orders the
-    pushes of a block; ``carried`` is the carried block the instruction asks for, if any."""
+    pushes of a block; ``inputs`` are the carried block the instruction asks for, if any, then
+    the messages it reads."""
     start = perf_counter()
-    state = cell.latest()
-    if carried:
-        state, partial, cell.outbox[instruction.carried] = program.push(
-            cell.block_id, cell.data, state, instruction, pulled.shared, carried=carried[0])
+    c, extra = carried_id(instruction), {}
+    if c is not None:
+        extra["carried"], inputs = inputs[0], inputs[1:]
+    if inputs:
+        extra["messages"] = dict(zip(reads(instruction), inputs))
+    pushed = program.push(cell.block_id, cell.data, cell.latest(), instruction, pulled.shared,
+                          **extra)
+    if c is None:
+        state, partial = pushed
     else:
-        state, partial = program.push(cell.block_id, cell.data, state, instruction, pulled.shared)
+        state, partial, cell.outbox[c] = pushed
     cell.record(round_index, state, keep_from)
     return Pushed(partial, perf_counter() - start)
+
+
+def send(program, cell, last_push, to_block, round_index):
+    """Block ``cell.block_id``'s message to the push of ``to_block`` in round ``round_index``,
+    from its state after the round before (``last_push`` orders the read after it)."""
+    return program.message(cell.block_id, cell.data, cell.state_at(round_index - 1), to_block)
 
 
 def hand_off(cell, pushed, carried_id):

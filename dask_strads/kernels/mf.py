@@ -8,14 +8,19 @@ is set to the exact minimiser of::
     sum_j (v_ij - F[i] . G[j])^2 + lam[c] * F[i, c]^2
 
 so no update raises the objective. Cost: O(nnz * d) per sweep.
+
+``G`` may come in pieces (a tuple of arrays with the same columns, stacked in order): the rows a
+block's ratings touch, as they arrive from the blocks that hold them, used where they are
+instead of copied into one array.
 """
 import numpy as np
 from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def _update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
-    """Coordinate descent on the rows of ``F`` (in place), for a block of rows in CSR form.
+def _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, sweeps, tol):
+    """Coordinate descent on the rows of ``F`` (in place), for a block of rows in CSR form;
+    row ``j`` of ``G`` is row ``j - offsets[p]`` of ``pieces[p]``.
 
     The coordinates ``coords`` of each row are updated in that order, ``sweeps`` times at most;
     a row stops early once no coordinate moved more than ``tol`` in a sweep (``tol=0``: always
@@ -33,6 +38,9 @@ def _update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
         start, n = indptr[i], indptr[i + 1] - indptr[i]
         for e in range(n):
             j = indices[start + e]
+            p = np.searchsorted(offsets, j, side="right") - 1
+            G = pieces[p]
+            j -= offsets[p]
             fit = 0.0
             for c in range(d):
                 G_row[c, e] = G[j, c]
@@ -67,6 +75,10 @@ def _update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
 
 
 def update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
-    """:func:`_update_rows`, with int ``sweeps`` and float ``tol`` (``tol=0`` would otherwise
-    compile a second specialisation)."""
-    return _update_rows(indptr, indices, values, F, G, coords, lam, int(sweeps), float(tol))
+    """:func:`_update_rows` of ``G``, an array or a tuple of pieces, with int ``sweeps`` and
+    float ``tol`` (``tol=0`` would otherwise compile a second specialisation)."""
+    pieces = tuple(np.ascontiguousarray(piece, dtype=np.float64)
+                   for piece in (G if isinstance(G, tuple) else (G,)))
+    offsets = np.cumsum([0] + [len(piece) for piece in pieces])
+    return _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, int(sweeps),
+                        float(tol))

@@ -26,6 +26,13 @@ class Program(ABC):
     an instruction with an attribute ``carried`` (an id) hands that block to the push, which is
     then called with ``carried=value`` and returns ``(state, partial, new_value)``. The new value
     stays on the push's worker until the next push that asks for it takes it, worker to worker.
+
+    *Messages* carry parts of other blocks' states to a push that needs them (MF: the factor
+    rows a block's ratings touch), worker to worker, instead of through ``shared``. An
+    instruction with an attribute ``reads`` (block ids) has the push called with
+    ``messages={source: message(source, data_source, state_source, block)}``, each computed on
+    the source's worker from its state after the previous round. A block read in a round is not
+    pushed in it when the program updates in place.
     """
 
     #: Short name, the ``<program>`` of task keys (``strads-<program>-push-<block>-<round>``).
@@ -87,6 +94,11 @@ class Program(ABC):
         ``report`` is a small dict (objective, gap, counts) that travels to the client.
         """
 
+    def message(self, block_id, data, state, to_block):
+        """What block ``block_id`` sends to the push of ``to_block`` that reads it (see
+        ``reads`` above), from its data and state; runs on ``block_id``'s worker."""
+        raise NotImplementedError(f"{type(self).__name__} sends no messages")
+
     def init_carried(self, carried_id):
         """The initial value of a carried block (built on a worker)."""
         raise NotImplementedError(f"{type(self).__name__} has no carried blocks")
@@ -125,14 +137,21 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
         instructions = program.schedule(t, reports)
         source = shared_by_round[max(-1, t - 1 - staleness)]
         check_carried_assignment(instructions)
+        check_reads(program, instructions)
+        before = list(states)  # messages come from the states of the previous round
         partials = {}
         for b, instruction in instructions.items():
-            c = carried_id(instruction)
+            c, extra = carried_id(instruction), {}
+            if c is not None:
+                extra["carried"] = carried[c]
+            if reads(instruction):
+                extra["messages"] = {s: program.message(s, data[s], before[s], b)
+                                     for s in reads(instruction)}
+            pushed = program.push(b, data[b], states[b], instruction, source, **extra)
             if c is None:
-                states[b], partials[b] = program.push(b, data[b], states[b], instruction, source)
+                states[b], partials[b] = pushed
             else:
-                states[b], partials[b], carried[c] = program.push(
-                    b, data[b], states[b], instruction, source, carried=carried[c])
+                states[b], partials[b], carried[c] = pushed
         shared, report = program.pull(partials, shared)
         shared_by_round[t] = shared
         states_by_round[t] = list(states)
@@ -161,6 +180,19 @@ def round_seed(seed, round_index, block_id):
 def carried_id(instruction):
     """The carried block an instruction asks for, or None."""
     return getattr(instruction, "carried", None)
+
+
+def reads(instruction):
+    """The blocks whose messages an instruction's push reads (none by default)."""
+    return tuple(getattr(instruction, "reads", ()))
+
+
+def check_reads(program, instructions):
+    """A program updating in place cannot read a block that its round changes."""
+    if program.updates_in_place:
+        changed = [s for i in instructions.values() for s in reads(i) if s in instructions]
+        if changed:
+            raise ValueError(f"blocks {changed} are read and updated in place in one round")
 
 
 def check_carried_assignment(instructions):

@@ -11,11 +11,13 @@ Blocks: users are cut into U row blocks (ids ``0 .. U-1``, ratings by rows) and 
 column blocks (ids ``U .. U+I-1``, ratings by columns). Round ``2t`` updates every item block
 from the user factor ``W``, round ``2t + 1`` every user block from the item factor ``H``; the
 other side sits the round out. A push runs coordinate descent on its rows against the other
-side's whole factor, which it reads from ``shared``: the pull assembles the factor blocks of the
-round into the full factor, which goes to the next round's pushes worker to worker. A push
-recomputes its residuals from its own factor and the other side's new one (that costs one
-sweep), so no residual is kept between rounds. An iteration is an item round then a user round:
-a fit ends with user factors fitted to the final item factors.
+side's rows that its ratings touch, which reach it as *messages* (see
+:class:`~dask_strads.programs.Program`): each block of the other side sends the rows of its
+factor that the pushing block's ratings touch, worker to worker. No block and no worker holds a
+whole factor, and the pull only adds up the objective. A push recomputes its residuals from its
+own factor and the other side's new rows (that costs one sweep), so no residual is kept between
+rounds. An iteration is an item round then a user round: a fit ends with user factors fitted to
+the final item factors.
 
 Rows of one side are independent given the other side, so the result does not depend on the
 blocks: the same seed gives the same factors on any number of workers, up to the order in which
@@ -39,35 +41,48 @@ SEED_ROWS = 4096
 @dataclass(frozen=True)
 class Ratings:
     """The ratings of a block, minus the global mean: a user block's rows (CSR) or an item
-    block's columns (CSC); ``start`` is the first user or item of the block."""
+    block's columns (CSC); ``start`` is the first user or item of the block.
+
+    ``indices`` count the other side's rows that the block's ratings touch, in order: the rows
+    from the other side's block ``b`` are ``piece_edges[b]:piece_edges[b + 1]``. The block's own
+    rows that the other side's block ``b`` touches are ``send_rows[send_ptr[b]:send_ptr[b + 1]]``.
+    """
 
     side: str
     start: int
     indptr: np.ndarray
     indices: np.ndarray
     values: np.ndarray
+    piece_edges: np.ndarray
+    send_ptr: np.ndarray
+    send_rows: np.ndarray
 
 
 @dataclass(frozen=True)
-class FactorBlock:
-    """A push's partial: the block's new factor rows, its squared error and its penalty."""
+class BlockObjective:
+    """A push's partial: the squared error over the block's ratings and its factor's penalty."""
 
     side: str
-    start: int
-    factor: np.ndarray
     loss: float
     penalty: float
 
 
 @dataclass(frozen=True)
 class SharedFactor:
-    """The factor the last round updated (all its rows), its penalty, and the objective after
-    the last complete iteration."""
+    """The side the last round updated, its factor's penalty, and the objective after the last
+    complete iteration."""
 
     side: str
-    factor: np.ndarray
     penalty: float
     iteration_objective: float
+
+
+@dataclass(frozen=True)
+class Update:
+    """A push's instruction: update the block's rows from the messages of the blocks ``reads``
+    (the other side's)."""
+
+    reads: tuple
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,18 @@ def observed(part, axis):
     values = part.ravel(order="C" if axis == 0 else "F")
     return (np.arange(lines + 1, dtype=np.int64) * length,
             np.tile(np.arange(length, dtype=np.int64), lines), values)
+
+
+def touched_rows(indptr, indices, other_edges):
+    """How a block's ratings meet the other side's blocks (edges ``other_edges``):
+    ``(local_indices, piece_edges, send_ptr, send_rows)`` as :class:`Ratings` holds them."""
+    touched, local = np.unique(indices, return_inverse=True)
+    piece_edges = np.searchsorted(touched, other_edges)
+    n_rows = len(indptr) - 1
+    other_block = np.searchsorted(other_edges, indices, side="right") - 1
+    pairs = np.unique(other_block * n_rows + np.repeat(np.arange(n_rows), np.diff(indptr)))
+    send_ptr = np.searchsorted(pairs, np.arange(len(other_edges)) * n_rows)
+    return local.astype(np.int64), piece_edges, send_ptr, pairs % max(n_rows, 1)
 
 
 def initial_user_factors(seed, start, stop, n_components, scale):
@@ -164,6 +191,10 @@ class MFProgram(Program):
         return (range(self.n_user_blocks) if side == USERS
                 else range(self.n_user_blocks, self.n_blocks))
 
+    def _index_on_side(self, block_id):
+        """The block's index among the blocks of its side."""
+        return block_id if block_id < self.n_user_blocks else block_id - self.n_user_blocks
+
     # -- the layout of a factor's rows ---------------------------------------------------------
     def _bias_column(self, side):
         return self.n_components + (0 if side == USERS else 1)
@@ -196,12 +227,15 @@ class MFProgram(Program):
 
     # -- blocks -------------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        indptr, indices, values = observed(raw["part"], axis=0 if raw["side"] == USERS else 1)
-        return Ratings(raw["side"], raw["start"], indptr, indices, values - self.mean)
+        side = raw["side"]
+        indptr, indices, values = observed(raw["part"], axis=0 if side == USERS else 1)
+        other_edges = self.item_edges if side == USERS else self.user_edges
+        local, *meeting = touched_rows(indptr, indices, other_edges)
+        return Ratings(side, raw["start"], indptr, local, values - self.mean, *meeting)
 
     def initial_shared(self):
         # items start at zero (their ones column meets zero user biases), so they add nothing
-        return SharedFactor(ITEMS, None, 0.0, np.inf)
+        return SharedFactor(ITEMS, 0.0, np.inf)
 
     def init_block(self, data, block_id):
         rows = len(data.indptr) - 1
@@ -212,32 +246,33 @@ class MFProgram(Program):
                            0.0, USERS)
         # with the item factor at zero, the residuals are the ratings themselves
         loss = float(np.dot(data.values, data.values))
-        return factor, FactorBlock(USERS, data.start, factor,
-                                   loss, penalty(factor, self.sides[USERS].lam))
+        return factor, BlockObjective(USERS, loss, penalty(factor, self.sides[USERS].lam))
 
     # -- schedule / push / pull ---------------------------------------------------------------
     def schedule(self, round_index, history):
-        side = ITEMS if round_index % 2 == 0 else USERS
-        return dict.fromkeys(self.block_ids(side))
+        side, other = (ITEMS, USERS) if round_index % 2 == 0 else (USERS, ITEMS)
+        return dict.fromkeys(self.block_ids(side), Update(tuple(self.block_ids(other))))
 
-    def push(self, block_id, data, state, instruction, shared):
+    def message(self, block_id, data, state, to_block):
+        """The rows of this block's factor that ``to_block``'s ratings touch."""
+        b = self._index_on_side(to_block)
+        return state[data.send_rows[data.send_ptr[b]:data.send_ptr[b + 1]]]
+
+    def push(self, block_id, data, state, instruction, shared, messages):
         if shared.side == data.side:
             raise RuntimeError("matrix factorization alternates users and items and needs the "
                                "other side's factor of the previous round: run it with "
                                "staleness 0")
         side = self.sides[data.side]
         factor = state.copy()
-        loss = update_rows(data.indptr, data.indices, data.values, factor, shared.factor,
+        rows = tuple(messages[b] for b in instruction.reads)
+        loss = update_rows(data.indptr, data.indices, data.values, factor, rows,
                            side.coords, side.lam, self.sweeps, 0.0)
-        return factor, FactorBlock(data.side, data.start, factor, loss,
-                                   penalty(factor, side.lam))
+        return factor, BlockObjective(data.side, loss, penalty(factor, side.lam))
 
     def pull(self, partials, shared):
         blocks = [p for p in partials.values() if p is not None]
         side = blocks[0].side
-        factor = np.empty((self.sides[side].size, self.width))
-        for block in blocks:
-            factor[block.start:block.start + len(block.factor)] = block.factor
         loss = sum(block.loss for block in blocks)
         side_penalty = sum(block.penalty for block in blocks)
         objective = loss + side_penalty + shared.penalty
@@ -247,7 +282,7 @@ class MFProgram(Program):
         if side == USERS:
             report["relative_decrease"] = relative_decrease(iteration_objective, objective)
             iteration_objective = objective
-        return SharedFactor(side, factor, side_penalty, iteration_objective), report
+        return SharedFactor(side, side_penalty, iteration_objective), report
 
     def converged(self, report):
         return report.get("relative_decrease", np.inf) <= self.tol
