@@ -111,7 +111,8 @@ def _scattered(layer, client):
     if any(value is None for value in data.values()) or (
             sum(map(sizeof, data.values())) <= SCATTER_ABOVE_BYTES):
         return None
-    return MaterializedLayer(client.scatter(data, hash=False))
+    # fresh keys: the graph's own may still be held, or being released, from an earlier scatter
+    return MaterializedLayer(dict(zip(data, client.scatter(list(data.values()), hash=False))))
 
 
 def _held(value):
