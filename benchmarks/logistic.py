@@ -89,8 +89,8 @@ def main():
                 start = time.perf_counter()
                 model = make().fit(X, y)
                 times.append(time.perf_counter() - start)
-            results[name] = (statistics.median(times), objective(X, y, model.coef_, model.intercept_),
-                             int(np.count_nonzero(model.coef_)))
+            value = objective(X, y, model.coef_, model.intercept_)
+            results[name] = (statistics.median(times), value, int(np.count_nonzero(model.coef_)))
         best = min([objective(X, y, reference.coef_, reference.intercept_)]
                    + [value for _, value, _ in results.values()])
         ours = results["dask_strads"][0]

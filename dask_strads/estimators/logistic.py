@@ -53,7 +53,8 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         Stop when no coefficient or intercept violates its optimality condition by more than
         ``tol`` times the largest feature gradient at ``w = 0``.
     max_iter : int
-        Rounds at most (each runs up to 20 prox-Newton steps per block).
+        Rounds at most (a round runs up to 20 prox-Newton steps with one block, one per block
+        with several).
     warm_start : bool
         Start from the previous fit's coefficients when the features and classes match.
     n_blocks : int or None

@@ -30,7 +30,9 @@ from .base import Program
 
 #: Smallest working set of a block and class; it grows to twice the block's nonzeros.
 MIN_WORKING_SET = 10
-#: Prox-Newton steps of a push, and coordinate-descent sweeps for a step's direction.
+#: Prox-Newton steps of a push when the program has one block, and coordinate-descent sweeps for
+#: a step's direction. With several blocks a push takes one step: further steps, against margins
+#: the other blocks are changing at the same time, did not save rounds (two blocks, the tweets).
 MAX_NEWTON_STEPS = 20
 MAX_SWEEPS = 50
 #: A push goes on until the working set's violation is at most this share of the block's
@@ -217,7 +219,8 @@ class LogisticProgram(Program):
         ws = _working_set(score, coef)
         grad_block = np.zeros(len(coef))
         steps = 0
-        while steps < (MAX_NEWTON_STEPS if self.n_blocks == 1 else 1) and len(ws):
+        max_steps = MAX_NEWTON_STEPS if self.n_blocks == 1 else 1
+        while steps < max_steps and len(ws):
             grad_ws = grad[ws] if steps == 0 else column_dots(X, ws, g)
             ws_violation = violations(grad_ws, coef[ws], l1[ws], l2[ws]).max()
             if ws_violation <= target:
