@@ -7,6 +7,9 @@ from sklearn.utils.estimator_checks import check_param_validation
 
 from dask_strads import LatentDirichletAllocation
 from dask_strads.datasets import make_lda_corpus, match_topics
+from dask_strads.estimators.lda import BLOCK_MEMORY_SHARE, _blocks_within_memory
+from dask_strads.kernels.lda import row_bytes
+from dask_strads.programs.lda import vocabulary_blocks
 
 K = 5
 
@@ -112,3 +115,27 @@ def test_invalid_params_raise_invalid_parameter_error(corpus, params):
 def test_sklearn_check_param_validation():
     """scikit-learn's own check of ``_parameter_constraints`` (not part of ``check_estimator``)."""
     check_param_validation("LatentDirichletAllocation", LatentDirichletAllocation())
+
+
+@pytest.mark.parametrize("n_topics, memory", [(1000, 50 * 2**20), (200, 4 * 2**20)])
+def test_vocabulary_blocks_fit_their_share_of_a_workers_memory(n_topics, memory):
+    """Blocks cut so that none takes more than BLOCK_MEMORY_SHARE of the memory, the table
+    being several times that memory: every word in one block, in order."""
+    counts = np.minimum(np.random.default_rng(0).zipf(1.4, size=30_000), 10**4).astype(float)
+    counts[:5000] = 0  # a long run of words that never occur
+    table = len(counts) * row_bytes(n_topics)
+    assert table > 2 * memory
+    block_of_word, local_index, sizes = _blocks_within_memory(counts, 2, n_topics, memory)
+    assert sizes.max() * row_bytes(n_topics) <= BLOCK_MEMORY_SHARE * memory
+    assert len(sizes) >= table / (BLOCK_MEMORY_SHARE * memory)
+    assert sizes.sum() == len(counts) and np.all(np.diff(block_of_word) >= 0)
+    # cut by tokens and rows alike, a block holds up to about twice the average rows
+    assert len(sizes) <= 2.5 * table / (BLOCK_MEMORY_SHARE * memory) + 1
+
+
+def test_vocabulary_blocks_within_memory_are_the_asked_ones():
+    counts = np.arange(1, 1001, dtype=float)
+    asked = vocabulary_blocks(counts, 4)
+    kept = _blocks_within_memory(counts, 4, 100, 2**30)
+    for a, b in zip(asked, kept):
+        np.testing.assert_array_equal(a, b)

@@ -119,3 +119,23 @@ def test_shards_cut_by_tokens_hold_about_equal_tokens(n_blocks):
     assert edges[0] == 0 and edges[-1] == len(lengths) and np.all(np.diff(edges) >= 1)
     tokens = np.add.reduceat(lengths, edges[:-1])
     assert np.all(np.abs(tokens - lengths.sum() / n_blocks) <= lengths.max())
+
+
+@pytest.mark.parametrize("n_shards, n_blocks", [(2, 2), (2, 5), (4, 8), (4, 13)])
+def test_rotation_samples_every_block_once_an_iteration_and_parks_idle_blocks_evenly(
+        n_shards, n_blocks):
+    """Where each block waits between two samplings (the worker that sampled it last): about
+    U / P blocks on every worker, whatever U."""
+    program = LDAProgram(N_TOPICS, ALPHA, BETA, 100, [1] * n_blocks, n_shards)
+    holder = {c: c % n_shards for c in range(n_blocks)}  # the engine's first placement
+    for t in range(3 * n_blocks):
+        instructions = program.schedule(t, [])
+        sampled = {i.carried for i in instructions.values()}
+        assert len(sampled) == n_shards  # one shard per block in a round
+        holder.update({i.carried: p for p, i in instructions.items()})
+        if t >= n_blocks:  # after the first iteration, the blocks are where the rotation left them
+            held = np.bincount(list(holder.values()), minlength=n_shards)
+            assert held.max() <= -(-n_blocks // n_shards) + 1
+    for p in range(n_shards):
+        iteration = [program.schedule(t, [])[p].carried for t in range(n_blocks)]
+        assert sorted(iteration) == list(range(n_blocks))

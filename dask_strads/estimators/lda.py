@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..kernels.compilation import announce_compiling
+from ..kernels.lda import row_bytes
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
 from ..programs.lda import LDAProgram, make_shard, vocabulary_blocks
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
@@ -25,6 +26,11 @@ BYTES_PER_TOKEN = 48
 #: Vocabulary blocks per shard at most: an iteration is one round per block, so more blocks
 #: add rounds (their latency) without spreading the work better.
 MAX_VOCAB_BLOCKS_PER_SHARD = 8
+#: Share of a worker's memory limit that one vocabulary block's word-topic rows may take. A worker
+#: holds the block it samples and, for a while, the one it has handed on and the one it receives
+#: next: three blocks, 30% of its memory, which leaves its shard and Dask's own use under Dask's
+#: 60% spilling target.
+BLOCK_MEMORY_SHARE = 0.1
 
 
 class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
@@ -47,8 +53,10 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     n_vocab_blocks : int or None
         Vocabulary blocks U >= number of workers; None: one per worker. Capped at the number of
         words that occur in X and at ``MAX_VOCAB_BLOCKS_PER_SHARD`` (8) per shard: each
-        iteration is U rounds, so blocks beyond these only add round latency. The number used is
-        ``n_vocab_blocks_``.
+        iteration is U rounds, so blocks beyond these only add round latency. Raised, whatever
+        is asked, until no block's word-topic rows take more than ``BLOCK_MEMORY_SHARE`` (10%)
+        of a worker's memory limit (of this machine's memory in process), so that a table
+        larger than a worker trains. The number used is ``n_vocab_blocks_``.
     staleness : int
         Sub-rounds a shard may run ahead of the reconciled topic totals (0: synchronous).
     transform_iter : int
@@ -160,7 +168,10 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         occurring = int(np.count_nonzero(word_counts))
         n_blocks = max(n_shards, min(self.n_vocab_blocks or n_shards, occurring,
                                      MAX_VOCAB_BLOCKS_PER_SHARD * n_shards))
-        block_of_word, local_index, sizes = vocabulary_blocks(word_counts, n_blocks)
+        memory = psutil.virtual_memory().total if executor.local else _worker_memory(executor)
+        block_of_word, local_index, sizes = _blocks_within_memory(
+            word_counts, n_blocks, self.n_components, memory)
+        n_blocks = len(sizes)
 
         def shard(rows, lo, hi):
             return make_shard(sp.csr_matrix(rows), block_of_word, local_index, n_blocks)
@@ -288,6 +299,29 @@ def _check_tokens(word_counts, doc_lengths, edges, built_here, executor):
             f"X has {tokens} tokens to expand {'in this process' if built_here else 'in a shard'},"
             f" more than the {memory // BYTES_PER_TOKEN} that {memory / 2**30:.1f} GiB of memory "
             f"holds at {BYTES_PER_TOKEN} bytes a token.")
+
+
+def _blocks_within_memory(word_counts, n_blocks, n_topics, memory):
+    """:func:`vocabulary_blocks` of ``n_blocks`` blocks, or of more when the largest block's
+    word-topic rows would take over ``BLOCK_MEMORY_SHARE`` of ``memory``: then the blocks are cut
+    by tokens and rows alike, as many as it takes for each to fit."""
+    layout = vocabulary_blocks(word_counts, n_blocks)
+    row = row_bytes(n_topics)
+    budget = BLOCK_MEMORY_SHARE * memory
+    if layout[2].max() * row <= budget:
+        return layout
+    n_words = len(word_counts)
+    weights = word_counts / word_counts.sum() + 1.0 / n_words
+    n_blocks = max(n_blocks, int(np.ceil(n_words * row / budget)))
+    while True:
+        layout = vocabulary_blocks(weights, min(n_blocks, n_words))
+        if layout[2].max() * row <= budget or n_blocks >= n_words:
+            logger.info("the vocabulary's word-topic table (%.0f MiB) is cut into %d blocks so "
+                        "that each takes at most %.0f%% of a worker's memory (%.0f MiB)",
+                        n_words * row / 2**20, len(layout[2]), 100 * BLOCK_MEMORY_SHARE,
+                        memory / 2**20)
+            return layout
+        n_blocks = int(np.ceil(n_blocks * 1.1))
 
 
 def _worker_memory(executor):

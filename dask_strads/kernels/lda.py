@@ -53,6 +53,11 @@ def topic_dtype(n_topics):
     return np.int16 if n_topics <= np.iinfo(np.int16).max + 1 else np.int32
 
 
+def row_bytes(n_topics):
+    """Bytes of one row of a count table: int32 counts, its nonzero-topic list and length."""
+    return n_topics * (4 + np.dtype(topic_dtype(n_topics)).itemsize) + 4
+
+
 # -- builders ------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
 def add_counts(counts, rows, z):

@@ -3,8 +3,8 @@
 Documents are split into P shards, one per worker, whose tokens, topic assignments and
 document-topic counts never move. The vocabulary is split into U >= P blocks; a block's
 word-topic rows are a *carried block* (see :class:`~dask_strads.programs.Program`). In sub-round
-t (one engine round) shard p samples its tokens whose words are in block (p + t) mod U, then
-the block moves on, worker to worker. U sub-rounds make one iteration: every token sampled once.
+t (one engine round) shard p samples its tokens whose words are in block (floor(p U / P) + t)
+mod U, then the block moves on, worker to worker. U sub-rounds make one iteration: every token sampled once.
 
 Topic totals n_k: each push samples against the totals of the last pull plus its own changes,
 and the pull adds up the shards' changes once per sub-round, as in the paper. Within a sub-round
@@ -142,8 +142,11 @@ class LDAProgram(Program):
                          np.zeros(rows, dtype=np.int32))
 
     def schedule(self, round_index, history):
-        step = round_index % self.n_carried
-        return {p: SubRound(round_index, (p + step) % self.n_carried,
+        # shard p starts at block p U / P: a block waits between two shards for about U / P
+        # sub-rounds, parked on the shard that sampled it last, so every worker holds about
+        # U / P blocks (starting at block p, the last shard would collect all the idle ones)
+        return {p: SubRound(round_index,
+                            (p * self.n_carried // self.n_shards + round_index) % self.n_carried,
                             round_seed(self.seed, round_index, p))
                 for p in range(self.n_shards)}
 
@@ -181,5 +184,7 @@ class LDAProgram(Program):
         return state.n_dk.copy()
 
     def collect_carried(self, carried, carried_id):
-        """The vocabulary block's word-topic counts (a copy)."""
-        return carried.n_wk.copy()
+        """The vocabulary block's word-topic counts (not a copy: a fit collects its carried
+        blocks once, after its last round, and a copy of every block at once could take more
+        than a worker's memory)."""
+        return carried.n_wk
