@@ -1,0 +1,163 @@
+"""Peak memory growth per worker, for each program, with 1, 2, 4 (or more) worker processes.
+
+What a fit adds to a worker should be its share of the model plus its shard of the data: memory
+that falls as 1/P. For each program and worker count P the script starts a fresh LocalCluster
+(one single-threaded process per worker, no memory limit unless ``--memory-limit``), warms the
+workers up (numba JIT) on a fit too small to count, resets each worker's resident high-water mark
+(Linux ``VmHWM``, the kernel's exact peak, independent of Dask's accounting), fits, and reads the
+high-water marks. Printed per run: the model's size, the ideal model / P, the data shard per
+worker, the growth of the worker peaks over their pre-fit resident memory (median and max), and
+the target ``1.3 model / P + shard`` against the largest growth.
+
+Problems (chosen so that the model dominates the data):
+  mf   make_ratings users x items, ratings, rank k; model (users + items) x (k + 2) float64
+       (factors, bias and the constant of the other side's bias); data 2 layouts of 16 bytes a
+       rating
+  lda  make_lda_corpus, K topics over V words; model V x K word-topic counts (int32 plus the
+       nonzero-topic lists), the documents' D x K table counted with the data shard
+
+Usage
+  python benchmarks/memory.py                                     # small: both, P = 1, 2, 4
+  python benchmarks/memory.py --programs mf --mf-users 1e6 --mf-items 2e5 --mf-ratings 4e6 \\
+      --mf-rank 64 --workers 2,4 --markdown
+  python benchmarks/memory.py --programs lda --lda-topics 1000 --lda-words 1e5 --lda-tokens 2e6
+"""
+import os
+import sys
+
+import numpy as np
+from distributed import Client, LocalCluster
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+from _common import arguments  # noqa: E402
+from dask_strads import LatentDirichletAllocation, MatrixFactorization  # noqa: E402
+from dask_strads.datasets import make_lda_corpus, make_ratings  # noqa: E402
+from dask_strads.kernels.lda import row_bytes  # noqa: E402
+
+MB = 2**20
+#: Target: growth per worker at most this times model / P, plus the worker's data shard.
+MODEL_FACTOR = 1.3
+
+
+def resident_bytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def reset_peak():
+    """Start the process's resident high-water mark afresh (Linux: ``clear_refs`` 5); it is
+    inherited over fork, so without this a worker reports its parent's peak."""
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")
+    return resident_bytes()
+
+
+def peak_resident_bytes():
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024  # kB
+
+
+class MFProblem:
+    name = "mf"
+
+    def __init__(self, args):
+        self.rank = args.mf_rank
+        self.X, _, _ = make_ratings(n_users=int(args.mf_users), n_items=int(args.mf_items),
+                                    n_ratings=int(args.mf_ratings), rank=5, random_state=0)
+        self.iterations = args.iterations
+        self.model_bytes = sum(self.X.shape) * (self.rank + 2) * 8
+        self.data_bytes = self.X.nnz * 2 * 16
+        self.describe = (f"MF {self.X.shape[0]:,} x {self.X.shape[1]:,}, {self.X.nnz:,} ratings, "
+                         f"rank {self.rank}")
+
+    def fit(self, client, n_workers, warm_up=False):
+        X = self.X[:2000, :500] if warm_up else self.X
+        est = MatrixFactorization(self.rank, max_iter=1 if warm_up else self.iterations, tol=0,
+                                  random_state=0, checkpoint_interval=0)
+        est.client = client
+        est.fit(X)
+
+
+class LDAProblem:
+    name = "lda"
+
+    def __init__(self, args):
+        self.topics = args.lda_topics
+        n_docs = int(args.lda_tokens) // 100
+        self.X, _, _ = make_lda_corpus(n_docs=n_docs, n_words=int(args.lda_words), n_topics=100,
+                                       doc_length=100, random_state=0)
+        self.iterations = args.iterations
+        self.model_bytes = self.X.shape[1] * row_bytes(self.topics)
+        self.data_bytes = self.X.shape[0] * row_bytes(self.topics) + int(self.X.sum()) * 20
+        self.blocks_per_worker = args.lda_blocks_per_worker
+        self.describe = (f"LDA {self.X.shape[0]:,} docs x {self.X.shape[1]:,} words, "
+                         f"{int(self.X.sum()):,} tokens, K = {self.topics}")
+
+    def fit(self, client, n_workers, warm_up=False):
+        X = self.X[:200, :2000] if warm_up else self.X
+        blocks = None if self.blocks_per_worker is None else self.blocks_per_worker * n_workers
+        est = LatentDirichletAllocation(self.topics, max_iter=1 if warm_up else self.iterations,
+                                        random_state=0, n_vocab_blocks=blocks,
+                                        checkpoint_interval=0)
+        est.client = client
+        est.fit(X)
+
+
+PROBLEMS = {"mf": MFProblem, "lda": LDAProblem}
+
+
+def measure(problem, n_workers, memory_limit):
+    """Per-worker growth of the resident high-water mark over the pre-fit resident bytes."""
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None, memory_limit=memory_limit) as cluster, \
+            Client(cluster) as client:
+        problem.fit(client, n_workers, warm_up=True)
+        before = client.run(reset_peak)
+        problem.fit(client, n_workers)
+        peaks = client.run(peak_resident_bytes)
+    return np.array([peaks[w] - before[w] for w in sorted(peaks)], dtype=float)
+
+
+def main():
+    args = arguments(__doc__, 1, [
+        ("--programs", {"default": "mf,lda"}),
+        ("--workers", {"default": "1,2,4"}),
+        ("--iterations", {"type": int, "default": 2}),
+        ("--memory-limit", {"default": "0", "help": "per worker, e.g. 1GiB (0: none)"}),
+        ("--mf-users", {"type": float, "default": 2e5}),
+        ("--mf-items", {"type": float, "default": 4e4}),
+        ("--mf-ratings", {"type": float, "default": 8e5}),
+        ("--mf-rank", {"type": int, "default": 64}),
+        ("--lda-topics", {"type": int, "default": 1000}),
+        ("--lda-words", {"type": float, "default": 5e4}),
+        ("--lda-tokens", {"type": float, "default": 5e5}),
+        ("--lda-blocks-per-worker", {"type": int, "default": None}),
+    ])
+    header = ("program", "P", "model MB", "model / P MB", "shard MB", "growth / worker MB (max)",
+              "growth / (model / P)", f"target {MODEL_FACTOR} model / P + shard MB", "met")
+    rows = []
+    for name in args.programs.split(","):
+        problem = PROBLEMS[name](args)
+        print(problem.describe, flush=True)
+        for n in (int(w) for w in args.workers.split(",")):
+            growth = measure(problem, n, args.memory_limit)
+            share, shard = problem.model_bytes / n, problem.data_bytes / n
+            target = MODEL_FACTOR * share + shard
+            rows.append((name, n, f"{problem.model_bytes / MB:.0f}", f"{share / MB:.0f}",
+                         f"{shard / MB:.0f}",
+                         f"{np.median(growth) / MB:.0f} ({growth.max() / MB:.0f})",
+                         f"{growth.max() / share:.2f}", f"{target / MB:.0f}",
+                         "yes" if growth.max() <= target else "no"))
+            print("  ".join(f"{h}: {v}" for h, v in zip(header, rows[-1])), flush=True)
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|---|" + "---:|" * (len(header) - 2) + "---|")
+        for row in rows:
+            print("| " + " | ".join(map(str, row)) + " |")
+
+
+if __name__ == "__main__":
+    main()
