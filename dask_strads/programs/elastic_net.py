@@ -11,7 +11,8 @@ working-set solver (as celer and skglm), spread over the blocks:
   violating features (every non-zero one among them) with their columns.
 - *pull*, one task: the duality gap at the state the pushes saw (the stopping test, as
   scikit-learn's), then the *working set*: the non-zero coefficients and the most violating
-  features over all blocks, ``max(WS_START, 2 * non-zeros)`` in all. Those coordinates depend on
+  features over all blocks, ``max(WS_START, 2 * non-zeros)`` in all (growing faster while
+  more features violate than it has room for). Those coordinates depend on
   each other (the STRADS dependency structure): they are solved jointly, by coordinate descent
   with Anderson extrapolation on this one worker, to a fraction of the gap. The residual and the
   working set's new coefficients are the next round's shared value.
@@ -84,6 +85,7 @@ class Candidates:
     coef: np.ndarray
     columns: Columns
     n_active: int
+    n_violating: int  # features at zero that violate the optimality conditions
     l1_norm: float
     coef_norm2: float
     coef_dot_y: float
@@ -160,6 +162,7 @@ class ElasticNetProgram(Program):
             positions = np.sort(np.argpartition(-score, wanted - 1)[:wanted])
         update = Candidates(
             positions, score[positions], coef[positions], columns.take(positions), n_active,
+            int(np.count_nonzero(score[coef == 0.0] > 0.0)),
             float(np.abs(coef).sum()), dot(coef, coef),
             dot(coef, columns.X_dot_y), float(dual_norm), float(gradient_norm2))
         return BlockState(block_id, coef, active, gradient), update
@@ -188,7 +191,11 @@ class ElasticNetProgram(Program):
         chosen = self._working_set(shared, updates)
         columns = join_columns([u.columns.take(c) for u, c in zip(updates, chosen)])
         coef = np.concatenate([u.coef[c] for u, c in zip(updates, chosen)])
-        complete = len(coef) == sum(u.n_active for u in updates)
+        violating = sum(u.n_violating for u in updates)
+        nonzero = int(sum(np.count_nonzero(u.coef) for u in updates))
+        # every feature left, or every violating one, in the working set: solve it to the end
+        complete = (len(coef) == sum(u.n_active for u in updates)
+                    or violating <= len(coef) - nonzero)
         tolerance = 0.5 * self.tolerance if complete else max(INNER_RATIO * gap,
                                                                0.5 * self.tolerance)
         r = shared.r.copy()
@@ -197,8 +204,8 @@ class ElasticNetProgram(Program):
         edges = np.cumsum([0] + [len(c) for c in chosen])
         changes = tuple((u.positions[c], coef[lo:hi])
                         for u, c, lo, hi in zip(updates, chosen, edges[:-1], edges[1:]))
-        ws_size = max(WS_START, 2 * int(np.count_nonzero(coef))) if self.working_set else (
-            shared.ws_size)
+        ws_size = self._next_size(len(coef), int(np.count_nonzero(coef)),
+                                  violating) if self.working_set else shared.ws_size
         # coordinates evaluated: the pushes' full passes, then the working set's epochs
         report.update(working_set=len(coef), epochs=n_epochs,
                       evaluated=report["evaluated"] + n_epochs * len(coef))
@@ -234,6 +241,13 @@ class ElasticNetProgram(Program):
             picked = np.ones(len(scores), dtype=np.bool_)
         edges = np.cumsum([0] + [len(u.score) for u in updates])
         return [np.flatnonzero(picked[lo:hi]) for lo, hi in zip(edges[:-1], edges[1:])]
+
+    @staticmethod
+    def _next_size(size, nonzero, violating):
+        """Twice the non-zeros (skglm's rule), and up to twice the last size while more features
+        violate than the working set had room for: a large support is reached in a few rounds."""
+        grown = min(2 * size, nonzero + violating) if violating > size - nonzero else 0
+        return max(WS_START, 2 * nonzero, grown)
 
     def converged(self, report):
         return "gap" in report and report["gap"] <= self.tolerance / self.n_samples
