@@ -182,3 +182,16 @@ def test_bad_input_refused_before_fitting_and_fitted_model_kept():
     with pytest.raises(ValueError, match="continuous"):
         model.set_params(penalty="l1").fit(X, y + 0.5)
     np.testing.assert_array_equal(model.coef_, coef)
+
+
+def test_a_fit_resumed_from_a_disk_checkpoint_equals_the_uninterrupted_one(tmp_path):
+    X, y = problem(n_classes=3, seed=13)
+    uninterrupted = ours("l1", C=0.5).fit(X, y)
+    stopped = ours("l1", C=0.5, checkpoint_interval=2, checkpoint_dir=tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        stopped.set_params(max_iter=4).fit(X, y)
+    resumed = ours("l1", C=0.5, checkpoint_interval=2, checkpoint_dir=tmp_path).fit(X, y)
+    assert resumed.history_.stats.resumed_from == 4
+    np.testing.assert_array_equal(resumed.coef_, uninterrupted.coef_)
+    np.testing.assert_array_equal(resumed.intercept_, uninterrupted.intercept_)
