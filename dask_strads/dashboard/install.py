@@ -11,8 +11,8 @@ _installed = weakref.WeakKeyDictionary()  # client -> whether its scheduler has 
 
 
 def install_on(dask_scheduler):
-    """Add the fit store and the pages to a scheduler (once); returns its web server's port.
-    (The argument's name is the one ``Client.run_on_scheduler`` passes.)"""
+    """Add the fit store and the pages to a scheduler, once. (The argument's name is the one
+    ``Client.run_on_scheduler`` passes.)"""
     scheduler = dask_scheduler
     store_of(scheduler)
     if not getattr(scheduler, "_strads_pages", False):
@@ -20,15 +20,6 @@ def install_on(dask_scheduler):
             r".*$", [(f"/{url}", cls, {**kwargs, "dask_server": scheduler})
                      for url, cls, kwargs in routes])
         scheduler._strads_pages = True
-    server = getattr(scheduler, "http_server", None)
-    return _port(server)
-
-
-def _port(server):
-    sockets = getattr(server, "_sockets", None) or {}
-    for sock in sockets.values():
-        return sock.getsockname()[1]
-    return None
 
 
 def install(client):
