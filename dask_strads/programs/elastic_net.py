@@ -159,7 +159,12 @@ class ElasticNetProgram(Program):
         if wanted >= n_active:
             positions = np.flatnonzero(active)
         else:
-            positions = np.sort(np.argpartition(-score, wanted - 1)[:wanted])
+            # the non-zero and violating features, or the most violating of them: features
+            # that satisfy their optimality condition would stay at zero in the working set
+            positions = np.flatnonzero(score > 0.0)
+            if len(positions) > wanted:
+                top = np.argpartition(-score[positions], wanted - 1)[:wanted]
+                positions = np.sort(positions[top])
         update = Candidates(
             positions, score[positions], coef[positions], columns.take(positions), n_active,
             int(np.count_nonzero(score[coef == 0.0] > 0.0)),
