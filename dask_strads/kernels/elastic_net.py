@@ -20,12 +20,18 @@ def _gradient_and_scores(X, coef, active, r, offset, col_sums, col_means, col_no
     gradient of the smooth part) and ``score[j]``, its priority for the working set: infinite
     for a non-zero coefficient, else its violation of the optimality condition
     ``(|gradient_j| - l1) / ||x~_j||`` (in the norm of the penalised column). Inactive
-    (screened) columns get 0 and -inf. Returns ``(dual norm, squared gradient norm)``."""
+    (screened) columns get 0 and -inf. Returns ``(dual norm, squared gradient norm, violating
+    features at zero, l1 norm, squared l2 norm of coef)``."""
     n = r.shape[0]
     r_total = r.sum() + offset * n
     dual_norm = 0.0
     gradient_norm2 = 0.0
+    violating = 0
+    l1_norm = 0.0
+    coef_norm2 = 0.0
     for j in range(coef.shape[0]):
+        l1_norm += abs(coef[j])
+        coef_norm2 += coef[j] * coef[j]
         if not active[j]:
             gradient[j] = 0.0
             score[j] = -np.inf
@@ -40,9 +46,26 @@ def _gradient_and_scores(X, coef, active, r, offset, col_sums, col_means, col_no
             score[j] = np.inf
         elif norm2 > 0.0:
             score[j] = (pushing - l1) / np.sqrt(norm2)
+            if score[j] > 0.0:
+                violating += 1
         else:
             score[j] = -np.inf
-    return dual_norm, gradient_norm2
+    return dual_norm, gradient_norm2, violating, l1_norm, coef_norm2
+
+
+@njit(cache=True, nogil=True)
+def _screen(active, coef, gradient, col_norm2, scale, gap, l1, l2, positive):
+    """The gap-safe rule: ``(active features left, how many were dropped)``; a feature at zero
+    is dropped when ``scale |gradient_j| + sqrt(2 gap (col_norm2_j + l2)) < l1``."""
+    left = active.copy()
+    dropped = 0
+    for j in range(active.shape[0]):
+        if active[j] and coef[j] == 0.0:
+            pushing = gradient[j] if positive else abs(gradient[j])
+            if scale * pushing + np.sqrt(2.0 * gap * (col_norm2[j] + l2)) < l1:
+                left[j] = False
+                dropped += 1
+    return left, dropped
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -129,6 +152,12 @@ def gradient_and_scores(X, coef, active, r, offset, col_sums, col_means, col_nor
     """:func:`_gradient_and_scores`, with float / bool scalars."""
     return _gradient_and_scores(X, coef, active, r, float(offset), col_sums, col_means,
                                 col_norm2, float(l1), float(l2), bool(positive), gradient, score)
+
+
+def screen(active, coef, gradient, col_norm2, scale, gap, l1, l2, positive):
+    """:func:`_screen`, with float / bool scalars."""
+    return _screen(active, coef, gradient, col_norm2, float(scale), float(gap), float(l1),
+                   float(l2), bool(positive))
 
 
 def epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive, n_epochs):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels.columns import add_columns
-from ..kernels.elastic_net import dot, gradient_and_scores, half_norm2
+from ..kernels.elastic_net import dot, gradient_and_scores, half_norm2, screen
 from .base import Program
 from .lasso import prepare_columns
 from .working_set import Columns, duality_gap, join_columns, solve
@@ -150,7 +150,7 @@ class ElasticNetProgram(Program):
         coef = _committed(state, shared)
         active = self._screen(columns, state, coef, shared)
         gradient, score = np.empty(columns.width), np.empty(columns.width)
-        dual_norm, gradient_norm2 = gradient_and_scores(
+        dual_norm, gradient_norm2, violating, l1_norm, coef_norm2 = gradient_and_scores(
             columns.X, coef, active, shared.r, shared.offset, columns.col_sums,
             columns.col_means, columns.col_norm2, self.l1, self.l2, self.positive, gradient,
             score)
@@ -167,9 +167,8 @@ class ElasticNetProgram(Program):
                 positions = np.sort(positions[top])
         update = Candidates(
             positions, score[positions], coef[positions], columns.take(positions), n_active,
-            int(np.count_nonzero(score[coef == 0.0] > 0.0)),
-            float(np.abs(coef).sum()), dot(coef, coef),
-            dot(coef, columns.X_dot_y), float(dual_norm), float(gradient_norm2))
+            violating, l1_norm, coef_norm2, dot(coef, columns.X_dot_y), dual_norm,
+            gradient_norm2)
         return BlockState(block_id, coef, active, gradient), update
 
     def _screen(self, columns, state, coef, shared):
@@ -179,10 +178,10 @@ class ElasticNetProgram(Program):
         same earlier state. Only features at zero now are dropped (no residual to fix)."""
         if not (self.screening and np.isfinite(shared.gap) and self.l1 > 0.0):
             return state.active
-        pushing = state.gradient if self.positive else np.abs(state.gradient)
-        radius = np.sqrt(2.0 * max(shared.gap, 0.0) * (columns.col_norm2 + self.l2))
-        drop = state.active & (coef == 0.0) & (shared.dual_scale * pushing + radius < self.l1)
-        return state.active & ~drop if drop.any() else state.active
+        left, dropped = screen(state.active, coef, state.gradient, columns.col_norm2,
+                               shared.dual_scale, max(shared.gap, 0.0), self.l1, self.l2,
+                               self.positive)
+        return left if dropped else state.active
 
     def pull(self, partials, shared):
         if all(isinstance(p, Start) for p in partials.values()):

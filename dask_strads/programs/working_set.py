@@ -101,7 +101,7 @@ def solve(columns, coef, r, offset, l1, l2, positive, y_norm2, tol, anderson=Tru
                 offset = _extrapolate(columns, iterates, coef, r, offset, l1, l2, positive)
                 iterates = [coef.copy()]
         if largest == 0.0 or epoch % CHECK_EVERY == 0:
-            dual_norm, gradient_norm2 = gradient_and_scores(
+            dual_norm, gradient_norm2, *_ = gradient_and_scores(
                 X, coef, everything, r, offset, sums, means, norm2, l1, l2, positive, gradient,
                 score)
             value = primal(r, offset, coef, l1, l2)
