@@ -7,8 +7,8 @@ working-set solver (as celer and skglm), spread over the blocks:
 - *push*, on every block in parallel: apply the coefficients the last pull set, drop the
   features that gap-safe screening proves zero at the optimum (for good), and make one full pass
   ``x~_j . r`` over the features left. It gives the block's duality-gap terms and each feature's
-  priority, its violation of the optimality conditions; the block sends its ``ws_size`` most
-  violating features (every non-zero one among them) with their columns.
+  priority, its violation of the optimality conditions; the block sends its non-zero and
+  violating features (the ``ws_size`` most violating if there are more) with their columns.
 - *pull*, one task: the duality gap at the state the pushes saw (the stopping test, as
   scikit-learn's), then the *working set*: the non-zero coefficients and the most violating
   features over all blocks, ``max(WS_START, 2 * non-zeros)`` in all (growing faster while
