@@ -73,84 +73,6 @@ def _largest_abs(v):
     return largest
 
 
-SMALL_SORT = 15  # numba's quicksort switches to insertion sort below this many entries
-MAX_STACK = 100
-
-
-@njit(cache=True, nogil=True)
-def _less(a, b):
-    """numba's (and numpy's) float order: NaN last."""
-    return a < b or (np.isnan(b) and not np.isnan(a))
-
-
-@njit(cache=True, nogil=True)
-def _argsort(keys):
-    """``np.argsort(keys)``, the same permutation (ties included): numba's quicksort written out
-    for one float64 vector. numba's own argsort compiles a generic sort of six functions, a third
-    of the compile time of :func:`sub_rounds`; this one compiles in a tenth of that."""
-    n = keys.shape[0]
-    order = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        order[i] = i
-    if n < 2:
-        return order
-    stack = np.empty((MAX_STACK, 2), dtype=np.int64)
-    stack[0, 0] = 0
-    stack[0, 1] = n - 1
-    depth = 1
-    while depth > 0:
-        depth -= 1
-        low = stack[depth, 0]
-        high = stack[depth, 1]
-        while high - low >= SMALL_SORT:
-            # partition around the median of three {low, mid, high}
-            mid = (low + high) >> 1
-            if _less(keys[order[mid]], keys[order[low]]):
-                order[low], order[mid] = order[mid], order[low]
-            if _less(keys[order[high]], keys[order[mid]]):
-                order[high], order[mid] = order[mid], order[high]
-            if _less(keys[order[mid]], keys[order[low]]):
-                order[low], order[mid] = order[mid], order[low]
-            pivot = keys[order[mid]]
-            order[high], order[mid] = order[mid], order[high]
-            i = low
-            j = high - 1
-            while True:
-                while i < high and _less(keys[order[i]], pivot):
-                    i += 1
-                while j >= low and _less(pivot, keys[order[j]]):
-                    j -= 1
-                if i >= j:
-                    break
-                order[i], order[j] = order[j], order[i]
-                i += 1
-                j -= 1
-            order[i], order[high] = order[high], order[i]
-            # keep the larger side on the stack, go on with the smaller
-            if high - i > i - low:
-                if high > i:
-                    stack[depth, 0] = i + 1
-                    stack[depth, 1] = high
-                    depth += 1
-                high = i - 1
-            else:
-                if i > low:
-                    stack[depth, 0] = low
-                    stack[depth, 1] = i - 1
-                    depth += 1
-                low = i + 1
-        # insertion sort of order[low:high + 1]
-        for i in range(low + 1, high + 1):
-            k = order[i]
-            v = keys[k]
-            j = i
-            while j > low and _less(v, keys[order[j - 1]]):
-                order[j] = order[j - 1]
-                j -= 1
-            order[j] = k
-    return order
-
-
 @njit(cache=True, nogil=True, fastmath=True)
 def _sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, min_sub_rounds,
                 max_sub_rounds, local_tol, n_candidates, schedule, order, cursor, rho, alpha_n,
@@ -244,7 +166,7 @@ def _sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, mi
         if n_movers == 0:
             continue
         # dependency check, largest changes first
-        ranking = _argsort(-np.abs(proposal[:n_movers]))
+        ranking = np.argsort(-np.abs(proposal[:n_movers]))
         n_accepted = 0
         for m in ranking:
             j = candidates[m]
