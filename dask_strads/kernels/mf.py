@@ -27,6 +27,7 @@ def _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, sweep
     ``sweeps``). Returns the squared error over the block's entries after the update.
     """
     n_rows, d = F.shape
+    single = len(pieces) == 1
     longest = 0
     for i in range(n_rows):
         longest = max(longest, indptr[i + 1] - indptr[i])
@@ -38,7 +39,7 @@ def _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, sweep
         start, n = indptr[i], indptr[i + 1] - indptr[i]
         for e in range(n):
             j = indices[start + e]
-            p = np.searchsorted(offsets, j, side="right") - 1
+            p = 0 if single else np.searchsorted(offsets, j, side="right") - 1
             G = pieces[p]
             j -= offsets[p]
             fit = 0.0
