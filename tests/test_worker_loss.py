@@ -69,7 +69,7 @@ def _killer(client, after_round, prefix="-block-0-"):
 
 
 CASES = {  # fits of a fixed number of rounds, so that a clean run and a recovered one compare
-    "lasso": (lambda: Lasso(alpha=0.01, tol=0.0, max_iter=30, random_state=0, n_blocks=3),
+    "lasso": (lambda: Lasso(alpha=1e-4, tol=0.0, max_iter=30, random_state=0, n_blocks=3),
               lambda: make_correlated_regression(300, 600, 10, random_state=0)[:2]),
     "lda": (lambda: LatentDirichletAllocation(5, max_iter=10, random_state=0),
             lambda: (make_lda_corpus(n_docs=300, n_words=400, n_topics=5, random_state=0)[0],)),

@@ -52,6 +52,9 @@ class DashboardFeed:
             for b, worker in enumerate(run.owners):
                 blocks.setdefault(worker, []).append(b)
             message["blocks"] = blocks
+        if self.client.status != "running":  # log_event would wait for a reconnection
+            logger.debug("not reporting to the STRADS page: client %s", self.client.status)
+            return
         try:
             self.client.log_event(TOPIC, message)
         except Exception as error:  # the page is a view: a fit never fails for it

@@ -1,6 +1,8 @@
 """Placing data blocks on the workers of a cluster and keeping them there."""
 from dataclasses import dataclass
 
+import uuid
+
 import dask
 import numpy as np
 import scipy.sparse as sp
@@ -48,9 +50,9 @@ def spread(n_blocks, workers, slots=None):
     return [workers[s * len(workers) // n_slots] for s in slots]
 
 
-def scatter_one(client, value, worker):
-    """One future for ``value`` on ``worker`` (scatter alone would split lists and dicts)."""
-    return client.scatter([value], workers=[worker], hash=False)[0]
+def scatter_one(client, value, worker, key):
+    """A future for ``value`` on ``worker`` under ``key``."""
+    return client.scatter({key: value}, workers=[worker], hash=False)[key]
 
 
 def persist_blocks(client, blocks):
@@ -67,15 +69,16 @@ def persist_blocks(client, blocks):
     return [PinnedBlock(f, sorted(who_has[f.key])[0]) for f in futures]
 
 
-def place_blocks(client, blocks, workers=None, slots=None):
+def place_blocks(client, blocks, workers=None, slots=None, prefix="strads-data"):
     """Pin a list of blocks: in memory ones are scattered straight to the worker that will own
-    them (see :func:`spread`), lazy ones (dask collections) persisted where the cluster computes
-    them."""
+    them (see :func:`spread`), under the keys ``<prefix>-<block>-<random>``; lazy ones (dask
+    collections) persisted where the cluster computes them."""
     if blocks and all(dask.is_dask_collection(b) for b in blocks):
         return persist_blocks(client, blocks)
     owners = spread(len(blocks), workers or worker_addresses(client), slots)
-    return [PinnedBlock(scatter_one(client, block, owner), owner)
-            for block, owner in zip(blocks, owners)]
+    run = uuid.uuid4().hex[:8]
+    return [PinnedBlock(scatter_one(client, block, owner, f"{prefix}-{b}-{run}"), owner)
+            for b, (block, owner) in enumerate(zip(blocks, owners))]
 
 
 def scatter_held_data(client, *collections):

@@ -13,7 +13,7 @@ from dask._task_spec import DataNode, TaskRef
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from ..log import logger
-from .blocks import place_blocks, spread, worker_addresses
+from .blocks import place_blocks, scatter_held_data, spread, worker_addresses
 
 #: How often a wait on the cluster checks that the workers it depends on are still there.
 POLL_SECONDS = 2.0
@@ -46,17 +46,18 @@ class DistributedExecutor:
         self.workers = worker_addresses(self.client)
         return self.workers
 
-    def place(self, blocks, slots=None):
-        """Handles of the blocks on their workers, and the worker of each."""
-        pinned = place_blocks(self.client, blocks, self.workers, slots)
+    def place(self, blocks, slots=None, prefix="strads-data"):
+        """Handles of the blocks on their workers, and the worker of each; blocks in memory
+        are sent under the keys ``<prefix>-<block>``."""
+        pinned = place_blocks(self.client, blocks, self.workers, slots, prefix)
         return [p.future for p in pinned], [p.worker for p in pinned]
 
-    def share(self, value):
+    def share(self, value, key):
         """A handle of ``value`` on every worker (read by many tasks, sent once)."""
-        return self.client.scatter([value], broadcast=True, hash=False)[0]
+        return self.client.scatter({key: value}, broadcast=True, hash=False)[key]
 
-    def put(self, value, worker):
-        return self.client.scatter([value], workers=[worker], hash=False)[0]
+    def put(self, value, worker, key):
+        return self.client.scatter({key: value}, workers=[worker], hash=False)[key]
 
     def submit(self, graph):
         """Send one graph; returns ``{key: handle}`` for every task in it."""
@@ -106,8 +107,10 @@ class DistributedExecutor:
                            "fit waits for them: %s", ", ".join(paused))
 
     def compute(self, *collections):
-        """Values of dask collections, computed on the cluster."""
-        return self.client.gather(self.client.compute(list(collections)))
+        """Values of dask collections, computed on the cluster; data their graphs hold is
+        scattered first rather than sent inside the graph."""
+        held = scatter_held_data(self.client, *collections)
+        return self.client.gather(self.client.compute(held))
 
     def done(self, handle):
         return handle.done()
@@ -164,17 +167,18 @@ class LocalExecutor:
         self._counter += 1
         return f"{prefix}-{id(self):x}-{self._counter}"
 
-    def place(self, blocks, slots=None):
+    def place(self, blocks, slots=None, prefix="strads-data"):
         if blocks and all(dask.is_dask_collection(b) for b in blocks):
             blocks = dask.compute(*blocks, scheduler=self.get)
         owners = spread(len(blocks), self.workers, slots)
-        return [self._handle(self._fresh_key("strads-block"), b) for b in blocks], owners
+        return [self._handle(self._fresh_key(f"{prefix}-{b}"), block)
+                for b, block in enumerate(blocks)], owners
 
-    def share(self, value):
-        return self._handle(self._fresh_key("strads-shared"), value)
+    def share(self, value, key):
+        return self._handle(key, value)
 
-    def put(self, value, worker):
-        return self.share(value)
+    def put(self, value, worker, key):
+        return self.share(value, key)
 
     def submit(self, graph):
         tasks = {key: task for tasks in graph.values() for key, task in tasks.items()}

@@ -189,17 +189,18 @@ class Engine:
             raise ValueError("blocks must be a non-empty list")
         program, executor = self.program, self.executor
         start = perf_counter()
-        raw, owners = executor.place(blocks, slots)
+        raw, owners = executor.place(blocks, slots, f"strads-{program.name}-data")
         run = _Run(program.name, owners, start)
         run.id = uuid.uuid4().hex[:8]
-        run.program = executor.share(program)
+        run.program = executor.share(program, run.key("program", run.id))
         run.home = [owners[c % len(owners)] for c in range(program.n_carried)]
         graph = {}
         cells = [self._task(graph, worker, run.key("block", b, run.id), tasks.prepare,
                             run.program, block, b, restore is None)
                  for b, (block, worker) in enumerate(zip(raw, owners))]
         if restore is None:
-            seed = executor.put(tasks.Pulled(program.initial_shared(), {}), run.hub)
+            seed = executor.put(tasks.Pulled(program.initial_shared(), {}), run.hub,
+                                run.key("shared-init", run.id))
             inits = [self._task(graph, w, run.key("init", b, run.id), tasks.initial_partial,
                                 cell) for b, (w, cell) in enumerate(zip(owners, cells))]
             carried = [self._task(graph, w, run.key("carried-init", c, run.id),
@@ -210,8 +211,9 @@ class Engine:
         else:
             checkpoint, copies, *records = restore
             where = [*owners, *run.home, *([run.hub] * len(checkpoint.pulled))]
-            copies = [c if isinstance(c, TaskRef) else executor.put(c, w)  # read from disk
-                      for c, w in zip(copies, where)]
+            copies = [c if isinstance(c, TaskRef)
+                      else executor.put(c, w, run.key("from-disk", i, run.id))
+                      for i, (c, w) in enumerate(zip(copies, where))]
             states, rest = copies[:len(raw)], copies[len(raw):]
             for record in records[0] if records else ():
                 run.history.append(record)
