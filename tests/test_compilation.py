@@ -94,15 +94,16 @@ def test_dense_and_sparse_lasso_are_told_apart(tmp_path):
         Lasso(alpha=0.05).fit(X, X[:, 0] + X[:, 1])
         out["messages"] = messages()
     """, tmp_path)
-    assert first["messages"]["lasso"] is None
-    assert first["messages"]["lasso_sparse"] == (
-        "compiling numba kernels for sparse lasso (first use on this machine; cached afterwards)")
+    assert first["messages"]["enet"] is None  # Lasso runs the elastic-net program
+    assert first["messages"]["enet_sparse"] == (
+        "compiling numba kernels for sparse elastic net (first use on this machine; cached "
+        "afterwards)")
     second, _ = run("""
         out["messages"] = messages()
         out["compiled_by_check"] = compiled()
     """, tmp_path)
-    assert second["messages"]["lasso"] is None
-    assert second["messages"]["lasso_sparse"] is not None
+    assert second["messages"]["enet"] is None
+    assert second["messages"]["enet_sparse"] is not None
     assert second["compiled_by_check"] == 0
 
 
@@ -125,8 +126,10 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     """, tmp_path)
     assert result["after_lda_fit"]["lda"] is None
     assert result["after_lda_fit"]["lda_inference"] is not None
-    assert result["messages"]["lasso"] is not None  # only the sparse variant was fitted
-    assert [name for name, message in result["messages"].items() if message] == ["lasso"]
+    assert result["messages"]["enet"] is not None  # only the sparse variant was fitted
+    # and the STRADS sampling schedules ("lasso"), which no default fit runs
+    assert [name for name, message in result["messages"].items() if message] == [
+        "lasso", "lasso_sparse", "enet"]
 
 
 def test_announced_once_per_process(tmp_path):
@@ -204,6 +207,6 @@ def test_a_fit_that_compiles_says_so_once(tmp_path):
         Lasso(alpha=0.2).fit(X, y)
     """
     _, cold = run(fits, tmp_path)
-    assert cold.count("compiling numba kernels for lasso") == 1, cold
+    assert cold.count("compiling numba kernels for elastic net") == 1, cold
     _, warm = run(fits, tmp_path)
     assert "compiling" not in warm, warm
