@@ -149,7 +149,13 @@ def test_storage_reads_back_values_and_refuses_foreign_or_damaged_files(tmp_path
     back = storage.load(tmp_path / "value.npz")
     np.testing.assert_array_equal(back.shared[0], value.shared[0])
     assert back.shared[1:] == value.shared[1:] and back.report == value.report
-    storage.save(Foreign(1), tmp_path / "foreign.npz")
+    with pytest.raises(TypeError, match="cannot store a .*Foreign: .* dask_strads classes"):
+        storage.save(Foreign(1), tmp_path / "foreign.npz")
+    with np.load(tmp_path / "value.npz") as stored:  # a file naming a class of elsewhere
+        members = dict(stored)
+    members["structure"] = np.array(str(members["structure"]).replace(
+        "dask_strads.engine.tasks:Pulled", f"{__name__}:Foreign"))
+    np.savez(tmp_path / "foreign.npz", **members)
     with pytest.raises(storage.StorageError, match="not a dask_strads class"):
         storage.load(tmp_path / "foreign.npz")
     np.savez(tmp_path / "objects.npz", structure=np.array([{"a": 1}], dtype=object))

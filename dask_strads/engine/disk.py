@@ -18,6 +18,7 @@ import posixpath
 
 import fsspec
 
+from ..log import logger
 from . import storage, tasks
 from .recovery import Checkpoint
 
@@ -102,7 +103,9 @@ def latest(root, fingerprint, n_blocks, n_carried, staleness):
                 t, [read(f"block-{b}.npz") for b in range(n_blocks)],
                 [read(f"carried-{c}.npz") for c in range(n_carried)],
                 {r: read(f"shared-{r}.npz") for r in range(max(-1, t - staleness), t + 1)})
-        except storage.StorageError:
+        except storage.StorageError as error:
+            logger.warning("the checkpoint of round %d in %s cannot be read (%s): trying an "
+                           "older one", t, root, error)
             continue
         return checkpoint, meta["records"]
     return None

@@ -84,7 +84,7 @@ def _encode(value, arrays):
                 "parts": [_encode(a, arrays) for a in (value.data, value.indices, value.indptr)]}
     if isinstance(value, np.generic):
         return {"scalar": value.item(), "dtype": value.dtype.str}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if dataclasses.is_dataclass(value) and _ours(type(value).__module__):
         cls = type(value)
         return {"dataclass": f"{cls.__module__}:{cls.__qualname__}",
                 "fields": {f.name: _encode(getattr(value, f.name), arrays)
@@ -97,11 +97,18 @@ def _encode(value, arrays):
         return {"dict": [[_encode(k, arrays), _encode(v, arrays)] for k, v in value.items()]}
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"value": value}
-    if type(value).__module__.startswith("dask_strads.") and hasattr(value, "__dict__"):
+    if _ours(type(value).__module__) and hasattr(value, "__dict__"):
         cls = type(value)
         return {"object": f"{cls.__module__}:{cls.__qualname__}",
                 "attributes": {k: _encode(v, arrays) for k, v in vars(value).items()}}
-    raise TypeError(f"cannot store a {type(value).__name__}")
+    cls = type(value)
+    raise TypeError(f"cannot store a {cls.__module__}.{cls.__qualname__}: files hold numpy "
+                    "arrays, scipy.sparse matrices, scalars, str, None, tuples, lists, dicts and "
+                    "dask_strads classes (only those are read back without pickle)")
+
+
+def _ours(module):
+    return module == "dask_strads" or module.startswith("dask_strads.")
 
 
 def _as_strings(values):
@@ -146,6 +153,6 @@ def _decode(node, arrays):
 def dask_strads_class(path):
     """The class ``module:qualname`` names, refused unless defined in dask_strads."""
     module, name = path.split(":")
-    if module != "dask_strads" and not module.startswith("dask_strads."):
+    if not _ours(module):
         raise StorageError(f"refusing to build {path}: not a dask_strads class")
     return getattr(importlib.import_module(module), name)
