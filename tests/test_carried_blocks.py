@@ -102,3 +102,25 @@ def test_one_carried_block_cannot_go_to_two_blocks_in_a_round(client_factory):
         run_sequential(program, blocks, 1)
     with pytest.raises(ValueError, match="carried block is scheduled for two blocks"):
         Engine(program, client, max_rounds=1).run(blocks)
+
+
+def test_the_push_after_a_checkpoint_waits_for_its_copy(client_factory):
+    """A push may change its carried block in place: the first one after a checkpoint to take
+    that block must depend on the checkpoint's copy of it, or the copy could catch it changing."""
+    client = client_factory(2)
+    program, blocks = problem()
+    rounds = 2 * program.n_carried
+    graphs = []
+    engine = Engine(program, client, max_rounds=rounds, checkpoint_interval=2)
+    submit = engine.executor.submit
+    engine.executor.submit = lambda graph: graphs.append(graph) or submit(graph)
+    engine.run(blocks)
+    tasks = {"-".join(key.split("-")[:-1]): task for graph in graphs
+             for part in graph.values() for key, task in part.items()}
+    for t in (1, 3):  # checkpoint rounds
+        for c in range(program.n_carried):
+            r, p = next((r, p) for r in range(t + 1, rounds) for p in range(len(blocks))
+                        if (p + r) % program.n_carried == c)
+            dependencies = {"-".join(k.split("-")[:-1])
+                            for k in tasks[f"strads-program-push-{p}-{r}"].dependencies}
+            assert f"strads-program-checkpoint-carried-{c}-{t}" in dependencies, (t, c)

@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass
 from time import perf_counter
 
-from dask._task_spec import Task, TaskRef
+from dask._task_spec import Task, TaskRef, parse_input
 
 from ..kernels.compilation import announce_compiling
 from ..log import logger
@@ -380,8 +380,9 @@ class Engine:
     # -- helpers ------------------------------------------------------------------------------
     @staticmethod
     def _task(graph, worker, key, function, *args):
-        """Add a task to ``graph`` under ``worker``; returns a reference to it."""
-        graph.setdefault(worker, {})[key] = Task(key, function, *args)
+        """Add a task to ``graph`` under ``worker``; returns a reference to it. References
+        inside tuples, lists and dicts of ``args`` count as dependencies too."""
+        graph.setdefault(worker, {})[key] = Task(key, function, *map(parse_input, args))
         return TaskRef(key)
 
     def _collect_tasks(self, graph, run, name, round_index):
