@@ -65,7 +65,7 @@ def client_factory():
             cluster.close()
 
 
-def _stop(processes, timeout=10.0):
+def _stop(processes, timeout=3.0):
     """Terminate each process group we started, then kill what is left of it."""
     for proc in processes:
         if proc.poll() is None:
