@@ -111,10 +111,12 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     # the kernel sets list only kernels that every fit of its kind calls
     result, _ = run("""
         import scipy.sparse as sp
-        from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
+        from dask_strads import (Lasso, LatentDirichletAllocation, LogisticRegression,
+                                 MatrixFactorization)
         rng = np.random.default_rng(0)
         X = sp.random(60, 30, density=0.3, format="csc", random_state=0)
         Lasso(alpha=0.01).fit(X, rng.standard_normal(60))
+        LogisticRegression(C=10.0).fit(X, np.arange(60) % 2)
         counts = sp.random(30, 40, density=0.3, format="csr", random_state=0)
         counts.data = np.ceil(counts.data * 5)
         lda = LatentDirichletAllocation(n_components=3, max_iter=3).fit(counts)
@@ -126,10 +128,10 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     """, tmp_path)
     assert result["after_lda_fit"]["lda"] is None
     assert result["after_lda_fit"]["lda_inference"] is not None
-    assert result["messages"]["enet"] is not None  # only the sparse variant was fitted
-    # and the STRADS sampling schedules ("lasso"), which no default fit runs
+    # only the sparse variants of the elastic net and of logistic regression were fitted, and
+    # the STRADS sampling schedules ("lasso") run in no default fit
     assert [name for name, message in result["messages"].items() if message] == [
-        "lasso", "lasso_sparse", "enet"]
+        "lasso", "lasso_sparse", "enet", "logistic"]
 
 
 def test_announced_once_per_process(tmp_path):
@@ -180,18 +182,21 @@ def test_kernel_sets_name_existing_dispatchers():
 
 def test_int_scalars_do_not_compile_another_specialisation():
     # Lasso(alpha=1), tol=0, doc_topic_prior=1: ints where the kernels take floats
+    # (fits earlier in this process may have compiled other variants: count the new ones)
     indptr, indices = np.array([0, 2, 3]), np.array([0, 1, 2])
+    known = set(mf._update_rows.signatures)
     for sweeps, tol in ((2, 0), (2, 0.0), (np.int32(2), np.float32(0))):
         mf.update_rows(indptr, indices, np.ones(3), np.zeros((2, 2)), np.ones((3, 2)),
                        np.arange(2), np.ones(2), sweeps, tol)
-    assert len(mf._update_rows.signatures) == 1
+    assert len(set(mf._update_rows.signatures) - known) <= 1
 
     X = np.asfortranarray(np.random.default_rng(0).standard_normal((20, 8)))
     z, r = np.zeros(8), np.ones(20)
+    known = set(lasso._full_pass.signatures)
     for offset, alpha_n, positive in ((0, 1, False), (0.0, 1.0, np.bool_(True)), (0, 2, 0)):
         lasso.full_pass(X, z, r, offset, z + 1, z, z + 1, alpha_n, positive, z.copy())
-    dense = [s for s in lasso._full_pass.signatures if isinstance(s[0], types.Array)]
-    assert len(dense) == 1
+    new = set(lasso._full_pass.signatures) - known
+    assert len([s for s in new if isinstance(s[0], types.Array)]) <= 1
 
 
 def test_a_fit_that_compiles_says_so_once(tmp_path):

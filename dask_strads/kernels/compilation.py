@@ -57,6 +57,13 @@ KERNEL_SETS["lda"] = tuple(("lda", name, _any) for name in (
     "add_counts", "topic_totals", "fill_nonzero", "_sample_block"))
 KERNEL_SETS["lda_inference"] = (("lda_inference", "_infer_documents", _any),)
 KERNEL_SETS["mf"] = (("mf", "_update_rows", _any),)
+# the block kernels compile a variant per block layout, the vector ones serve both
+_LOGISTIC_BLOCK = (("logistic", "_column_dots"), ("logistic", "_newton_direction"))
+_LOGISTIC_VECTOR = (("logistic", "_datafit", _any), ("logistic", "_margin_derivatives", _any))
+KERNEL_SETS["logistic"] = (tuple((module, name, _dense) for module, name in _LOGISTIC_BLOCK)
+                           + _LOGISTIC_VECTOR)
+KERNEL_SETS["logistic_sparse"] = (tuple((module, name, _sparse)
+                                        for module, name in _LOGISTIC_BLOCK) + _LOGISTIC_VECTOR)
 
 #: How a kernel set is named to the user.
 LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",

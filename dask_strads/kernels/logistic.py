@@ -9,7 +9,6 @@ import numpy as np
 from numba import njit
 
 from .columns import column_axpy, column_dot
-from .compilation import KERNEL_SETS, _any, _dense, _sparse
 from .weighted_columns import column_weighted_dot, column_weighted_sq_norm
 
 
@@ -128,13 +127,3 @@ def newton_direction(X, ws, coef, grad, h, l1, l2, weight, max_sweeps, tol):
     sweeps = _newton_direction(X, ws, coef, grad, h, float(l1), float(l2), weight,
                                int(max_sweeps), float(tol), d, q)
     return d, q, sweeps
-
-
-# The kernel sets of a logistic fit, for the announcement of a compilation (see
-# kernels/compilation.py); the block kernels compile a variant per block layout.
-_BLOCK_KERNELS = (("logistic", "_column_dots"), ("logistic", "_newton_direction"))
-_VECTOR_KERNELS = (("logistic", "_datafit", _any), ("logistic", "_margin_derivatives", _any))
-KERNEL_SETS["logistic"] = (tuple((module, name, _dense) for module, name in _BLOCK_KERNELS)
-                           + _VECTOR_KERNELS)
-KERNEL_SETS["logistic_sparse"] = (tuple((module, name, _sparse) for module, name in _BLOCK_KERNELS)
-                                  + _VECTOR_KERNELS)
