@@ -74,8 +74,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         reachable by the workers). A fit of the same data, hyperparameters (``max_iter`` aside)
         and ``random_state`` finding a complete checkpoint there resumes from it
         (``history_.stats.resumed_from``); another fit's checkpoint raises a ValueError.
-    progress : bool
-        Show a progress bar (tqdm).
+    progress : bool or "plot"
+        Show a progress bar (tqdm): the way from the first duality gap to ``tol``, on a log
+        scale; ``"plot"`` redraws a convergence plot in Jupyter (a bar elsewhere).
     callback : callable or None
         Called with each round's record (a dict); returning True stops the fit.
 

@@ -64,8 +64,9 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         stay on the workers instead of gathering them.
     checkpoint_interval, checkpoint_dir
         As in :class:`dask_strads.Lasso` (rounds: two an iteration).
-    progress : bool
-        Show a progress bar (tqdm) over the rounds (two an iteration).
+    progress : bool or "plot"
+        Show a progress bar (tqdm) over the iterations; ``"plot"`` redraws a convergence plot
+        in Jupyter (a bar elsewhere).
     callback : callable or None
         Called with each round's record (a dict); returning True stops the fit.
 
