@@ -69,7 +69,7 @@ def add_checkpoint(engine, run, graph, t, items):
                             tasks.itself, first)
         other = workers[(workers.index(worker) + 1) % len(workers)]
         pairs.append((first, engine._task(graph, other, run.key("replica", kind, index, t,
-                                                                run.id), tasks.replica, sent)))
+                                                                run.id), tasks.itself, sent)))
     n_blocks, n_carried = len(run.owners), len(run.carried)
     shared = [index for kind, index, *_ in items if kind == "shared"]
     return Checkpoint(t, pairs[:n_blocks], pairs[n_blocks:n_blocks + n_carried],

@@ -9,7 +9,7 @@ import copy
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from ..programs.base import carried_id, reads
+from ..programs.base import call_push, carried_id, reads
 
 
 @dataclass
@@ -83,17 +83,13 @@ def push(program, cell, previous, pulled, instruction, round_index, keep_from, *
     pushes of a block; ``inputs`` are the carried block the instruction asks for, if any, then
     the messages it reads."""
     start = perf_counter()
-    c, extra = carried_id(instruction), {}
+    c = carried_id(instruction)
+    carried, messages = (None, inputs) if c is None else (inputs[0], inputs[1:])
+    state, partial, new_carried = call_push(
+        program, cell.block_id, cell.data, cell.latest(), instruction, pulled.shared, carried,
+        dict(zip(reads(instruction), messages)))
     if c is not None:
-        extra["carried"], inputs = inputs[0], inputs[1:]
-    if inputs:
-        extra["messages"] = dict(zip(reads(instruction), inputs))
-    pushed = program.push(cell.block_id, cell.data, cell.latest(), instruction, pulled.shared,
-                          **extra)
-    if c is None:
-        state, partial = pushed
-    else:
-        state, partial, cell.outbox[c] = pushed
+        cell.outbox[c] = new_carried
     cell.record(round_index, state, keep_from)
     return Pushed(partial, perf_counter() - start)
 
@@ -145,11 +141,6 @@ def snapshot(read, *args):
     """A deep copy of ``read(*args)`` (a state, a carried block, a shared value): a checkpoint
     that later pushes, even in place, cannot change."""
     return copy.deepcopy(read(*args))
-
-
-def replica(value):
-    """``value`` on another worker: a checkpoint that survives the loss of the first."""
-    return value
 
 
 def restore(cell, state, round_index):

@@ -141,17 +141,13 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
         before = list(states)  # messages come from the states of the previous round
         partials = {}
         for b, instruction in instructions.items():
-            c, extra = carried_id(instruction), {}
+            c = carried_id(instruction)
+            messages = {s: program.message(s, data[s], before[s], b) for s in reads(instruction)}
+            states[b], partials[b], new_carried = call_push(
+                program, b, data[b], states[b], instruction, source,
+                None if c is None else carried[c], messages)
             if c is not None:
-                extra["carried"] = carried[c]
-            if reads(instruction):
-                extra["messages"] = {s: program.message(s, data[s], before[s], b)
-                                     for s in reads(instruction)}
-            pushed = program.push(b, data[b], states[b], instruction, source, **extra)
-            if c is None:
-                states[b], partials[b] = pushed
-            else:
-                states[b], partials[b], carried[c] = pushed
+                carried[c] = new_carried
         shared, report = program.pull(partials, shared)
         shared_by_round[t] = shared
         states_by_round[t] = list(states)
@@ -175,6 +171,18 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
 def round_seed(seed, round_index, block_id):
     """The random seed of one block's push in one round: reproducible, different everywhere."""
     return (seed * 1_000_003 + round_index * 1009 + block_id) % (2**31 - 1)
+
+
+def call_push(program, block_id, data, state, instruction, shared, carried=None, messages=None):
+    """``program.push`` given the carried block and the messages its instruction asks for:
+    ``(state, partial, new carried block)``, the last None when it takes none."""
+    extra = {}
+    if carried_id(instruction) is not None:
+        extra["carried"] = carried
+    if messages:
+        extra["messages"] = messages
+    pushed = program.push(block_id, data, state, instruction, shared, **extra)
+    return pushed if "carried" in extra else (*pushed, None)
 
 
 def carried_id(instruction):
