@@ -8,8 +8,6 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_X_y
 
-from ..engine.blocks import scatter_held_data
-
 try:
     import sparse as pydata_sparse
 except ImportError:  # pragma: no cover - sparse is a dependency
@@ -63,15 +61,11 @@ def check_dask_design(X, y, choose_executor, client=None):
         raise ValueError(f"Found array with shape {X.shape}: need at least 1 sample and feature")
     X = X.astype(np.float64)
     executor = choose_executor(X.size)
-    # checked on copies of the data the graphs hold, scattered once; X keeps its own, which a
-    # placement after a lost worker can send again
-    checked_X, checked_y = (X, y) if getattr(executor, "client", None) is None else (
-        scatter_held_data(executor.client, X, y))
     # finiteness chunk by chunk: da.isfinite(X).all() fails on pydata sparse chunks (the
     # reduction concatenates COO arrays of different fill values)
-    finite_chunks = checked_X.map_blocks(_all_finite_block, chunks=(1, 1), dtype=bool)
-    means, finite_X, y_np = executor.compute(checked_X.mean(axis=0), finite_chunks.all(),
-                                             checked_y.astype(float))
+    finite_chunks = X.map_blocks(_all_finite_block, chunks=(1, 1), dtype=bool)
+    means, finite_X, y_np = executor.compute(X.mean(axis=0), finite_chunks.all(),
+                                             y.astype(float))
     if not finite_X:
         raise ValueError("Input X contains NaN or infinity.")
     if not np.all(np.isfinite(y_np)):
