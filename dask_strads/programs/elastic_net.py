@@ -52,6 +52,7 @@ class BlockState:
     coef: np.ndarray
     active: np.ndarray  # not screened out
     gradient: np.ndarray  # of the last full pass, for the next screening
+    stage: int = 0  # of the penalties the screening was for
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Shared:
     gap: float
     dual_scale: float
     ws_size: int
+    stage: int = 0  # which penalties apply (a path's alpha)
 
 
 @dataclass(frozen=True)
@@ -150,10 +152,10 @@ class ElasticNetProgram(Program):
         coef = _committed(state, shared)
         active = self._screen(columns, state, coef, shared)
         gradient, score = np.empty(columns.width), np.empty(columns.width)
+        l1, l2 = self.penalties(shared)
         dual_norm, gradient_norm2, violating, l1_norm, coef_norm2 = gradient_and_scores(
             columns.X, coef, active, shared.r, shared.offset, columns.col_sums,
-            columns.col_means, columns.col_norm2, self.l1, self.l2, self.positive, gradient,
-            score)
+            columns.col_means, columns.col_norm2, l1, l2, self.positive, gradient, score)
         n_active = int(np.count_nonzero(active))
         wanted = max(shared.ws_size, int(np.count_nonzero(coef)))
         if wanted >= n_active:
@@ -169,19 +171,26 @@ class ElasticNetProgram(Program):
             positions, score[positions], coef[positions], columns.take(positions), n_active,
             violating, l1_norm, coef_norm2, dot(coef, columns.X_dot_y), dual_norm,
             gradient_norm2)
-        return BlockState(block_id, coef, active, gradient), update
+        return BlockState(block_id, coef, active, gradient, shared.stage), update
+
+    def penalties(self, shared):
+        """``(l1, l2)`` of the round (a path program changes them with ``shared.stage``)."""
+        return self.l1, self.l2
 
     def _screen(self, columns, state, coef, shared):
         """The block's features left once those the gap-safe rule (Fercoq, Gramfort, Salmon
         2015, on the elastic net as a Lasso of augmented data) proves zero are dropped: those
         with ``scale |g_j| + sqrt(2 gap (||x~_j||^2 + l2)) < l1``, ``g`` and the gap taken at the
-        same earlier state. Only features at zero now are dropped (no residual to fix)."""
-        if not (self.screening and np.isfinite(shared.gap) and self.l1 > 0.0):
-            return state.active
-        left, dropped = screen(state.active, coef, state.gradient, columns.col_norm2,
-                               shared.dual_scale, max(shared.gap, 0.0), self.l1, self.l2,
-                               self.positive)
-        return left if dropped else state.active
+        same earlier state. Only features at zero now are dropped (no residual to fix); a
+        block's screening is dropped when the penalties change (a path's next alpha)."""
+        active = (state.active if state.stage == shared.stage
+                  else np.ones(columns.width, dtype=np.bool_))
+        l1, l2 = self.penalties(shared)
+        if not (self.screening and np.isfinite(shared.gap) and l1 > 0.0):
+            return active
+        left, dropped = screen(active, coef, state.gradient, columns.col_norm2,
+                               shared.dual_scale, max(shared.gap, 0.0), l1, l2, self.positive)
+        return left if dropped else active
 
     def pull(self, partials, shared):
         if all(isinstance(p, Start) for p in partials.values()):
@@ -203,7 +212,7 @@ class ElasticNetProgram(Program):
         tolerance = 0.5 * self.tolerance if complete else max(INNER_RATIO * gap,
                                                                0.5 * self.tolerance)
         r = shared.r.copy()
-        offset, n_epochs = solve(columns, coef, r, shared.offset, self.l1, self.l2,
+        offset, n_epochs = solve(columns, coef, r, shared.offset, *self.penalties(shared),
                                  self.positive, self.y_norm2, tolerance, self.anderson)
         edges = np.cumsum([0] + [len(c) for c in chosen])
         changes = tuple((u.positions[c], coef[lo:hi])
@@ -218,15 +227,15 @@ class ElasticNetProgram(Program):
     def _gap(self, shared, updates):
         """The (n-times) duality gap and dual scale at the state the pushes saw, and the
         round's report."""
+        l1, l2 = self.penalties(shared)
         r_norm2 = 2.0 * half_norm2(shared.r, shared.offset)
         l1_norm = sum(u.l1_norm for u in updates)
         coef_norm2 = sum(u.coef_norm2 for u in updates)
         dual_norm = max(u.dual_norm for u in updates)
-        primal = 0.5 * r_norm2 + self.l1 * l1_norm + 0.5 * self.l2 * coef_norm2
+        primal = 0.5 * r_norm2 + l1 * l1_norm + 0.5 * l2 * coef_norm2
         gap = duality_gap(primal, r_norm2, self.y_norm2 - sum(u.coef_dot_y for u in updates),
-                          dual_norm, sum(u.gradient_norm2 for u in updates), self.l1, self.l2,
-                          coef_norm2)
-        scale = min(1.0, self.l1 / dual_norm) if dual_norm > 0 else 1.0
+                          dual_norm, sum(u.gradient_norm2 for u in updates), l1, l2, coef_norm2)
+        scale = min(1.0, l1 / dual_norm) if dual_norm > 0 else 1.0
         n = self.n_samples
         n_active = sum(u.n_active for u in updates)
         report = {"objective": primal / n, "gap": gap / n,
