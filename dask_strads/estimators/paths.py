@@ -1,0 +1,178 @@
+"""``dask_strads.lasso_path`` / ``enet_path``: scikit-learn's regularisation paths, each fitted in
+one engine run: the data placed on the workers once for the whole path, every alpha started
+from the solution of the one before."""
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils.extmath import safe_sparse_dot
+
+from ..kernels.elastic_net import dot
+from ..programs.elastic_net_path import ElasticNetPathProgram
+from .base import NumberInterval
+from .elastic_net import ElasticNet
+from .inputs import check_in_memory_design, column_means
+
+#: The parameters of a path, checked alike by the path functions and the CV estimators.
+PATH_CONSTRAINTS = {
+    "eps": [Interval(Real, 0, None, closed="neither")],
+    "alphas": [NumberInterval(Integral, 1, None, closed="left"), "array-like"],
+    "tol": [NumberInterval(Real, 0, None, closed="left")],
+    "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+    "positive": ["boolean"],
+    "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
+}
+
+
+class _PathFit(ElasticNet):
+    """An :class:`ElasticNet` fit whose program walks down ``path_alphas``, at most
+    ``stage_rounds`` rounds each."""
+
+    path_alphas = stage_rounds = None
+
+    def _program(self, widths, y_centred, gap_tolerance, sparse):
+        return ElasticNetPathProgram(widths, y_centred, self.path_alphas, self.l1_ratio,
+                                     self.positive, gap_tolerance, self.stage_rounds,
+                                     seed=self._seed(), sparse=sparse)
+
+
+def alpha_grid(X, y, l1_ratio, eps, n_alphas, fit_intercept, positive):
+    """scikit-learn's automatic grid: ``n_alphas`` alphas spaced evenly on a log scale from
+    ``alpha_max``, the smallest alpha whose solution is zero, down to ``eps * alpha_max``."""
+    if l1_ratio == 0:
+        raise ValueError("an automatic alpha grid needs l1_ratio > 0 (at l1_ratio=0 no alpha "
+                         "makes the solution zero): give alphas as a grid of values")
+    if fit_intercept:
+        y = y - y.mean()
+    X_dot_y = np.asarray(safe_sparse_dot(X.T, y)).ravel()
+    if fit_intercept:
+        X_dot_y -= column_means(X) * y.sum()
+    largest = max(0.0, X_dot_y.max()) if positive else np.abs(X_dot_y).max()
+    alpha_max = largest / (len(y) * l1_ratio)
+    resolution = np.finfo(np.float64).resolution
+    if alpha_max <= resolution:
+        return np.full(n_alphas, resolution)
+    return np.geomspace(alpha_max, alpha_max * eps, num=n_alphas)
+
+
+def check_alpha_grid(alphas):
+    """A grid given by the user, largest alpha first (as scikit-learn orders it)."""
+    grid = np.asarray(alphas, dtype=np.float64)
+    if grid.ndim != 1 or len(grid) == 0:
+        raise ValueError(f"alphas must be a count or a non-empty 1-D grid, got shape "
+                         f"{grid.shape}")
+    if not np.isfinite(grid).all() or (grid < 0).any():
+        raise ValueError(f"alphas must be finite and >= 0, got {alphas!r}")
+    return np.sort(grid)[::-1]
+
+
+def path_alphas(X, y, alphas, l1_ratio, eps, fit_intercept, positive):
+    if isinstance(alphas, Integral):
+        return alpha_grid(X, y, l1_ratio, eps, alphas, fit_intercept, positive)
+    return check_alpha_grid(alphas)
+
+
+def fit_path(X, y, alphas, l1_ratio, *, fit_intercept, tol, max_iter, positive, n_blocks=None,
+             coef_init=None, client=None, **options):
+    """The elastic net at each of ``alphas`` (in that order) on checked X and y, in one engine
+    run. Returns ``(coefs, intercepts, dual_gaps, n_iters)``: coefs of shape
+    ``(n_features, n_alphas)``; a ConvergenceWarning names the alphas not solved to ``tol``
+    in ``max_iter`` rounds."""
+    fit = _PathFit(alpha=float(alphas[-1]), l1_ratio=l1_ratio, fit_intercept=fit_intercept,
+                   tol=tol, max_iter=len(alphas) * max_iter + 1, positive=positive,
+                   n_blocks=n_blocks, warm_start=coef_init is not None, **options)
+    fit.path_alphas, fit.stage_rounds = alphas, max_iter
+    if coef_init is not None:
+        fit.coef_ = np.asarray(coef_init, dtype=np.float64)
+    fit.client = client
+    fit.fit(X, y)
+    coefs = np.zeros((X.shape[1], len(alphas)))
+    dual_gaps = np.empty(len(alphas))
+    n_iters = np.zeros(len(alphas), dtype=np.int64)
+    for record in fit.history_.records:
+        stage = record["stage"]
+        n_iters[stage] += 1
+        if "path_coef" in record:
+            positions, values = record["path_coef"]
+            coefs[positions, stage] = values
+            dual_gaps[stage] = record["gap"]
+    if fit_intercept:
+        means = column_means(X)
+        intercepts = float(np.mean(y)) - np.array([dot(means, c) for c in coefs.T])
+    else:
+        intercepts = np.zeros(len(alphas))
+    y_centred = y - np.mean(y) if fit_intercept else y
+    target = tol * dot(y_centred, y_centred) / len(y)
+    unsolved = alphas[dual_gaps > target]
+    if len(unsolved):
+        warnings.warn(f"Objective did not converge for {len(unsolved)} alphas of the path "
+                      f"(the largest: {unsolved[0]:.3e}) in max_iter={max_iter} rounds each. "
+                      f"Consider increasing max_iter.", ConvergenceWarning)
+    return coefs, intercepts, dual_gaps, n_iters
+
+
+@validate_params(
+    {"X": ["array-like", "sparse matrix"], "y": ["array-like"],
+     "l1_ratio": [Interval(Real, 0, 1, closed="both")], "coef_init": ["array-like", None],
+     "return_n_iter": ["boolean"], **PATH_CONSTRAINTS},
+    prefer_skip_nested_validation=True)
+def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, coef_init=None,
+              return_n_iter=False, positive=False, tol=1e-4, max_iter=1000, n_blocks=None,
+              client=None):
+    """Elastic-net path: the solutions at every alpha of a grid, as
+    :func:`sklearn.linear_model.enet_path`, fitted by the working-set STRADS program.
+
+    Minimises ``(1 / (2 n)) ||y - Xw||^2 + alpha l1_ratio ||w||_1
+    + alpha (1 - l1_ratio) / 2 ||w||^2`` at each alpha (no intercept: centre X and y first for
+    one). The data are placed on the workers once; each alpha starts from the solution of the
+    one before (the grid runs from the largest alpha down).
+
+    Parameters
+    ----------
+    X : array or sparse matrix of shape (n_samples, n_features)
+    y : array of shape (n_samples,)
+    l1_ratio, eps, coef_init, return_n_iter, positive
+        As in scikit-learn.
+    alphas : int or array-like
+        A count: that many alphas from ``alpha_max`` (the smallest alpha whose solution is zero)
+        down to ``eps * alpha_max`` on a log scale. Else the grid itself (sorted largest first).
+    tol : float
+        Stop each alpha when the duality gap is at most ``tol * ||y||^2 / n``.
+    max_iter : int
+        Rounds per alpha at most.
+    n_blocks : int or None
+        Feature blocks; None: one per worker.
+    client : distributed.Client or None
+        Where to run; None: as the estimators choose (the active client, this process for a
+        small problem, else the embedded cluster).
+
+    Returns
+    -------
+    alphas : array of shape (n_alphas,)
+    coefs : array of shape (n_features, n_alphas)
+    dual_gaps : array of shape (n_alphas,)
+        The duality gap (divided by n) at each alpha's solution.
+    n_iters : array of shape (n_alphas,)
+        Rounds each alpha took (with ``return_n_iter=True``).
+    """
+    X, y = check_in_memory_design(X, y, None)
+    if coef_init is not None and np.shape(coef_init) != (X.shape[1],):
+        raise ValueError(f"coef_init must have shape ({X.shape[1]},), got "
+                         f"{np.shape(coef_init)}")
+    grid = path_alphas(X, y, alphas, l1_ratio, eps, False, positive)
+    coefs, _, dual_gaps, n_iters = fit_path(
+        X, y, grid, l1_ratio, fit_intercept=False, tol=tol, max_iter=max_iter,
+        positive=positive, n_blocks=n_blocks, coef_init=coef_init, client=client)
+    return (grid, coefs, dual_gaps, n_iters) if return_n_iter else (grid, coefs, dual_gaps)
+
+
+def lasso_path(X, y, *, eps=1e-3, alphas=100, coef_init=None, return_n_iter=False,
+               positive=False, tol=1e-4, max_iter=1000, n_blocks=None, client=None):
+    """Lasso path: :func:`enet_path` with ``l1_ratio=1`` (as
+    :func:`sklearn.linear_model.lasso_path`), whose documentation describes the parameters and
+    return values."""
+    return enet_path(X, y, l1_ratio=1.0, eps=eps, alphas=alphas, coef_init=coef_init,
+                     return_n_iter=return_n_iter, positive=positive, tol=tol,
+                     max_iter=max_iter, n_blocks=n_blocks, client=client)
