@@ -4,9 +4,10 @@ from .programs import Program, run_sequential
 
 __version__ = "0.1.0"
 
-__all__ = ["ElasticNet", "Engine", "Lasso", "LatentDirichletAllocation", "LogisticRegression",
-           "MatrixFactorization", "Program", "RatingsMatrix", "close_embedded_client",
-           "embedded_client", "load", "run_sequential", "save"]
+__all__ = ["ElasticNet", "ElasticNetCV", "Engine", "Lasso", "LassoCV",
+           "LatentDirichletAllocation", "LogisticRegression", "MatrixFactorization", "Program",
+           "RatingsMatrix", "close_embedded_client", "embedded_client", "enet_path",
+           "lasso_path", "load", "run_sequential", "save"]
 
 
 def __getattr__(name):
@@ -20,6 +21,14 @@ def __getattr__(name):
         from .estimators.logistic import LogisticRegression
 
         return LogisticRegression
+    if name in ("LassoCV", "ElasticNetCV"):
+        from .estimators import cv
+
+        return getattr(cv, name)
+    if name in ("lasso_path", "enet_path"):
+        from .estimators import paths
+
+        return getattr(paths, name)
     if name == "RatingsMatrix":
         from .ratings import RatingsMatrix
 

@@ -1,0 +1,163 @@
+"""``dask_strads.LassoCV`` / ``ElasticNetCV``: alpha (and l1_ratio) chosen by cross-validation
+over regularisation paths, then a refit on the whole data."""
+from numbers import Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.model_selection import check_cv
+from sklearn.utils.extmath import safe_sparse_dot
+
+from ..log import logger
+from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
+from .elastic_net import ElasticNet
+from .inputs import check_in_memory_design
+from .paths import PATH_CONSTRAINTS, fit_path, path_alphas
+
+#: The shared parameters a CV estimator takes (a checkpoint directory or a callback would mix
+#: the fits of every fold).
+_SHARED = ("max_iter", "random_state", "keep_on_cluster", "checkpoint_interval", "progress")
+
+
+class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
+    """Elastic net with alpha and l1_ratio chosen by cross-validation, as
+    :class:`sklearn.linear_model.ElasticNetCV`.
+
+    For each l1_ratio and fold, the path over the alpha grid is fitted in one engine run
+    (:func:`dask_strads.enet_path`: the fold's data placed on the workers once, each alpha
+    started from the one before) and scored by the mean squared error on the fold's test rows.
+    The alpha and l1_ratio of least mean error over the folds are refitted on the whole data by
+    :class:`dask_strads.ElasticNet`.
+
+    Parameters
+    ----------
+    l1_ratio : float or list of floats
+        The l1_ratios tried (an alpha grid is made for each).
+    eps, fit_intercept, tol, cv, positive, random_state
+        As in :class:`sklearn.linear_model.ElasticNetCV`; ``cv`` takes a count, a splitter
+        (``KFold(...)``) or an iterable of (train, test) index pairs.
+    alphas : int or array-like
+        A count: that many alphas per l1_ratio from ``alpha_max`` (the smallest alpha whose
+        solution on the whole data is zero) down to ``eps * alpha_max``, on a log scale. Else the
+        grid itself.
+    max_iter : int
+        Rounds per alpha at most, and of the refit.
+    n_blocks : int or None
+        Feature blocks; None: one per worker.
+    keep_on_cluster, checkpoint_interval, progress
+        As in :class:`dask_strads.ElasticNet`, for every fit.
+
+    Attributes
+    ----------
+    alpha_, l1_ratio_ : float
+        The chosen penalty.
+    alphas_ : array of shape (n_alphas,) or (n_l1_ratio, n_alphas)
+        The grid (one row per l1_ratio when the grid was made from a count and several l1_ratios
+        were given).
+    mse_path_ : array of shape (n_l1_ratio, n_alphas, n_folds)
+        Test mean squared errors (the l1_ratio axis dropped when there is one).
+    coef_, intercept_, dual_gap_, n_iter_, n_features_in_
+        Of the refit on the whole data.
+    """
+
+    _parameter_constraints = {
+        **{name: SHARED_CONSTRAINTS[name] for name in _SHARED},
+        **PATH_CONSTRAINTS,
+        "l1_ratio": [NumberInterval(Real, 0, 1, closed="both"), "array-like"],
+        "fit_intercept": ["boolean"],
+        "cv": ["cv_object"],
+    }
+
+    def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True, max_iter=1000,
+                 tol=1e-4, cv=None, positive=False, random_state=None, n_blocks=None,
+                 keep_on_cluster=False, checkpoint_interval=10, progress=False):
+        self.l1_ratio = l1_ratio
+        self.eps = eps
+        self.alphas = alphas
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.cv = cv
+        self.positive = positive
+        self.random_state = random_state
+        self.n_blocks = n_blocks
+        self.keep_on_cluster = keep_on_cluster
+        self.checkpoint_interval = checkpoint_interval
+        self.progress = progress
+
+    predict = ElasticNet.predict
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def fit(self, X, y):
+        """Cross-validate the paths on X (numpy or scipy.sparse) and y, then refit."""
+        self._check_params()
+        given = X
+        X, y = check_in_memory_design(X, y, self)
+        l1_ratios = self._l1_ratios()
+        grids = [path_alphas(X, y, self.alphas, ratio, self.eps, self.fit_intercept,
+                             self.positive) for ratio in l1_ratios]
+        folds = list(check_cv(self.cv).split(X, y))
+        if sp.issparse(X):
+            X = X.tocsr()  # rows are taken for the folds
+        mse = np.empty((len(l1_ratios), len(folds), len(grids[0])))
+        for i, (ratio, grid) in enumerate(zip(l1_ratios, grids)):
+            for f, (train, test) in enumerate(folds):
+                logger.info("%s: the path of %d alphas on fold %d of %d%s", type(self).__name__,
+                            len(grid), f + 1, len(folds),
+                            f" (l1_ratio={ratio:g})" if len(l1_ratios) > 1 else "")
+                coefs, intercepts, _, _ = fit_path(
+                    X[train], y[train], grid, ratio, fit_intercept=self.fit_intercept,
+                    tol=self.tol, max_iter=self.max_iter, positive=self.positive,
+                    n_blocks=self.n_blocks, client=self._client, random_state=self.random_state,
+                    checkpoint_interval=self.checkpoint_interval, progress=self.progress)
+                predicted = np.asarray(safe_sparse_dot(X[test], coefs)) + intercepts
+                mse[i, f] = ((predicted - y[test][:, None]) ** 2).mean(axis=0)
+        mean_mse = mse.mean(axis=1)
+        best = np.unravel_index(np.argmin(mean_mse), mean_mse.shape)  # the first of the least
+        alpha, l1_ratio = grids[best[0]][best[1]], l1_ratios[best[0]]
+        refit = ElasticNet(alpha=alpha, l1_ratio=l1_ratio, fit_intercept=self.fit_intercept,
+                           max_iter=self.max_iter, tol=self.tol, positive=self.positive,
+                           random_state=self.random_state, n_blocks=self.n_blocks,
+                           keep_on_cluster=self.keep_on_cluster,
+                           checkpoint_interval=self.checkpoint_interval, progress=self.progress)
+        refit.client = self._client
+        refit.fit(X, y)
+        self._reset_features(given)
+        self.alpha_, self.l1_ratio_ = float(alpha), float(l1_ratio)
+        self.alphas_ = (np.asarray(grids) if len(l1_ratios) > 1
+                        and not np.ndim(self.alphas) else np.asarray(grids[0]))
+        self.mse_path_ = np.squeeze(np.moveaxis(mse, 2, 1))
+        self.coef_, self.intercept_ = refit.coef_, refit.intercept_
+        self.dual_gap_, self.n_iter_ = refit.dual_gap_, refit.n_iter_
+        self._executor = refit._executor
+        return self
+
+    def _l1_ratios(self):
+        ratios = np.atleast_1d(np.asarray(self.l1_ratio, dtype=np.float64))
+        if ratios.ndim != 1 or len(ratios) == 0 or not ((ratios >= 0) & (ratios <= 1)).all():
+            raise ValueError(f"l1_ratio must be a number or a non-empty list of numbers in "
+                             f"[0, 1], got {self.l1_ratio!r}")
+        return ratios
+
+
+class LassoCV(ElasticNetCV):
+    """Lasso with alpha chosen by cross-validation, as :class:`sklearn.linear_model.LassoCV`:
+    :class:`ElasticNetCV` with ``l1_ratio=1``, whose documentation describes the parameters and
+    attributes (``l1_ratio_`` aside)."""
+
+    _parameter_constraints = {name: constraint for name, constraint
+                              in ElasticNetCV._parameter_constraints.items()
+                              if name != "l1_ratio"}
+
+    def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, max_iter=1000, tol=1e-4,
+                 cv=None, positive=False, random_state=None, n_blocks=None,
+                 keep_on_cluster=False, checkpoint_interval=10, progress=False):
+        super().__init__(l1_ratio=1.0, eps=eps, alphas=alphas, fit_intercept=fit_intercept,
+                         max_iter=max_iter, tol=tol, cv=cv, positive=positive,
+                         random_state=random_state, n_blocks=n_blocks,
+                         keep_on_cluster=keep_on_cluster,
+                         checkpoint_interval=checkpoint_interval, progress=progress)
