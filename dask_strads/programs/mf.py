@@ -126,13 +126,15 @@ def touched_rows(indptr, indices, other_edges):
     return local.astype(np.int64), piece_edges, send_ptr, pairs % max(n_rows, 1)
 
 
-def initial_user_factors(seed, start, stop, n_components, scale):
-    """Rows ``start:stop`` of a seeded N(0, scale^2) matrix, the same whatever the blocks."""
-    first, last = start // SEED_ROWS, (stop - 1) // SEED_ROWS + 1
-    draws = [np.random.default_rng([seed, c]).standard_normal((SEED_ROWS, n_components))
-             for c in range(first, last)]
-    offset = first * SEED_ROWS
-    return scale * np.concatenate(draws)[start - offset:stop - offset]
+def fill_initial_user_factors(out, seed, start, scale):
+    """Write rows ``start:start + len(out)`` of a seeded N(0, scale^2) matrix into ``out``, the
+    same whatever the blocks; one chunk of draws at a time, so the block's factor is the only
+    large array."""
+    stop = start + len(out)
+    for c in range(start // SEED_ROWS, (stop - 1) // SEED_ROWS + 1):
+        first, last = max(start, c * SEED_ROWS), min(stop, (c + 1) * SEED_ROWS)
+        draw = np.random.default_rng([seed, c]).standard_normal((SEED_ROWS, out.shape[1]))
+        out[first - start:last - start] = scale * draw[first - c * SEED_ROWS:last - c * SEED_ROWS]
 
 
 def relative_decrease(before, after):
@@ -142,7 +144,7 @@ def relative_decrease(before, after):
 
 
 def penalty(factor, lam):
-    return float(np.dot((factor * factor).sum(axis=0), lam))
+    return float(np.dot(np.einsum("ij,ij->j", factor, factor), lam))  # no squared copy
 
 
 class MFProgram(Program):
@@ -202,13 +204,19 @@ class MFProgram(Program):
     def _ones_column(self, side):
         return self.n_components + (1 if side == USERS else 0)
 
+    def blank(self, n_rows, side):
+        """``n_rows`` rows of a side with zero factors and biases."""
+        out = np.zeros((n_rows, self.width))
+        if self.biases:
+            out[:, self._ones_column(side)] = 1.0
+        return out
+
     def rows(self, factors, bias, side):
         """A side's rows as the kernel wants them, from factors (n x k) and biases (n)."""
-        out = np.zeros((len(factors), self.width))
+        out = self.blank(len(factors), side)
         out[:, :self.n_components] = factors
         if self.biases:
             out[:, self._bias_column(side)] = bias
-            out[:, self._ones_column(side)] = 1.0
         return out
 
     def split(self, rows, side):
@@ -220,7 +228,7 @@ class MFProgram(Program):
     def fold_in(self, indptr, indices, values, item_rows, sweeps, tol):
         """User rows fitted to ratings (CSR, not centred) with the item rows fixed, from zero."""
         users = self.sides[USERS]
-        factor = self.rows(np.zeros((len(indptr) - 1, self.n_components)), 0.0, USERS)
+        factor = self.blank(len(indptr) - 1, USERS)
         update_rows(indptr, indices, values - self.mean, factor, item_rows, users.coords,
                     users.lam, sweeps, tol)
         return factor
@@ -240,10 +248,10 @@ class MFProgram(Program):
     def init_block(self, data, block_id):
         rows = len(data.indptr) - 1
         if data.side == ITEMS:
-            return self.rows(np.zeros((rows, self.n_components)), 0.0, ITEMS), None
-        factor = self.rows(initial_user_factors(self.seed, data.start, data.start + rows,
-                                                self.n_components, self.init_scale),
-                           0.0, USERS)
+            return self.blank(rows, ITEMS), None
+        factor = self.blank(rows, USERS)
+        fill_initial_user_factors(factor[:, :self.n_components], self.seed, data.start,
+                                  self.init_scale)
         # with the item factor at zero, the residuals are the ratings themselves
         loss = float(np.dot(data.values, data.values))
         return factor, BlockObjective(USERS, loss, penalty(factor, self.sides[USERS].lam))
