@@ -7,7 +7,8 @@ workers up (numba JIT) on a fit too small to count, resets each worker's residen
 (Linux ``VmHWM``, the kernel's exact peak, independent of Dask's accounting), fits, and reads the
 high-water marks. Printed per run: the model's size, the ideal model / P, the data shard per
 worker, the growth of the worker peaks over their pre-fit resident memory (median and max), and
-the target ``1.3 model / P + shard`` against the largest growth.
+the target ``1.3 model / P + shard`` against the largest growth; for MF also what the first
+worker holds in an item round (its rows, the rows it receives and the rows it sends).
 
 Problems (chosen so that the model dominates the data):
   mf   make_ratings users x items, ratings, rank k; model (users + items) x (k + 2) float64
@@ -15,12 +16,15 @@ Problems (chosen so that the model dominates the data):
        rating
   lda  make_lda_corpus, K topics over V words; model V x K word-topic counts (int32 plus the
        nonzero-topic lists), the documents' D x K table counted with the data shard
+  lasso make_sparse_regression n x p (CSC), alpha = 0.1 alpha_max, no intercept; model the p
+       float64 coefficients; data the CSC arrays (values, row indices, column pointers)
 
 Usage
   python benchmarks/memory.py                                     # small: both, P = 1, 2, 4
   python benchmarks/memory.py --programs mf --mf-users 1e6 --mf-items 2e5 --mf-ratings 4e6 \\
       --mf-rank 64 --workers 2,4 --markdown
   python benchmarks/memory.py --programs lda --lda-topics 1000 --lda-words 1e5 --lda-tokens 2e6
+  python benchmarks/memory.py --programs lasso --lasso-features 1e7 --lasso-nnz 2e7 --workers 1,2
 """
 import os
 import sys
@@ -32,9 +36,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 from _common import arguments  # noqa: E402
-from dask_strads import LatentDirichletAllocation, MatrixFactorization  # noqa: E402
-from dask_strads.datasets import make_lda_corpus, make_ratings  # noqa: E402
+from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization  # noqa: E402
+from dask_strads.datasets import (make_lda_corpus, make_ratings,  # noqa: E402
+                                 make_sparse_regression)
 from dask_strads.kernels.lda import row_bytes  # noqa: E402
+from dask_strads.partition import block_edges  # noqa: E402
 
 MB = 2**20
 #: Target: growth per worker at most this times model / P, plus the worker's data shard.
@@ -73,6 +79,21 @@ class MFProblem:
         self.describe = (f"MF {self.X.shape[0]:,} x {self.X.shape[1]:,}, {self.X.nnz:,} ratings, "
                          f"rank {self.rank}")
 
+    def breakdown(self, n_workers):
+        """What worker 0 holds at an item round's peak, counted from the blocks' ratings as the
+        estimator cuts them: its rows (model / P), the user rows its item block's ratings touch
+        (received) and the copies of its user rows that the item blocks' ratings touch (sent)."""
+        X, Xc, row = self.X.tocsr(), self.X.tocsc(), (self.rank + 2) * 8
+        users = block_edges(X.shape[0], n_workers, np.diff(X.indptr))
+        items = block_edges(X.shape[1], n_workers, np.diff(Xc.indptr))
+        own = X[users[0]:users[1]].tocsc()
+        sent = sum(np.count_nonzero(np.diff(own[:, a:b].tocsr().indptr))
+                   for a, b in zip(items[:-1], items[1:]))
+        received = len(np.unique(Xc[:, items[0]:items[1]].indices))
+        held = users[1] - users[0] + items[1] - items[0]
+        return (f"worker 0, item round: rows {held * row / MB:.0f} MB, received "
+                f"{received * row / MB:.0f} MB, sent {sent * row / MB:.0f} MB")
+
     def fit(self, client, n_workers, warm_up=False):
         X = self.X[:2000, :500] if warm_up else self.X
         est = MatrixFactorization(self.rank, max_iter=1 if warm_up else self.iterations, tol=0,
@@ -106,7 +127,27 @@ class LDAProblem:
         est.fit(X)
 
 
-PROBLEMS = {"mf": MFProblem, "lda": LDAProblem}
+class LassoProblem:
+    name = "lasso"
+
+    def __init__(self, args):
+        n, p = int(args.lasso_samples), int(args.lasso_features)
+        self.X, self.y, _ = make_sparse_regression(n_samples=n, n_features=p,
+                                                   density=args.lasso_nnz / (n * p),
+                                                   n_informative=100, random_state=0)
+        self.alpha = 0.1 * np.abs(self.X.T @ self.y).max() / n
+        self.model_bytes = p * 8
+        self.data_bytes = self.X.data.nbytes + self.X.indices.nbytes + self.X.indptr.nbytes
+        self.describe = f"Lasso {n:,} x {p:,}, {self.X.nnz:,} stored values"
+
+    def fit(self, client, n_workers, warm_up=False):
+        X = self.X[:, :20000] if warm_up else self.X
+        est = Lasso(self.alpha, fit_intercept=False, tol=1e-6, checkpoint_interval=0)
+        est.client = client
+        est.fit(X, self.y)
+
+
+PROBLEMS = {"mf": MFProblem, "lda": LDAProblem, "lasso": LassoProblem}
 
 
 def measure(problem, n_workers, memory_limit):
@@ -135,6 +176,9 @@ def main():
         ("--lda-words", {"type": float, "default": 5e4}),
         ("--lda-tokens", {"type": float, "default": 5e5}),
         ("--lda-blocks-per-worker", {"type": int, "default": None}),
+        ("--lasso-samples", {"type": float, "default": 1e4}),
+        ("--lasso-features", {"type": float, "default": 1e6}),
+        ("--lasso-nnz", {"type": float, "default": 2e6}),
     ])
     header = ("program", "P", "model MB", "model / P MB", "shard MB", "growth / worker MB (max)",
               "growth / (model / P)", f"target {MODEL_FACTOR} model / P + shard MB", "met")
@@ -152,6 +196,8 @@ def main():
                          f"{growth.max() / share:.2f}", f"{target / MB:.0f}",
                          "yes" if growth.max() <= target else "no"))
             print("  ".join(f"{h}: {v}" for h, v in zip(header, rows[-1])), flush=True)
+            if hasattr(problem, "breakdown"):
+                print("  " + problem.breakdown(n), flush=True)
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|---|" + "---:|" * (len(header) - 2) + "---|")
