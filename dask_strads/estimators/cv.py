@@ -1,6 +1,7 @@
 """``dask_strads.LassoCV`` / ``ElasticNetCV``: alpha (and l1_ratio) chosen by cross-validation
 over regularisation paths, then a refit on the whole data."""
-from numbers import Real
+from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,6 +43,11 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         grid itself.
     max_iter : int
         Rounds per alpha at most, and of the refit.
+    n_jobs : int or None
+        Paths (folds, l1_ratios) fitted at the same time, each from a thread of this process;
+        None: one per worker of the cluster (in this process: per core). A path spends much of
+        a round in one task (the working set's solve), so concurrent paths keep the other
+        workers busy.
     n_blocks : int or None
         Feature blocks; None: one per worker.
     keep_on_cluster, checkpoint_interval, progress
@@ -66,11 +72,12 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         "l1_ratio": [NumberInterval(Real, 0, 1, closed="both"), "array-like"],
         "fit_intercept": ["boolean"],
         "cv": ["cv_object"],
+        "n_jobs": [NumberInterval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True, max_iter=1000,
-                 tol=1e-4, cv=None, positive=False, random_state=None, n_blocks=None,
-                 keep_on_cluster=False, checkpoint_interval=10, progress=False):
+                 tol=1e-4, cv=None, n_jobs=None, positive=False, random_state=None,
+                 n_blocks=None, keep_on_cluster=False, checkpoint_interval=10, progress=False):
         self.l1_ratio = l1_ratio
         self.eps = eps
         self.alphas = alphas
@@ -78,6 +85,7 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.cv = cv
+        self.n_jobs = n_jobs
         self.positive = positive
         self.random_state = random_state
         self.n_blocks = n_blocks
@@ -103,19 +111,26 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         folds = list(check_cv(self.cv).split(X, y))
         if sp.issparse(X):
             X = X.tocsr()  # rows are taken for the folds
-        mse = np.empty((len(l1_ratios), len(folds), len(grids[0])))
-        for i, (ratio, grid) in enumerate(zip(l1_ratios, grids)):
-            for f, (train, test) in enumerate(folds):
-                logger.info("%s: the path of %d alphas on fold %d of %d%s", type(self).__name__,
-                            len(grid), f + 1, len(folds),
-                            f" (l1_ratio={ratio:g})" if len(l1_ratios) > 1 else "")
-                coefs, intercepts, _, _ = fit_path(
-                    X[train], y[train], grid, ratio, fit_intercept=self.fit_intercept,
-                    tol=self.tol, max_iter=self.max_iter, positive=self.positive,
-                    n_blocks=self.n_blocks, client=self._client, random_state=self.random_state,
-                    checkpoint_interval=self.checkpoint_interval, progress=self.progress)
-                predicted = np.asarray(safe_sparse_dot(X[test], coefs)) + intercepts
-                mse[i, f] = ((predicted - y[test][:, None]) ** 2).mean(axis=0)
+        paths = [(i, f) for i in range(len(l1_ratios)) for f in range(len(folds))]
+        n_jobs = self.n_jobs or len(self._fit_executor(_stored(X)).workers)
+
+        def test_errors(path):
+            i, f = path
+            train, test = folds[f]
+            logger.info("%s: the path of %d alphas on fold %d of %d%s", type(self).__name__,
+                        len(grids[i]), f + 1, len(folds),
+                        f" (l1_ratio={l1_ratios[i]:g})" if len(l1_ratios) > 1 else "")
+            coefs, intercepts, _, _ = fit_path(
+                X[train], y[train], grids[i], l1_ratios[i], fit_intercept=self.fit_intercept,
+                tol=self.tol, max_iter=self.max_iter, positive=self.positive,
+                n_blocks=self.n_blocks, client=self._client, random_state=self.random_state,
+                checkpoint_interval=self.checkpoint_interval, progress=self.progress)
+            predicted = np.asarray(safe_sparse_dot(X[test], coefs)) + intercepts
+            return ((predicted - y[test][:, None]) ** 2).mean(axis=0)
+
+        with ThreadPoolExecutor(min(n_jobs, len(paths))) as pool:
+            errors = list(pool.map(test_errors, paths))
+        mse = np.reshape(errors, (len(l1_ratios), len(folds), -1))
         mean_mse = mse.mean(axis=1)
         best = np.unravel_index(np.argmin(mean_mse), mean_mse.shape)  # the first of the least
         alpha, l1_ratio = grids[best[0]][best[1]], l1_ratios[best[0]]
@@ -154,10 +169,14 @@ class LassoCV(ElasticNetCV):
                               if name != "l1_ratio"}
 
     def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, max_iter=1000, tol=1e-4,
-                 cv=None, positive=False, random_state=None, n_blocks=None,
+                 cv=None, n_jobs=None, positive=False, random_state=None, n_blocks=None,
                  keep_on_cluster=False, checkpoint_interval=10, progress=False):
         super().__init__(l1_ratio=1.0, eps=eps, alphas=alphas, fit_intercept=fit_intercept,
-                         max_iter=max_iter, tol=tol, cv=cv, positive=positive,
+                         max_iter=max_iter, tol=tol, cv=cv, n_jobs=n_jobs, positive=positive,
                          random_state=random_state, n_blocks=n_blocks,
                          keep_on_cluster=keep_on_cluster,
                          checkpoint_interval=checkpoint_interval, progress=progress)
+
+
+def _stored(X):
+    return X.nnz if sp.issparse(X) else X.size
