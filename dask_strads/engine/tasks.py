@@ -4,12 +4,15 @@ A block's data and state live in a :class:`BlockCell` on the block's worker for 
 push reads its state there and leaves the new one there, so its task's value is only what the
 pull needs (:class:`Pushed`). The state never travels, and no task is needed to split a push's
 output. A carried block leaves its push through the cell's outbox, taken by a hand-off task.
+On a Dask worker the cell is kept out of Dask's data store, which could spill it (see
+:mod:`.cells`): the tasks that use it get a reference and open it.
 """
 import copy
 from dataclasses import dataclass, field
 from time import perf_counter
 
 from ..programs.base import call_push, carried_id, reads
+from .cells import keep, opened
 
 
 @dataclass
@@ -57,21 +60,20 @@ class Pulled:
 
 
 def prepare(program, raw, block_id, initialise=True):
-    """The block's cell: its prepared data and, unless it will be restored from a checkpoint,
-    its initial state, so that Dask measures the cell with both (it sizes a value once, when
-    its task ends)."""
+    """The block's cell (kept, see :func:`.cells.keep`): its prepared data and, unless it will
+    be restored from a checkpoint, its initial state."""
     cell = BlockCell(block_id, program.prepare_block(raw, block_id))
     if initialise:
         start = perf_counter()
         state, partial = program.init_block(cell.data, block_id)
         cell.record(-1, state, -1)
         cell.outbox["init"] = Pushed(partial, perf_counter() - start)
-    return cell
+    return keep(cell)
 
 
 def initial_partial(cell):
     """What the block's initial state sends to the first pull."""
-    return cell.outbox.pop("init")
+    return opened(cell).outbox.pop("init")
 
 
 def initial_carried(program, carried_id):
@@ -83,6 +85,7 @@ def push(program, cell, previous, pulled, instruction, round_index, keep_from, *
     pushes of a block; ``inputs`` are the carried block the instruction asks for, if any, then
     the messages it reads."""
     start = perf_counter()
+    cell = opened(cell)
     c = carried_id(instruction)
     carried, messages = (None, inputs) if c is None else (inputs[0], inputs[1:])
     state, partial, new_carried = call_push(
@@ -97,13 +100,14 @@ def push(program, cell, previous, pulled, instruction, round_index, keep_from, *
 def send(program, cell, last_push, to_block, round_index):
     """Block ``cell.block_id``'s message to the push of ``to_block`` in round ``round_index``,
     from its state after the round before (``last_push`` orders the read after it)."""
+    cell = opened(cell)
     return program.message(cell.block_id, cell.data, cell.state_at(round_index - 1), to_block)
 
 
 def hand_off(cell, pushed, carried_id):
     """The carried block a push left in its cell, as a value of its own that Dask can move to
     the next worker; the cell lets go of it."""
-    return cell.outbox.pop(carried_id)
+    return opened(cell).outbox.pop(carried_id)
 
 
 def pull(program, previous, block_ids, *pushed):
@@ -120,6 +124,7 @@ def report(pulled):
 
 def collect(program, cell, last_push, pulled, round_index):
     """The block's parameters at ``round_index`` (``last_push`` orders it after the pushes)."""
+    cell = opened(cell)
     return program.collect(cell.data, cell.state_at(round_index), pulled.shared)
 
 
@@ -130,7 +135,7 @@ def collect_carried(program, carried, carried_id):
 def state_at(cell, last, round_index):
     """A block's state after ``round_index`` (``last`` orders the read after that round's
     push)."""
-    return cell.state_at(round_index)
+    return opened(cell).state_at(round_index)
 
 
 def itself(value):
@@ -146,6 +151,7 @@ def snapshot(read, *args):
 def restore(cell, state, round_index):
     """Put a block's cell back to a checkpoint's state (a copy: the checkpoint stays as it is,
     for another recovery)."""
+    cell = opened(cell)
     cell.versions = {round_index: copy.deepcopy(state)}
     cell.outbox.clear()
     return Pushed(None, 0.0)

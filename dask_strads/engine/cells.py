@@ -1,0 +1,78 @@
+"""Block cells kept in their worker's memory, out of Dask's data store.
+
+A cell (:class:`~.tasks.BlockCell`: a block's prepared data and state) changes in place at every
+push. As a value in Dask's store it could be spilled to disk by Dask's memory manager: the next
+task would read a copy unpickled from disk, a push would change that copy, and the stored one,
+which later tasks read, would miss the change (a lost carried block, a wrong model). So on a
+Dask worker the store holds a :class:`CellRef`, a few bytes that name the cell, and the cell
+lives in this module's registry of the worker process, found by the task's key: spilling and
+reloading the reference leaves the cell where it is.
+
+Dask never spills a cell then, and counts it as the worker's unmanaged memory. Its spill
+threshold, on the process's memory, sees it: above it Dask spills what it can (data blocks,
+carried blocks waiting for their next push, checkpoint copies) and pauses the worker only when
+the cells alone pass the pause threshold. A cell leaves the registry when Dask releases its key
+(:class:`ReleaseCells`, installed on a worker with its first cell). Local executors run in one
+process and never spill: their cells are the task values themselves.
+"""
+import threading
+from dataclasses import dataclass
+
+from distributed import WorkerPlugin, get_worker
+from distributed.utils import sync
+
+#: The cells of this process's Dask worker(s), by the key of the task that made each.
+_CELLS = {}
+_INSTALLING = threading.Lock()
+PLUGIN_NAME = "dask-strads-cells"
+
+
+@dataclass(frozen=True)
+class CellRef:
+    """What Dask stores for a cell: the key it is registered under."""
+
+    key: str
+
+
+def keep(cell):
+    """The value a task returns for ``cell``: a :class:`CellRef` on a Dask worker (the cell
+    registered under the running task's key), else the cell itself."""
+    try:
+        worker = get_worker()
+    except ValueError:  # not on a Dask worker: a local executor
+        return cell
+    _install(worker)
+    key = worker.get_current_task()
+    _CELLS[key] = cell
+    return CellRef(key)
+
+
+def opened(value):
+    """The cell a task's argument stands for."""
+    if not isinstance(value, CellRef):
+        return value
+    try:
+        return _CELLS[value.key]
+    except KeyError:
+        raise RuntimeError(f"the block cell {value.key} is not on this worker (released, or "
+                           "its reference was moved to another worker)") from None
+
+
+class ReleaseCells(WorkerPlugin):
+    """Drops a cell from the registry when its worker releases its key, or closes (workers of
+    a LocalCluster without processes share this process, which outlives them)."""
+
+    def transition(self, key, start, finish, **kwargs):
+        if finish in ("released", "forgotten"):
+            _CELLS.pop(key, None)
+
+    def teardown(self, worker):
+        for key in list(worker.data):
+            _CELLS.pop(key, None)
+
+
+def _install(worker):
+    with _INSTALLING:
+        if PLUGIN_NAME not in worker.plugins:
+            # plugins are added on the worker's event loop, which walks them at each transition
+            sync(worker.loop, worker.plugin_add, plugin=ReleaseCells(), name=PLUGIN_NAME)
