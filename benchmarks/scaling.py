@@ -24,8 +24,8 @@ overhead: wall time minus the time the kernel work needs on this machine's cores
 (``max(slowest push, kernel work / min(P, cores))``). With more processes than cores the
 kernel work is shared, so the overhead column is what a round costs beyond computing.
 Last, least-squares fits of the CPU per round: the scheduler's against the tasks per round
-(all programs), and the workers' against the tasks per round (per program): the constants of
-the cost model in docs/scaling.md.
+(all programs), and the workers' (summed) against P (per program): the constants of the cost
+model in docs/scaling.md.
 
 Problems (small, so that 16 processes on 2 cores stay quick):
   lasso     make_sparse_regression 2,000 x 200,000, 400k stored values, alpha = 0.1 alpha_max,
@@ -216,19 +216,20 @@ COLUMNS = (("rounds", "{:.0f}"), ("tasks", "{:.1f}"), ("transitions", "{:.0f}"),
 
 def fit_costs(rows):
     """Least-squares fits of the CPU a round costs: the scheduler's, ``a + s * tasks`` over every
-    program and P; the workers' (all of them together), ``W + v * tasks`` per program, so that
-    ``W`` is the round's work and ``v`` what each task adds on the workers."""
+    program and P; the workers' (all of them together), ``W + u * P`` per program, so that ``W``
+    is the round's work and ``u`` what each worker adds to a round (its share of the tasks,
+    transfers, serialisation and event loop)."""
     tasks = np.array([row["tasks"] for _, _, row in rows])
     scheduler = np.array([row["scheduler cpu s"] for _, _, row in rows])
     (s, a), *_ = np.linalg.lstsq(np.column_stack([tasks, np.ones_like(tasks)]), scheduler,
                                  rcond=None)
     print(f"scheduler CPU per round = {a * 1e3:.2f} ms + {s * 1e3:.3f} ms x tasks")
     for name in dict.fromkeys(name for name, _, _ in rows):
-        mine = [row for n, _, row in rows if n == name]
-        t = np.array([row["tasks"] for row in mine])
-        cpu = np.array([row["workers cpu s"] for row in mine])
-        (v, w), *_ = np.linalg.lstsq(np.column_stack([t, np.ones_like(t)]), cpu, rcond=None)
-        print(f"{name}: workers' CPU per round = {w * 1e3:.1f} ms + {v * 1e3:.3f} ms x tasks")
+        workers = np.array([n for other, n, _ in rows if other == name], dtype=float)
+        cpu = np.array([row["workers cpu s"] for other, _, row in rows if other == name])
+        (u, w), *_ = np.linalg.lstsq(np.column_stack([workers, np.ones_like(workers)]), cpu,
+                                     rcond=None)
+        print(f"{name}: workers' CPU per round = {w * 1e3:.1f} ms + {u * 1e3:.2f} ms x P")
 
 
 def main():
