@@ -20,7 +20,9 @@ def current_client(client_factory):
 
 @parametrize_with_checks([dask_strads.Lasso(), dask_strads.ElasticNet(),
                           dask_strads.LatentDirichletAllocation(max_iter=5),
-                          dask_strads.MatrixFactorization(), dask_strads.LogisticRegression()],
+                          dask_strads.MatrixFactorization(), dask_strads.LogisticRegression(),
+                          dask_strads.LassoCV(alphas=2, cv=2),
+                          dask_strads.ElasticNetCV(alphas=2, cv=2)],
                          legacy=True)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
