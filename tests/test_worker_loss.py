@@ -15,6 +15,8 @@ from distributed import Client, LocalCluster
 from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
 from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
 from dask_strads.engine import ClusterError, Engine
+from dask_strads.engine.blocks import place_blocks
+from dask_strads.estimators.inputs import blocks_along
 from dask_strads.programs import BlockJacobi, jacobi_blocks
 
 from conftest import _dask_command, _stop
@@ -145,6 +147,27 @@ def test_dask_input_is_recomputed_on_the_workers_left(three_workers):
     X, y = make_correlated_regression(300, 600, 10, random_state=0)[:2]
     X_dask, y_dask = da.from_array(X, chunks=(100, 600)), da.from_array(y, chunks=100)
     _assert_lasso_recovers(client, X_dask, y_dask)
+
+
+def test_blocks_are_placed_again_after_their_held_data_was_lost(three_workers):
+    """Placing the same lazy blocks after a lost worker that held part of the scattered array
+    computes them again from the array, not from tasks of the first placement whose scattered
+    inputs died with the worker (they are under keys of their own)."""
+    client = three_workers
+    X = np.random.default_rng(0).standard_normal((300, 600))  # 1.4 MB: scattered, a chunk a worker
+    blocks = blocks_along(da.from_array(X, chunks=(100, 600)), [0, 200, 400, 600],
+                          lambda part, lo, hi: part, axis=1)
+    first = place_blocks(client, blocks)
+    pids = client.run(os.getpid)
+    os.kill(pids[first[0].worker], signal.SIGKILL)
+    deadline = time.monotonic() + DEADLINE
+    while len(client.scheduler_info(n_workers=-1)["workers"]) > 2:
+        assert time.monotonic() < deadline, "the killed worker was not removed"
+        time.sleep(0.1)
+    again = place_blocks(client, blocks)
+    assert first[0].worker not in {p.worker for p in again}
+    for b, block in enumerate(client.gather([p.future for p in again])):
+        np.testing.assert_array_equal(block, X[:, 200 * b:200 * (b + 1)])
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

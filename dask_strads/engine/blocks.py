@@ -7,8 +7,7 @@ import dask
 import numpy as np
 import scipy.sparse as sp
 import sparse
-from dask._task_spec import DataNode
-from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask._task_spec import DataNode, convert_legacy_graph
 from dask.sizeof import sizeof
 from distributed import Future, wait
 
@@ -61,8 +60,8 @@ def persist_blocks(client, blocks):
     This is how xgboost.dask and lightgbm.dask place partitions: persist, wait, ask who_has.
     The blocks never pass through the client.
     """
-    held = scatter_held_data(client, *blocks)  # kept while the blocks compute from its futures
-    futures = client.compute(held)
+    copies = fresh_copies(client, *blocks)  # kept while the blocks compute from its futures
+    futures = client.compute(copies)
     with client.as_current():  # distributed.wait uses the default client, which may be another
         wait(futures)
     who_has = client.who_has(futures)
@@ -81,41 +80,52 @@ def place_blocks(client, blocks, workers=None, slots=None, prefix="strads-data")
             for b, (block, owner) in enumerate(zip(blocks, owners))]
 
 
-def scatter_held_data(client, *collections):
-    """The ``collections`` with the data their graphs hold (layers of in-memory arrays, as
-    ``da.from_array`` of a numpy array makes) replaced by futures of them on ``client``'s
-    cluster, each layer scattered once, when it exceeds :data:`SCATTER_ABOVE_BYTES`; the
-    collections without such data are returned as they are."""
-    scattered = {}  # layer name -> its layer of futures, or None: left as it is
-    result = []
+def fresh_copies(client, *collections):
+    """Copies of dask ``collections`` under keys of their own, with the data their graphs hold
+    (``da.from_array`` of a numpy array holds its chunks) scattered to ``client``'s cluster when a
+    layer of it exceeds :data:`SCATTER_ABOVE_BYTES`, rather than sent inside the graph.
+
+    Fresh keys keep each computation apart from the others on the same collection: the
+    scheduler keeps the first definition it was given of a key, so a placement after a lost
+    worker, or a check of the same array, would otherwise wait on tasks of an earlier one whose
+    scattered inputs are gone."""
+    graph = {}
     for collection in collections:
-        graph = collection.__dask_graph__()
-        if not isinstance(graph, HighLevelGraph):
-            result.append(collection)
-            continue
-        for name, layer in graph.layers.items():
-            if name not in scattered:
-                scattered[name] = _scattered(layer, client)
-        if all(scattered[name] is None for name in graph.layers):
-            result.append(collection)
-            continue
-        layers = {name: scattered[name] or layer for name, layer in graph.layers.items()}
-        rebuild, args = collection.__dask_postpersist__()
-        result.append(rebuild(HighLevelGraph(layers, graph.dependencies), *args))
-    return result
+        graph.update(collection.__dask_graph__())
+    suffix = f"-{uuid.uuid4().hex[:8]}"
+    renamed = {key: _renamed(key, suffix) for key in graph}
+    copies = {}
+    for key, node in convert_legacy_graph(graph).items():
+        copies[renamed[key]] = node.substitute(renamed, key=renamed[key])
+    futures = {key: value for key, value in graph.items() if isinstance(value, Future)}
+    futures.update(_scattered(client, graph))
+    copies.update({renamed[key]: future for key, future in futures.items()})
+    names = {_name(key): _name(new) for key, new in renamed.items()}
+    return [rebuild(copies, *args, rename=names)
+            for rebuild, args in (c.__dask_postpersist__() for c in collections)]
 
 
-def _scattered(layer, client):
-    """A layer of futures of the arrays ``layer`` holds, or None for a layer of tasks or of
-    little data."""
-    if not isinstance(layer, MaterializedLayer):
-        return None
-    data = {key: _held(value) for key, value in layer.items()}
-    if any(value is None for value in data.values()) or (
-            sum(map(sizeof, data.values())) <= SCATTER_ABOVE_BYTES):
-        return None
-    # fresh keys: the graph's own may still be held, or being released, from an earlier scatter
-    return MaterializedLayer(dict(zip(data, client.scatter(list(data.values()), hash=False))))
+def _name(key):
+    return key[0] if isinstance(key, tuple) else key
+
+
+def _renamed(key, suffix):
+    return (key[0] + suffix, *key[1:]) if isinstance(key, tuple) else key + suffix
+
+
+def _scattered(client, graph):
+    """Futures of the arrays ``graph`` holds, keyed as in the graph, for the names (layers)
+    whose arrays together exceed :data:`SCATTER_ABOVE_BYTES`."""
+    held = {}
+    for key, value in graph.items():
+        data = _held(value)
+        if data is not None:
+            held.setdefault(_name(key), {})[key] = data
+    large = {key: data for layer in held.values() if sum(map(sizeof, layer.values()))
+             > SCATTER_ABOVE_BYTES for key, data in layer.items()}
+    if not large:
+        return {}
+    return dict(zip(large, client.scatter(list(large.values()), hash=False)))
 
 
 def _held(value):

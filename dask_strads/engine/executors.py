@@ -13,7 +13,7 @@ from dask._task_spec import DataNode, TaskRef
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from ..log import logger
-from .blocks import place_blocks, scatter_held_data, spread, worker_addresses
+from .blocks import fresh_copies, place_blocks, spread, worker_addresses
 
 #: How often a wait on the cluster checks that the workers it depends on are still there.
 POLL_SECONDS = 2.0
@@ -107,9 +107,9 @@ class DistributedExecutor:
                            "fit waits for them: %s", ", ".join(paused))
 
     def compute(self, *collections):
-        """Values of dask collections, computed on the cluster; data their graphs hold is
-        scattered first rather than sent inside the graph."""
-        held = scatter_held_data(self.client, *collections)
+        """Values of dask collections, computed on the cluster from copies under fresh keys;
+        data their graphs hold is scattered first rather than sent inside the graph."""
+        held = fresh_copies(self.client, *collections)
         return self.client.gather(self.client.compute(held))
 
     def done(self, handle):

@@ -126,7 +126,7 @@ def blocks_along(X, edges, make_block, axis):
     pairs = list(zip(edges[:-1], edges[1:]))
     if is_dask_array(X):
         X = X.rechunk({axis: tuple(np.diff(edges)), 1 - axis: -1})
-        chunks = X.to_delayed().ravel()
+        chunks = X.to_delayed(optimize_graph=False).ravel()
         return [dask.delayed(_lazy_block)(make_block, chunk, lo, hi)
                 for chunk, (lo, hi) in zip(chunks, pairs)]
     if sp.issparse(X):

@@ -378,7 +378,7 @@ def _pattern(indptr, indices, n_items):
 def _seen_pattern(executor, X):
     """The stored entries of a dask X as a boolean CSR matrix, computed chunk row by chunk
     row."""
-    rows = X.rechunk({1: -1}).to_delayed().ravel()
+    rows = X.rechunk({1: -1}).to_delayed(optimize_graph=False).ravel()
     return sp.vstack(executor.compute(*[dask.delayed(_chunk_pattern)(r) for r in rows]),
                      format="csr")
 
