@@ -263,6 +263,14 @@ def test_place_blocks_persists_lazy_blocks(client_factory):
     np.testing.assert_array_equal(np.concatenate(client.gather([b.future for b in blocks])), x)
 
 
+def test_place_blocks_names_the_error_of_a_lazy_block(client_factory):
+    import dask
+    client = client_factory(2, processes=True)
+    blocks = [dask.delayed(np.ones)(3), dask.delayed(np.reshape)(np.ones(3), (2, 2))]
+    with pytest.raises(RuntimeError, match="placing a data block failed.*reshape"):
+        place_blocks(client, blocks)
+
+
 # --------------------------------------------------------------------------- history
 
 

@@ -64,6 +64,10 @@ def persist_blocks(client, blocks):
     futures = client.compute(copies)
     with client.as_current():  # distributed.wait uses the default client, which may be another
         wait(futures)
+    for future in futures:
+        if future.status != "finished":
+            raise RuntimeError(f"placing a data block failed: {future.exception()!r}") from (
+                future.exception())
     who_has = client.who_has(futures)
     return [PinnedBlock(f, sorted(who_has[f.key])[0]) for f in futures]
 
