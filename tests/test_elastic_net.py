@@ -14,7 +14,7 @@ from sklearn.utils.estimator_checks import check_param_validation
 import dask_strads
 from dask_strads.partition import block_edges
 from dask_strads.programs.base import run_sequential
-from dask_strads.programs.elastic_net import ElasticNetProgram
+from dask_strads.programs.elastic_net import ElasticNetProgram, block_columns
 from dask_strads.programs.lasso import make_raw_block
 from lasso_problems import ar1_design
 
@@ -105,6 +105,45 @@ def test_on_a_process_cluster(client_factory):
     ref = reference(X, y, alpha, l1_ratio)
     est = fit(X, y, alpha, l1_ratio, client=client_factory(2))
     assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
+
+
+def split_entries(X):
+    """X (CSC) with each stored entry split in two halves: every row repeated in its column, the
+    column's rows in decreasing order."""
+    X = X.tocsc()
+    X.sort_indices()
+    columns = [slice(a, b) for a, b in zip(X.indptr[:-1], X.indptr[1:])]
+    return sp.csc_matrix(
+        (np.concatenate([np.tile(X.data[c][::-1] / 2, 2) for c in columns]),
+         np.concatenate([np.tile(X.indices[c][::-1], 2) for c in columns]), 2 * X.indptr),
+        shape=X.shape)
+
+
+def test_block_columns_match_numpy():
+    """A block's column sums, means, centred squared norms and x~_j . y, from one pass, against
+    numpy on the dense matrix, whatever form the block comes in."""
+    X, y = sparse_problem(seed=7, n=60, p=30)
+    y_centred = y - y.mean()
+    dense = X.toarray()
+    centred = dense - dense.mean(axis=0)
+    for given in (dense, np.asfortranarray(dense), X, X.tocsr(), split_entries(X)):
+        for means, expected in ((None, centred), (np.zeros(30), dense)):
+            columns = block_columns(given, y_centred, means)
+            np.testing.assert_allclose(columns.col_sums, dense.sum(axis=0), atol=1e-12)
+            np.testing.assert_allclose(columns.col_means, dense.mean(axis=0) if means is None
+                                       else 0.0, atol=1e-12)
+            np.testing.assert_allclose(columns.col_norm2, (expected**2).sum(axis=0),
+                                       rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(columns.X_dot_y, expected.T @ y_centred, atol=1e-10)
+
+
+def test_repeated_sparse_entries_and_csr():
+    X, y = sparse_problem(seed=6)
+    alpha, l1_ratio = 0.02, 0.7
+    ref = reference(X, y, alpha, l1_ratio)
+    for given in (split_entries(X), X.tocsr()):
+        est = fit(given, y, alpha, l1_ratio, n_blocks=2)
+        assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
 
 
 def test_a_small_problem_takes_two_rounds():

@@ -84,6 +84,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     ----------
     coef_, intercept_, n_iter_, dual_gap_, n_features_in_
         As in sklearn; ``n_iter_`` is the number of rounds.
+    n_blocks_ : int
+        The feature blocks the fit used.
     history_ : dask_strads.engine.History
         One record per round (round, time, objective, gap, working-set size, features screened
         out, ...) and ``history_.stats`` (rounds, wall and compute seconds, overhead share).
@@ -156,7 +158,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             X, means, y, executor = check_dask_design(X, y, self._fit_executor, self._client)
         else:
             X, y = check_in_memory_design(X, y, self)
-            means = column_means(X)
+            # the working set's blocks centre by their own column means, on their workers
+            means = (column_means(X) if self.fit_intercept and self.schedule != WORKING_SET
+                     else None)
             executor = self._fit_executor(X.nnz if sp.issparse(X) else X.size)
         n_features = X.shape[1]
         if not self.fit_intercept:
@@ -170,22 +174,22 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         centre_dense = self.fit_intercept and self.schedule != WORKING_SET
 
         def make_block(columns, lo, hi):
-            return make_raw_block(columns, y_centred, coef_init[lo:hi], means[lo:hi],
-                                  centre_dense)
+            return make_raw_block(columns, y_centred, coef_init[lo:hi],
+                                  None if means is None else means[lo:hi], centre_dense)
 
         gap_tolerance = self.tol * dot(y_centred, y_centred) / len(y_centred)
         program = self._program(np.diff(edges), y_centred, gap_tolerance, _is_sparse(X))
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
                                   self.max_iter, (X, y, coef_init), staleness=self.staleness)
         coef = self._parameters(result)
-        intercept = y_mean - float(executor.compute(da.dot(means, coef))[0]
-                                   if is_dask_array(coef) else dot(means, coef))
+        intercept = y_mean - _means_dot(X, means, coef, executor)
         history = result.history
         gaps = [r["gap"] for r in history if "gap" in r]
         self._reset_features(given)
         self.coef_ = coef
         self.intercept_ = intercept
         self.n_iter_ = history.stats.rounds
+        self.n_blocks_ = len(edges) - 1
         self.dual_gap_ = gaps[-1] if gaps else np.inf
         self.history_ = history
         self._executor = executor
@@ -235,6 +239,18 @@ def _is_sparse(X):
     """Whether X (or, for a dask array, its chunks) is sparse: its blocks reach the kernels as
     CSC matrices."""
     return not isinstance(X._meta if is_dask_array(X) else X, np.ndarray)
+
+
+def _means_dot(X, means, coef, executor):
+    """``column means . coef``; with ``means`` None (the blocks centred by their own), from the
+    means of the non-zero columns, or of every column when ``coef`` stays on the cluster."""
+    if is_dask_array(coef):
+        means = column_means(X) if means is None else means
+        return float(executor.compute(da.dot(means, coef))[0])
+    if means is None:
+        nonzero = np.flatnonzero(coef)
+        return dot(column_means(X[:, nonzero]), coef[nonzero])
+    return dot(means, coef)
 
 
 def _predict_block(X_block, coef, intercept):

@@ -37,6 +37,10 @@ def column_dot_self(X, j):
     raise NotImplementedError
 
 
+def column_moments(X, j, v):
+    raise NotImplementedError
+
+
 def _is_dense(X):
     return isinstance(X, types.Array)
 
@@ -162,6 +166,37 @@ def _column_dot_self(X, j):
     return csc
 
 
+@overload(column_moments)
+def _column_moments(X, j, v):
+    """``(sum, squared norm, dot with v, rows strictly increasing)`` of column j, in one pass:
+    a CSC column whose row indices do not increase may repeat one (then its norm is wrong)."""
+    if _is_dense(X):
+        def dense(X, j, v):
+            total, norm2, product = 0.0, 0.0, 0.0
+            for i in range(X.shape[0]):
+                value = X[i, j]
+                total += value
+                norm2 += value * value
+                product += value * v[i]
+            return total, norm2, product, True
+        return dense
+
+    def csc(X, j, v):
+        indptr, indices, data = X
+        total, norm2, product = 0.0, 0.0, 0.0
+        increasing = True
+        previous = -1
+        for p in range(indptr[j], indptr[j + 1]):
+            value = data[p]
+            total += value
+            norm2 += value * value
+            product += value * v[indices[p]]
+            increasing &= indices[p] > previous
+            previous = indices[p]
+        return total, norm2, product, increasing
+    return csc
+
+
 @njit(cache=True, nogil=True)
 def column_sq_norms(X):
     out = np.empty(n_columns(X))
@@ -170,6 +205,17 @@ def column_sq_norms(X):
     return out
 
 
+@njit(cache=True, nogil=True, fastmath=True)
+def column_stats(X, v):
+    """Every column's sum, squared norm and dot product with ``v``, from one pass over X, and
+    whether each column's row indices increase strictly (no repeated entry in a CSC block)."""
+    p = n_columns(X)
+    sums, norms2, products = np.empty(p), np.empty(p), np.empty(p)
+    canonical = True
+    for j in range(p):
+        sums[j], norms2[j], products[j], increasing = column_moments(X, j, v)
+        canonical &= increasing
+    return sums, norms2, products, canonical
 
 
 @njit(cache=True, nogil=True)

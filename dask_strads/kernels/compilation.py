@@ -49,7 +49,7 @@ _LASSO = (("columns", "column_sq_norms"), ("columns", "add_columns"), ("lasso", 
           ("lasso", "_sub_rounds"))
 KERNEL_SETS["lasso"] = tuple((module, name, _dense) for module, name in _LASSO)
 KERNEL_SETS["lasso_sparse"] = tuple((module, name, _sparse) for module, name in _LASSO)
-_ENET = (("columns", "column_sq_norms"), ("columns", "add_columns"), ("lasso", "_full_pass"),
+_ENET = (("columns", "column_stats"), ("columns", "add_columns"),
          ("elastic_net", "_gradient_and_scores"), ("elastic_net", "_epochs"))
 KERNEL_SETS["enet"] = tuple((module, name, _dense) for module, name in _ENET)
 KERNEL_SETS["enet_sparse"] = tuple((module, name, _sparse) for module, name in _ENET)

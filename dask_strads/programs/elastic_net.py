@@ -24,11 +24,11 @@ kept from it, so it needs no extra round.
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
-from ..kernels.columns import add_columns
+from ..kernels.columns import add_columns, column_stats
 from ..kernels.elastic_net import dot, gradient_and_scores, half_norm2, screen
 from .base import Program
-from .lasso import prepare_columns
 from .working_set import Columns, duality_gap, join_columns, solve
 
 #: Working-set size of the first round, and the least of any round.
@@ -129,7 +129,7 @@ class ElasticNetProgram(Program):
 
     # -- blocks -----------------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        return BlockData(Columns(*prepare_columns(raw, self.n_samples)),
+        return BlockData(block_columns(raw["X"], raw["y"], raw["means"]),
                          np.asarray(raw["coef"], dtype=np.float64))
 
     def initial_shared(self):
@@ -267,6 +267,33 @@ class ElasticNetProgram(Program):
 
     def collect(self, data, state, shared):
         return _committed(state, shared)
+
+
+def block_columns(X, y_centred, means):
+    """A block's columns (a dense array or a CSC matrix) in the kernels' format, with their sums,
+    centred squared norms and ``x~_j . y``, from one pass over the data. ``means`` None: the
+    columns' own means (the intercept's centring, computed here, on the block's worker)."""
+    X_kernel = _kernel_matrix(X)
+    col_sums, norms2, X_dot_y, canonical = column_stats(X_kernel, y_centred)
+    if not canonical:  # a row repeated in a column (or unsorted rows): sum them, count again
+        X = sp.csc_matrix(X, copy=True)
+        X.sum_duplicates()
+        return block_columns(X, y_centred, means)
+    n_samples = len(y_centred)
+    means = col_sums / n_samples if means is None else np.asarray(means, dtype=np.float64)
+    col_norm2 = np.maximum(norms2 - n_samples * means**2, 0.0)
+    X_dot_y -= means * y_centred.sum()
+    return Columns(X_kernel, col_sums, means, col_norm2, X_dot_y)
+
+
+def _kernel_matrix(X):
+    """A Fortran float64 array, or a CSC triple with int64 indices: the copies the kernels'
+    compiled types need, no others."""
+    if isinstance(X, np.ndarray):
+        return np.asfortranarray(X, dtype=np.float64)
+    X = X.tocsc()
+    return (X.indptr.astype(np.int64), X.indices.astype(np.int64),
+            X.data.astype(np.float64, copy=False))
 
 
 def _committed(state, shared):
