@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.model_selection import check_cv
 from sklearn.utils.extmath import safe_sparse_dot
 
+from ..engine.runtime import default_cluster_size
 from ..log import logger
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .elastic_net import ElasticNet
@@ -112,7 +113,7 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         if sp.issparse(X):
             X = X.tocsr()  # rows are taken for the folds
         paths = [(i, f) for i in range(len(l1_ratios)) for f in range(len(folds))]
-        n_jobs = self.n_jobs or len(self._fit_executor(_stored(X)).workers)
+        n_jobs = self.n_jobs or self._concurrent_paths(X)
 
         def test_errors(path):
             i, f = path
@@ -150,6 +151,11 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.dual_gap_, self.n_iter_ = refit.dual_gap_, refit.n_iter_
         self._executor = refit._executor
         return self
+
+    def _concurrent_paths(self, X):
+        """One path per worker of the cluster a fit runs on; in this process, one per core."""
+        executor = self._fit_executor(_stored(X))
+        return default_cluster_size() if executor.local else len(executor.workers)
 
     def _l1_ratios(self):
         ratios = np.atleast_1d(np.asarray(self.l1_ratio, dtype=np.float64))
