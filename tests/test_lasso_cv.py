@@ -12,7 +12,7 @@ from sklearn.linear_model import LassoCV as SkLassoCV
 from sklearn.model_selection import KFold
 
 import dask_strads
-from test_paths import sparse_problem
+from test_elastic_net import sparse_problem
 
 TOL = 1e-12
 

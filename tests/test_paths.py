@@ -4,25 +4,16 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import enet_path as sk_enet_path
 from sklearn.linear_model import lasso_path as sk_lasso_path
 
 import dask_strads
 from lasso_problems import ar1_design
+from test_elastic_net import sparse_problem
 
 TOL = 1e-12
 COEF_ATOL = 1e-6
-
-
-def sparse_problem(seed=0, n=120, p=300):
-    rng = np.random.default_rng(seed)
-    X = sp.random(n, p, density=0.2, random_state=seed, format="csc",
-                  data_rvs=rng.standard_normal)
-    w = np.zeros(p)
-    w[rng.choice(p, 8, replace=False)] = 2 * rng.standard_normal(8)
-    return X, X @ w + 0.3 * rng.standard_normal(n)
 
 
 def sk_path(path, X, y, **params):
