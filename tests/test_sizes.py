@@ -17,6 +17,7 @@ import dask_strads
 from dask_strads import sizes
 from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
 from dask_strads.engine import tasks
+from dask_strads.engine.cells import opened
 from dask_strads.engine.tasks import BlockCell, Pulled, Pushed
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
@@ -223,8 +224,9 @@ def test_scheduler_records_the_size_of_the_block_cells():
 
     def held(dask_worker):
         # the cells' data and state (LDA's state keeps its arrays: it changes in place)
-        return {k: walk((v.data, v.versions))[0] for k, v in dask_worker.data.items()
-                if isinstance(k, str) and k.startswith(prefix)}
+        cells = {k: opened(v) for k, v in dask_worker.data.items()
+                 if isinstance(k, str) and k.startswith(prefix)}
+        return {k: walk((cell.data, cell.versions))[0] for k, cell in cells.items()}
 
     def callback(record):
         if not seen:  # during the fit, while the cells live

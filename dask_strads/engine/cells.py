@@ -8,16 +8,18 @@ Dask worker the store holds a :class:`CellRef`, a few bytes that name the cell, 
 lives in this module's registry of the worker process, found by the task's key: spilling and
 reloading the reference leaves the cell where it is.
 
-Dask never spills a cell then, and counts it as the worker's unmanaged memory. Its spill
-threshold, on the process's memory, sees it: above it Dask spills what it can (data blocks,
-carried blocks waiting for their next push, checkpoint copies) and pauses the worker only when
-the cells alone pass the pause threshold. A cell leaves the registry when Dask releases its key
-(:class:`ReleaseCells`, installed on a worker with its first cell). Local executors run in one
-process and never spill: their cells are the task values themselves.
+Dask never spills a cell then. It sizes a reference as its cell (``sizeof``, when the task that
+made it ends), so that its managed memory and the dashboard count the cells; spilling a reference
+writes a few bytes and frees nothing, after which Dask counts the cell as unmanaged memory, which
+its spill and pause thresholds (on the process's memory) still see. A cell leaves the registry
+when Dask releases its key (:class:`ReleaseCells`, installed on a worker with its first cell).
+Local executors run in one process and never spill: their cells are the task values themselves.
 """
+import sys
 import threading
 from dataclasses import dataclass
 
+from dask.sizeof import sizeof
 from distributed import WorkerPlugin, get_worker
 from distributed.utils import sync
 
@@ -32,6 +34,12 @@ class CellRef:
     """What Dask stores for a cell: the key it is registered under."""
 
     key: str
+
+
+@sizeof.register(CellRef)
+def _sizeof_cell(ref):
+    cell = _CELLS.get(ref.key)
+    return sys.getsizeof(ref) + (0 if cell is None else sizeof(cell))
 
 
 def keep(cell):

@@ -16,6 +16,7 @@ from ..log import logger
 from ..partition import block_edges
 from .inputs import (blocks_along, check_dask_matrix, is_dask_array, stored_values,
                      to_scipy_if_pydata)
+from . import topics
 
 
 #: LDA's word-topic and document-topic count tables are int32: no word, no document, and so no
@@ -75,6 +76,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         (n_dk + alpha) / (n_d + K alpha); rows sum to 1.
     n_vocab_blocks_ : int
         Vocabulary blocks used (see ``n_vocab_blocks``).
+    vocabulary_ : ndarray of str (V,) or None
+        The words of the columns: fit's ``feature_names``, else the column names of a DataFrame
+        X (``feature_names_in_``), else None. Used by :meth:`top_words`.
     n_iter_, history_
         Iterations run; per-iteration records (iteration, time, log_likelihood per token,
         tokens_per_second). ``log_likelihood`` is the mean over the iteration's tokens of the log
@@ -143,8 +147,13 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         return X, word_counts, doc_lengths, executor
 
     # -- fitting ------------------------------------------------------------------------------
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, feature_names=None):
         """Fit the topics to a document-term count matrix (documents x words).
+
+        ``feature_names`` (one word per column, e.g. the vocabulary of
+        :func:`dask_strads.io.read_bag_of_words` or a ``CountVectorizer``'s
+        ``get_feature_names_out()``) is kept as ``vocabulary_``; a DataFrame X's column names
+        are kept without it.
 
         The training documents' topic distributions from the final sampler state are kept in
         ``doc_topic_``. ``fit_transform(X)`` is ``fit(X).transform(X)``, as in scikit-learn: with a
@@ -156,6 +165,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         than a shard's memory holds at ``BYTES_PER_TOKEN`` bytes a token.
         """
         self._check_params()
+        vocabulary = topics.fitted_vocabulary(X, feature_names)
         given = X
         X, word_counts, doc_lengths, executor = self._check_counts(X, reset=True)
         executor = executor or self._fit_executor(int(word_counts.sum()))  # a shard stores tokens
@@ -182,6 +192,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
                                   self.max_iter * n_blocks, (X,), staleness=self.staleness)
         n_dk = self._parameters(result)
         self._reset_features(given)
+        self.vocabulary_ = vocabulary
         self.components_ = self._parameters(result, carried=True).T + beta
         self.doc_topic_ = (n_dk + alpha) / (n_dk.sum(axis=1, keepdims=True)
                                             + self.n_components * alpha)
@@ -237,6 +248,26 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         return float(documents_log_likelihood(X.indptr.astype(np.int64),
                                               X.indices.astype(np.int64), X.data,
                                               np.asarray(theta), self._phi_by_word())), int(X.sum())
+
+    def top_words(self, n=10, feature_names=None):
+        """Each topic's ``n`` most probable words, most probable first: one list per topic, of
+        names from ``feature_names``, else ``vocabulary_``, else of column indices."""
+        return topics.top_words(self, n, feature_names)
+
+    def coherence(self, X, measure="u_mass", n_words=10):
+        """Each topic's coherence (array of ``n_components``) over its ``n_words`` top words,
+        from the document co-occurrence counts of those words in X: ``"u_mass"`` (Mimno et al.
+        2011) or ``"c_npmi"`` (normalised PMI), as gensim's ``CoherenceModel`` computes them
+        with each document as one window. Higher is more coherent. A Dask X is counted chunk by
+        chunk on the cluster."""
+        return topics.coherence(self, X, measure, n_words)
+
+    def completion_perplexity(self, X):
+        """Held-out perplexity by document completion (Wallach et al. 2009): each document's
+        tokens are shuffled (``random_state``) and halved; the topic mixture inferred from the
+        first half (as by :meth:`transform`) scores the second. Unlike :meth:`perplexity`, no
+        token is scored by a mixture estimated from itself."""
+        return topics.completion_perplexity(self, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
