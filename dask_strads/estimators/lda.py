@@ -356,8 +356,11 @@ def _blocks_within_memory(word_counts, n_blocks, n_topics, memory):
 
 
 def _worker_memory(executor):
-    """The smallest worker memory limit of a cluster, or this machine's memory if none is set."""
-    workers = executor.client.scheduler_info().get("workers", {}).values()
+    """The smallest worker memory limit of a cluster, or this machine's memory if none is set.
+    Asked of the scheduler directly: ``client.scheduler_info()`` returns the client's cached
+    copy, which its periodic refresh may replace, at any moment, by one without the workers."""
+    client = executor.client
+    workers = client.sync(client.scheduler.identity, n_workers=-1)["workers"].values()
     limits = [w.get("memory_limit") or 0 for w in workers]
     return min([m for m in limits if m > 0] or [psutil.virtual_memory().total])
 
