@@ -90,6 +90,8 @@ def main():
     header = ("measure", "mean ours", "mean gensim", "max abs diff", "max abs diff dask",
               "ours s", "ours dask s", "gensim s", "gensim / ours")
     print(("| " + " | ".join(header) + " |") if args.markdown else "  ".join(header))
+    if args.markdown:
+        print("|" + "---|" * len(header))
     for row in rows:
         cells = [row[0]] + [f"{v:.4f}" for v in row[1:3]] + [f"{v:.1e}" for v in row[3:5]] + [
             f"{v:.3f}" for v in row[5:8]] + [f"{row[8]:.1f}"]
