@@ -178,3 +178,12 @@ def test_completion_perplexity_of_planted_documents_approaches_the_true_models(m
     unigram = LatentDirichletAllocation(1, max_iter=2).fit(corpus[0]).completion_perplexity(new)
     assert completion < 0.8 * unigram
     assert completion > model.perplexity(new)  # no token scored by a mixture fitted to it
+
+
+def test_a_one_token_document_is_completed_from_the_prior_mixture(model):
+    """A document of one token has nothing to infer from: theta is the prior's mean 1 / K, and
+    its token scores log of the topics' mean probability of its word."""
+    X = sp.csr_matrix(([1, 1], ([0, 1], [3, 7])), shape=(2, model.n_features_in_))
+    phi = model.components_ / model.components_.sum(axis=1, keepdims=True)
+    expected = np.exp(-(np.log(phi[:, 3].mean()) + np.log(phi[:, 7].mean())) / 2)
+    assert model.completion_perplexity(X) == pytest.approx(expected, rel=1e-9)
