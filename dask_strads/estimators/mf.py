@@ -7,6 +7,8 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.metrics import r2_score
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
@@ -14,9 +16,11 @@ from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..partition import block_edges
 from ..programs.mf import ITEMS, USERS, MFProgram, make_raw_block, observed
+from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .inputs import (blocks_along, check_dask_matrix, check_positive_int, is_dask_array,
                      ratings_of_triplets, stored_values, to_scipy_if_pydata)
+from .mf_pairs import check_pairs, ids_of, known_positions, pairs_of, positions
 
 #: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
 #: coordinate moves more than FOLD_IN_TOL, or FOLD_IN_SWEEPS sweeps.
@@ -26,6 +30,11 @@ FOLD_IN_TOL = 1e-10
 RECOMMEND_ROWS = 1024
 #: Ratings of larger absolute value are refused: their squares (in the objective) overflow.
 MAX_RATING = 1e150
+
+
+def _fitted_on_pairs(estimator):
+    check_is_fitted(estimator)
+    return estimator.fitted_on_pairs_
 
 
 class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -80,8 +89,11 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
     user_bias_, item_bias_ : ndarray (n_users,), (n_items,)
         Zero without biases.
     user_ids_, item_ids_ : ndarray (n_users,), (n_items,)
-        The ids of the rows and columns: those of the triplets of a DataFrame fit (sorted),
+        The ids of the rows and columns: those of the pairs or triplets of the fit (sorted),
         else ``0..n-1``.
+    fitted_on_pairs_ : bool
+        Whether the fit took (user, item) pairs and ratings y: ``predict`` and ``score`` then
+        take pairs.
     n_iter_ : int
     history_ : dask_strads.engine.History
         Per iteration: objective, train RMSE (``rmse``), relative decrease and time; the engine's
@@ -155,7 +167,15 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, X, y=None):
-        """Fit the factors to the stored entries of X (users x items).
+        """Fit the factors to the stored entries of X (users x items), or to the ratings ``y``
+        of the (user, item) pairs X.
+
+        X is read as pairs when y is given and X is a pandas DataFrame (columns ``user`` and
+        ``item``, or exactly two columns) or an array of two columns of ids that are not
+        floats (ints, strings, objects): the model is then a regressor (``predict`` and
+        ``score`` take pairs too), so that ``cross_val_score`` and ``GridSearchCV`` split
+        ratings. Any other X is a ratings matrix and y is ignored; two columns of whole floats
+        with a y are refused as ambiguous.
 
         X may also be a pandas or Dask DataFrame of ``user``, ``item`` and ``rating`` columns,
         one row per observation, ids of any sortable type: it is fitted as the matrix
@@ -167,7 +187,9 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         a fit whose factors end non-finite raises a ValueError; either way the estimator is left
         as it was."""
         self._check_params()
-        ratings = ratings_of_triplets(X, self._client)
+        pairs = pairs_of(X, y)
+        ratings = (RatingsMatrix.from_triplets(*pairs, y) if pairs is not None
+                   else ratings_of_triplets(X, self._client))
         X = ratings.matrix if ratings is not None else X
         checked, total, per_user, per_item, executor = self._check_ratings(X)
         n_ratings = int(per_user.sum())
@@ -209,6 +231,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         self.intercept_ = program.mean
         self.user_ids_ = ratings.user_ids if ratings is not None else np.arange(n_users)
         self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(n_items)
+        self.fitted_on_pairs_ = pairs is not None
         self.history_ = _per_iteration(result.history)
         self.n_iter_ = len(self.history_)
         self._program = program
@@ -236,6 +259,18 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         return _fold_in(validate_data(self, to_scipy_if_pydata(X), reset=False,
                                       accept_sparse=["csr", "csc"], dtype=np.float64),
                         self._program, item_rows)
+
+    @available_if(_fitted_on_pairs)
+    def predict(self, X):
+        """Predicted ratings of the (user, item) pairs X, for a model fitted on pairs (a model
+        fitted on a matrix has ``predict_entries`` and ``transform`` instead).
+
+        A pair whose user or item was not in the fit is predicted from what is known: the
+        global mean, plus the bias of the known user or item (the mean alone when neither is
+        known, 0 with ``biases=False``)."""
+        users, items = check_pairs(X)
+        return self._factors().predict_known(positions(self.user_ids_, users),
+                                             positions(self.item_ids_, items))
 
     def predict_entries(self, rows, cols):
         """Predicted ratings of the (user, item) pairs ``(rows[n], cols[n])``."""
@@ -274,9 +309,16 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         return top
 
     def score(self, X, y=None):
-        """Minus the RMSE of the predictions over the stored entries of X, a matrix of the
-        fitted users and items (e.g. held-out ratings)."""
+        """For a model fitted on pairs: R² of the predictions of the ratings ``y`` of the
+        (user, item) pairs X (scikit-learn's regressor score). For a model fitted on a matrix:
+        minus the RMSE of the predictions over the stored entries of X, a matrix of the fitted
+        users and items (e.g. held-out ratings); y is ignored."""
         check_is_fitted(self)
+        if self.fitted_on_pairs_:
+            if y is None:
+                raise ValueError("this model was fitted on (user, item) pairs: score(X, y) "
+                                 "needs their ratings y")
+            return float(r2_score(np.asarray(y, dtype=np.float64), self.predict(X)))
         if is_dask_array(X):
             X = check_dask_matrix(X, self, self.n_features_in_)
         else:
@@ -321,6 +363,17 @@ class Factors(NamedTuple):
     def predict(self, rows, cols):
         products = np.einsum("ij,ji->i", self.user_factors[rows], self.components[:, cols])
         return self.intercept + self.user_bias[rows] + self.item_bias[cols] + products
+
+    def predict_known(self, rows, cols):
+        """``predict``, where a row or column of -1 (unknown) adds neither bias nor product."""
+        known_user, known_item = rows >= 0, cols >= 0
+        out = np.full(rows.shape, self.intercept, dtype=np.float64)
+        out[known_user] += self.user_bias[rows[known_user]]
+        out[known_item] += self.item_bias[cols[known_item]]
+        both = known_user & known_item
+        out[both] += np.einsum("ij,ji->i", self.user_factors[rows[both]],
+                               self.components[:, cols[both]])
+        return out
 
 
 def _fold_in(X, program, item_rows):

@@ -1,0 +1,108 @@
+"""MatrixFactorization as a regressor on (user, item) pairs: telling pairs from a ratings matrix,
+and mapping raw ids to the fitted rows and columns.
+
+``fit(X, y)`` reads X as pairs when y is given and X is a pandas DataFrame, or an array of two
+columns of ids that are not floating point (ints, strings, objects). Any other X is a ratings
+matrix and y is ignored, as by every unsupervised estimator of scikit-learn. Two columns of
+whole floats with a y could be either, and are refused.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from .inputs import is_dask_array
+
+#: The names of the id columns of a DataFrame of pairs (else its two columns, in order).
+PAIR_COLUMNS = ("user", "item")
+
+
+def pairs_of(X, y):
+    """``(users, items)`` id arrays when (X, y) is a pairs problem, else None (a ratings
+    matrix). Raises ValueError when X cannot be told apart."""
+    if y is None or sp.issparse(X) or is_dask_array(X) or hasattr(X, "to_delayed"):
+        if y is not None and hasattr(X, "to_delayed") and not is_dask_array(X):
+            raise ValueError("(user, item) pairs with a y must be in memory (a pandas DataFrame "
+                             "or an array); for a Dask DataFrame fit its (user, item, rating) "
+                             "triplets without y")
+        return None
+    if hasattr(X, "columns") and hasattr(X, "dtypes"):
+        return _frame_pairs(X)
+    if _is_sparse_like(X):
+        return None
+    array = np.asarray(X)
+    if array.ndim != 2 or array.shape[1] != 2:
+        return None
+    if array.dtype.kind in "fc":
+        if array.size and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+            raise ValueError(
+                "X has two columns of whole floats and y is given: (user, item) pairs or a "
+                "ratings matrix of two items? Pass ids as ints, strings or a DataFrame for "
+                "pairs, or fit the matrix without y")
+        return None
+    return array[:, 0], array[:, 1]
+
+
+def check_pairs(X):
+    """``(users, items)`` of X, pairs given to predict: a DataFrame or a two-column array."""
+    if hasattr(X, "columns") and hasattr(X, "dtypes") and not hasattr(X, "to_delayed"):
+        return _frame_pairs(X)
+    if sp.issparse(X) or is_dask_array(X) or _is_sparse_like(X):
+        raise ValueError("X must hold (user, item) pairs: a DataFrame or an array of two "
+                         "columns of ids in memory, not a sparse or Dask matrix")
+    array = np.asarray(X)
+    if array.ndim != 2 or array.shape[1] != 2:
+        raise ValueError(f"X must hold (user, item) pairs in two columns, got shape "
+                         f"{array.shape}")
+    return array[:, 0], array[:, 1]
+
+
+def _frame_pairs(frame):
+    found = list(frame.columns)
+    if set(PAIR_COLUMNS) <= set(found):
+        if "rating" in found:
+            raise ValueError("X has user, item and rating columns and y is given: fit the "
+                             "triplets without y, or the (user, item) pairs with y")
+        columns = list(PAIR_COLUMNS)
+    elif len(found) == 2:
+        columns = found
+    else:
+        raise ValueError(f"a DataFrame of (user, item) pairs needs columns {list(PAIR_COLUMNS)} "
+                         f"or exactly two columns; this one has {found}")
+    return frame[columns[0]].to_numpy(), frame[columns[1]].to_numpy()
+
+
+def _is_sparse_like(X):
+    return hasattr(X, "to_scipy_sparse")  # pydata sparse
+
+
+def positions(known_ids, ids):
+    """Position of each id among the sorted ``known_ids``, -1 where it is not one of them."""
+    ids = np.asarray(ids)
+    if known_ids.size == 0 or ids.size == 0:
+        return np.full(ids.shape, -1, dtype=np.int64)
+    try:
+        at = np.searchsorted(known_ids, ids).clip(max=known_ids.size - 1)
+        found = known_ids[at] == ids
+    except TypeError:  # ids of another kind than the fitted ones: none is known
+        return np.full(ids.shape, -1, dtype=np.int64)
+    return np.where(found, at, -1).astype(np.int64)
+
+
+def known_positions(known_ids, ids, kind):
+    """Positions of ids that must all be known (ValueError naming the unknown ones)."""
+    ids = np.asarray(ids)
+    if ids.ndim != 1:
+        raise ValueError(f"{kind}s must be a 1D array of {kind} ids, got shape {ids.shape}")
+    at = positions(known_ids, ids)
+    if np.any(at < 0):
+        raise ValueError(f"unknown {kind} ids (not in the fit): {ids[at < 0][:5].tolist()}")
+    return at
+
+
+def ids_of(known_ids, at):
+    """The ids at positions ``at`` (an array of them), -1 marking none: the fill is -1 for
+    numeric ids, None for others."""
+    numeric = known_ids.dtype.kind in "iuf"
+    out = np.empty(at.shape, dtype=known_ids.dtype if numeric else object)
+    out[...] = -1 if numeric else None
+    out[at >= 0] = known_ids[at[at >= 0]]
+    return out
