@@ -25,11 +25,12 @@ overhead: wall time minus the time the kernel work needs on this machine's cores
 kernel work is shared, so the overhead column is what a round costs beyond computing.
 Last, least-squares fits of the CPU per round: the scheduler's against the tasks per round
 (all programs), and the workers' (summed) against P (per program): the constants of the cost
-model in docs/scaling.md.
+model in docs/scaling.md. A fit that fails (a cluster whose workers miss their heartbeats on a
+loaded machine) is reported as failed and the script goes on.
 
 Problems (small, so that 16 processes on 2 cores stay quick):
   lasso     make_sparse_regression 2,000 x 200,000, 400k stored values, alpha = 0.1 alpha_max,
-            10 rounds
+            tol 1e-12, at most 10 rounds (the working-set solver ends in 6)
   logistic  the same design, y = (Xw + noise > median), C = 1, P feature blocks, 6 rounds
   lda       make_lda_corpus 2,000 documents x 20,000 words, 200k tokens, K = 100, 2 iterations
   mf        make_ratings 20,000 x 4,000, 200k ratings, rank 16, 5 iterations (10 rounds)
