@@ -12,6 +12,7 @@ from sklearn.linear_model import ElasticNet as SkElasticNet
 from sklearn.utils.estimator_checks import check_param_validation
 
 import dask_strads
+from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
 from dask_strads.programs.base import run_sequential
 from dask_strads.programs.elastic_net import ElasticNetProgram, block_columns
@@ -138,12 +139,30 @@ def test_block_columns_match_numpy():
 
 
 def test_repeated_sparse_entries_and_csr():
+    """The model of the matrix they stand for; the caller's matrix is left as it was."""
     X, y = sparse_problem(seed=6)
     alpha, l1_ratio = 0.02, 0.7
     ref = reference(X, y, alpha, l1_ratio)
     for given in (split_entries(X), X.tocsr()):
+        arrays = [a.copy() for a in (given.data, given.indices, given.indptr)]
         est = fit(given, y, alpha, l1_ratio, n_blocks=2)
         assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
+        for before, after in zip(arrays, (given.data, given.indices, given.indptr)):
+            np.testing.assert_array_equal(before, after)
+
+
+def test_sparse_blocks_are_views_of_a_canonical_matrix():
+    """Column blocks of a CSC matrix (row blocks of a CSR one) share its arrays when it is in
+    canonical format, and are copies when it is not; all equal scipy's slices."""
+    X, _ = sparse_problem(seed=8, n=40, p=60)
+    for matrix, axis, edges, shared in ((X, 1, [0, 25, 60], True),
+                                        (X.tocsr(), 0, [0, 15, 40], True),
+                                        (split_entries(X), 1, [0, 25, 60], False)):
+        parts = blocks_along(matrix, edges, lambda part, lo, hi: part, axis)
+        for part, lo, hi in zip(parts, edges[:-1], edges[1:]):
+            expected = matrix[:, lo:hi] if axis == 1 else matrix[lo:hi]
+            assert part.format == matrix.format and (part != expected).nnz == 0
+            assert np.shares_memory(part.data, matrix.data) == shared
 
 
 def test_a_small_problem_takes_two_rounds():
