@@ -48,6 +48,13 @@ Usage
   python benchmarks/lasso.py --markdown            # tables as markdown (docs/benchmarks.md)
   python benchmarks/lasso.py --solvers dask_strads --blocks 1,2,4   # block counts
   python benchmarks/lasso.py --problems e --solvers dask_strads,sklearn --repeats 1
+  python benchmarks/lasso.py --problems b,d,c,e --workers 1,2,4 --repeats 3
+
+``--workers`` measures where model parallelism pays instead: dask_strads alone, with its
+default block count and with one block per worker, on a LocalCluster of that many
+single-threaded worker processes (started once per count, the data placed by each fit, as
+a user's fit on a cluster pays it), ``--repeats`` fits after a warm-up, medians, and the
+ratio to one worker.
 """
 import argparse
 import os
@@ -279,6 +286,62 @@ def run_problem(key, tol, repeats, only=None, strads_max_iter=None, blocks=(1,))
     return {"key": key, "desc": desc, "alpha": alpha, "frac": frac, "rows": rows}
 
 
+def run_workers(keys, counts, tol, repeats):
+    """Per problem and worker count: median seconds of the default fit and of one block per
+    worker, on a LocalCluster of single-threaded worker processes."""
+    from distributed import Client, LocalCluster
+
+    from dask_strads import Lasso as StradsLasso
+
+    problems = {}
+    for key in keys:
+        X, y, frac, desc, fit_intercept = PROBLEMS[key]()
+        alpha = frac * alpha_max(X, y, fit_intercept)
+        stored = X.nnz if sp.issparse(X) else X.size
+        problems[key] = (X, y, alpha, fit_intercept, desc, stored)
+    results = {key: {} for key in keys}
+    for count in counts:
+        with LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
+            for key, (X, y, alpha, fit_intercept, desc, stored) in problems.items():
+                for label, n_blocks in (("default", None), ("per worker", count)):
+                    est = StradsLasso(alpha=alpha, fit_intercept=fit_intercept, tol=tol,
+                                      n_blocks=n_blocks)
+                    est.client = client
+                    timed_fit(est, X, y)  # warm-up: JIT in the workers
+                    times = []
+                    for _ in range(repeats):
+                        fitted, seconds, _ = timed_fit(est, X, y)
+                        times.append(seconds)
+                    results[key][count, label] = (statistics.median(times), fitted.n_blocks_)
+                    print(f"    [{key}] {count} workers, {label} blocks "
+                          f"({fitted.n_blocks_}): {statistics.median(times):.3f} s, "
+                          f"{_rounds_note(fitted)}", flush=True)
+    return [{"key": key, "desc": problems[key][4], "stored": problems[key][5],
+             "times": results[key]} for key in keys]
+
+
+def format_workers(results, counts, markdown):
+    head = ["problem", "stored values", "blocks"] + [f"{c} worker{'s' * (c > 1)} s (blocks)"
+                                                     for c in counts]
+    head += [f"{c} / 1 worker" for c in counts if c != 1]
+    lines = []
+    for res in results:
+        for label in ("default", "per worker"):
+            seconds = [res["times"][c, label][0] for c in counts]
+            base = res["times"][1, label][0] if 1 in counts else None
+            lines.append([f"({res['key']}) {res['desc']}", f"{res['stored']:.3g}", label]
+                         + [f"{res['times'][c, label][0]:.3f} ({res['times'][c, label][1]})"
+                            for c in counts]
+                         + ["n/a" if base is None else f"{t / base:.2f}"
+                            for c, t in zip(counts, seconds) if c != 1])
+    if markdown:
+        out = ["| " + " | ".join(head) + " |",
+               "|" + "|".join("---" if i < 3 else "---:" for i in range(len(head))) + "|"]
+        return "\n".join(out + ["| " + " | ".join(line) + " |" for line in lines])
+    return "\n".join("  ".join(line) for line in [head] + lines)
+
+
 def format_table(result, tol, markdown):
     head = ["solver", "median s", "rel. subopt", "gap/target", "nnz", f"{STRADS} / this",
             "rounds (last fit)"]
@@ -320,6 +383,9 @@ def main(argv=None):
     parser.add_argument("--blocks", default="1",
                         help="block counts to fit dask_strads with beside its default "
                              "(comma-separated, default: 1)")
+    parser.add_argument("--workers", default=None,
+                        help="instead of the peers: dask_strads on LocalClusters of these "
+                             "worker process counts (comma-separated, e.g. 1,2,4)")
     parser.add_argument("--markdown", action="store_true", help="print tables as markdown")
     args = parser.parse_args(argv)
 
@@ -338,13 +404,19 @@ def main(argv=None):
           f"{sklearn.__version__}, skglm {skglm.__version__}, celer {celer.__version__}, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
           f"tol = {args.tol:g}, repeats = {args.repeats}")
-    blocks = [int(b) for b in args.blocks.split(",") if b.strip()]
-    results = [run_problem(p, args.tol, args.repeats, only, args.strads_max_iter, blocks)
-               for p in problems]
-    print()
-    for res in results:
-        print(format_table(res, args.tol, args.markdown))
+    if args.workers is not None:
+        counts = [int(c) for c in args.workers.split(",") if c.strip()]
         print()
+        print(format_workers(run_workers(problems, counts, args.tol, args.repeats), counts,
+                             args.markdown))
+    else:
+        blocks = [int(b) for b in args.blocks.split(",") if b.strip()]
+        results = [run_problem(p, args.tol, args.repeats, only, args.strads_max_iter, blocks)
+                   for p in problems]
+        print()
+        for res in results:
+            print(format_table(res, args.tol, args.markdown))
+            print()
     print(f"load average (1/5 min) at the end: {os.getloadavg()[0]:.2f} / "
           f"{os.getloadavg()[1]:.2f} -- timings are only clean when this is about 1")
 
