@@ -120,8 +120,7 @@ def main():
         print("LDA topics of document 0:",
               np.round(lda2.transform(client.compute(counts[:1]).result())[0], 2))
         user = mf2.user_ids_[0]
-        top = mf2.recommend(np.searchsorted(mf2.user_ids_, [user]), n=3)[0]
-        print(f"MF: best items for {user}:", list(mf2.item_ids_[top]))
+        print(f"MF: best items for {user}:", list(mf2.recommend([user], n=3)[0]))
     finally:
         client.close()
         if cluster is not None:

@@ -134,3 +134,58 @@ def test_a_float_matrix_with_y_is_still_a_matrix_fit():
     assert not with_y.fitted_on_pairs_
     np.testing.assert_array_equal(with_y.user_factors_, without.user_factors_)
     assert with_y.score(X) == without.score(X)
+
+
+# -- ids in and out ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def fitted(planted):
+    pairs, y = planted
+    return model().fit(pairs, y)
+
+
+def test_recommend_takes_and_returns_ids_ranked_by_predict(planted, fitted):
+    pairs, y = planted
+    users = fitted.user_ids_[[3, 0, 17]]
+    top = fitted.recommend(users, n=6)
+    unseen_top = fitted.recommend(users, n=6, exclude_seen=False)
+    for user, best, best_of_all in zip(users, top, unseen_top):
+        every_item = pd.DataFrame({"user": user, "item": fitted.item_ids_})
+        predicted = fitted.predict(every_item)
+        assert best_of_all.tolist() == fitted.item_ids_[np.argsort(-predicted)[:6]].tolist()
+        rated = np.isin(fitted.item_ids_, pairs["item"][pairs["user"] == user])
+        predicted[rated] = -np.inf
+        assert best.tolist() == fitted.item_ids_[np.argsort(-predicted)[:6]].tolist()
+
+
+def test_recommend_folds_in_users_given_as_triplets(planted, fitted):
+    """A user's own training ratings, folded in, give the user's recommendations; a new user
+    is answered among them, in sorted id order."""
+    pairs, y = planted
+    user = fitted.user_ids_[5]
+    own = pairs[pairs["user"] == user].assign(rating=y[pairs["user"] == user])
+    newcomer = own.assign(user="zz-newcomer").iloc[:4]
+    top = fitted.recommend(pd.concat([newcomer, own]), n=5)
+    np.testing.assert_array_equal(top[0], fitted.recommend([user], n=5)[0])
+    assert not np.isin(top[1], newcomer["item"]).any()
+    with pytest.raises(ValueError, match="unknown item ids"):
+        fitted.recommend(own.assign(item=-1))
+
+
+def test_similar_items_and_users_rank_by_cosine_similarity(fitted):
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    for similar, ids, vectors in ((fitted.similar_items, fitted.item_ids_, fitted.components_.T),
+                                  (fitted.similar_users, fitted.user_ids_, fitted.user_factors_)):
+        at = np.array([2, 9])
+        similarity = cosine_similarity(vectors[at], vectors)
+        similarity[np.arange(2), at] = -np.inf  # itself left out
+        expected = ids[np.argsort(-similarity, axis=1, kind="stable")[:, :4]]
+        np.testing.assert_array_equal(similar(ids[at], n=4), expected)
+
+
+def test_lists_longer_than_the_ids_end_with_a_fill(fitted):
+    items = fitted.similar_users(fitted.user_ids_[:1], n=len(fitted.user_ids_) + 2)[0]
+    assert items[-3:].tolist() == [None, None, None]  # string ids: None
+    assert fitted.similar_items(fitted.item_ids_[:1], n=len(fitted.item_ids_))[0][-1] == -1
+    with pytest.raises(ValueError, match="unknown user ids"):
+        fitted.recommend(["nobody"])

@@ -5,6 +5,7 @@ from sklearn.base import is_classifier, is_regressor
 
 from .. import io
 from ..log import logger
+from ..estimators.mf_pairs import filled
 from ..persistence import read_model, save
 from ..ratings import _lookup
 from .files import as_ids, check_output, read_ids, write_table
@@ -71,11 +72,11 @@ def recommend(args, client):
         raise UsageError(f"recommend needs a MatrixFactorization model, {args.model} holds a "
                          f"{type(model).__name__}")
     users = read_ids(args.users, "user", model.user_ids_)
-    top = model.recommend(_lookup(model.user_ids_, users, "user"), n=args.n)
-    found = top >= 0
+    top = model.recommend(users, n=args.n)
+    found = filled(top)
     write_table({"user": np.repeat(users, found.sum(axis=1)),
                  "rank": np.nonzero(found)[1] + 1,
-                 "item": model.item_ids_[top[found]]}, args.output)
+                 "item": top[found]}, args.output)
     logger.info("wrote %d recommendations for %d users to %s", found.sum(), len(users),
                 args.output)
 

@@ -12,6 +12,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ..io.triplets import is_triplet_frame
 from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..partition import block_edges
@@ -281,32 +282,71 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
             raise ValueError(f"rows and cols differ in shape: {rows.shape} and {cols.shape}")
         return self._factors().predict(rows, cols)
 
-    def recommend(self, rows, n=10, exclude_seen=True):
-        """The ``n`` items of highest predicted rating for each user of ``rows``, best first.
+    def recommend(self, users, n=10, exclude_seen=True):
+        """The ``n`` items of highest predicted rating for each user, best first, as item ids.
 
-        ``exclude_seen`` leaves out the items the user rated in the training matrix. Returns an
-        int array (len(rows), n); where fewer than ``n`` items are left the row ends with -1.
+        ``users``: ids of fitted users (for a matrix fit, its row indices), or a DataFrame of
+        ``user``, ``item``, ``rating`` triplets whose users (new or not) are folded in from
+        those ratings alone, as ``transform`` does, and answered in the order of their sorted
+        ids. ``exclude_seen`` leaves out the items the user rated (in the fit; for folded-in
+        users, in the triplets). Returns an array (n_users, n) of item ids; where fewer than
+        ``n`` items are left a row ends with -1 (None for ids that are not numbers).
         """
         check_is_fitted(self)
-        rows = _check_indices(rows, len(self.user_factors_), "rows")
         check_positive_int(n, "n")
-        n_items = self.components_.shape[1]
-        top = np.full((len(rows), n), -1, dtype=np.int64)
         factors = self._factors()
-        for lo in range(0, len(rows), RECOMMEND_ROWS):
-            users = rows[lo:lo + RECOMMEND_ROWS]
-            scores = (factors.user_factors[users] @ factors.components + factors.item_bias
-                      + factors.user_bias[users, None])
+        if is_triplet_frame(users):
+            ratings = self._fold_in_triplets(users)
+            user_factors, user_bias, seen = (*self._program.split(ratings.rows, USERS),
+                                             ratings.seen)
+        else:
+            rows = known_positions(self.user_ids_, users, "user")
+            user_factors, user_bias = factors.user_factors[rows], factors.user_bias[rows]
+            seen = self._seen[rows]
+        n_items = self.components_.shape[1]
+        top = np.full((len(user_factors), n), -1, dtype=np.int64)
+        for lo in range(0, len(user_factors), RECOMMEND_ROWS):
+            chunk = slice(lo, lo + RECOMMEND_ROWS)
+            scores = (user_factors[chunk] @ factors.components + factors.item_bias
+                      + user_bias[chunk, None])
             if exclude_seen:
-                seen = self._seen[users].tocoo()
-                scores[seen.row, seen.col] = -np.inf
-            kept = min(n, n_items)
-            best = np.argpartition(-scores, kept - 1, axis=1)[:, :kept]
-            order = np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1, kind="stable")
-            best = np.take_along_axis(best, order, axis=1)
-            best[np.take_along_axis(scores, best, axis=1) == -np.inf] = -1
-            top[lo:lo + len(users), :kept] = best
-        return top
+                rated = seen[chunk].tocoo()
+                scores[rated.row, rated.col] = -np.inf
+            top[chunk, :min(n, n_items)] = _best(scores, n)
+        return ids_of(self.item_ids_, top)
+
+    def similar_items(self, items, n=10):
+        """The ``n`` items whose factors have the highest cosine similarity with those of each
+        of ``items`` (item ids), most similar first, the item itself left out: an array
+        (len(items), n) of item ids (-1 or None where fewer are left, as in ``recommend``)."""
+        check_is_fitted(self)
+        check_positive_int(n, "n")
+        at = known_positions(self.item_ids_, items, "item")
+        return ids_of(self.item_ids_, _most_similar(self._factors().components.T, at, n))
+
+    def similar_users(self, users, n=10):
+        """As ``similar_items``, for users: user ids in, user ids out."""
+        check_is_fitted(self)
+        check_positive_int(n, "n")
+        at = known_positions(self.user_ids_, users, "user")
+        return ids_of(self.user_ids_, _most_similar(self._factors().user_factors, at, n))
+
+    def _fold_in_triplets(self, triplets):
+        """The folded-in rows of the users of a table of triplets, and the items they rated
+        (a boolean CSR matrix over the fitted items); ratings of unknown items are refused."""
+        users = triplets["user"].to_numpy()
+        items = known_positions(self.item_ids_, triplets["item"].to_numpy(), "item")
+        ratings = RatingsMatrix.from_triplets(users, self.item_ids_[items],
+                                              triplets["rating"].to_numpy())
+        matrix = sp.csr_matrix((ratings.matrix.data, self.item_ids_.searchsorted(
+            ratings.item_ids)[ratings.matrix.indices], ratings.matrix.indptr),
+            shape=(len(ratings.user_ids), len(self.item_ids_)))
+        announce_compiling("mf", emit=logger.info)
+        factors = self._factors()
+        item_rows = self._program.rows(factors.components.T, factors.item_bias, ITEMS)
+        rows = self._program.fold_in(*observed(matrix, axis=0), item_rows, FOLD_IN_SWEEPS,
+                                     FOLD_IN_TOL)
+        return FoldedIn(rows, _pattern(matrix.indptr, matrix.indices, matrix.shape[1]))
 
     def score(self, X, y=None):
         """For a model fitted on pairs: R² of the predictions of the ratings ``y`` of the
@@ -351,6 +391,11 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         return self.components_.shape[0]
 
 
+class FoldedIn(NamedTuple):
+    rows: np.ndarray
+    seen: sp.csr_matrix
+
+
 class Factors(NamedTuple):
     """A fitted model, as sent to the tasks that score a dask array."""
 
@@ -390,6 +435,30 @@ def _squared_errors(X, factors, block_info=None):
     rows = first_row + np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
     errors = factors.predict(rows, first_col + indices) - values
     return np.array([[[float(np.dot(errors, errors)), float(len(values))]]])
+
+
+def _best(scores, n):
+    """Columns of the ``n`` highest scores of each row, best first; -1 for -inf ones."""
+    kept = min(n, scores.shape[1])
+    best = np.argpartition(-scores, kept - 1, axis=1)[:, :kept]
+    order = np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1, kind="stable")
+    best = np.take_along_axis(best, order, axis=1)
+    best[np.take_along_axis(scores, best, axis=1) == -np.inf] = -1
+    return best
+
+
+def _most_similar(vectors, at, n):
+    """Rows of ``vectors`` of highest cosine similarity with each row ``at``, itself left out
+    (n columns, -1 beyond the rows there are)."""
+    norms = np.linalg.norm(vectors, axis=1)
+    unit = vectors / np.where(norms > 0, norms, 1.0)[:, None]
+    top = np.full((len(at), n), -1, dtype=np.int64)
+    for lo in range(0, len(at), RECOMMEND_ROWS):
+        chunk = at[lo:lo + RECOMMEND_ROWS]
+        scores = unit[chunk] @ unit.T
+        scores[np.arange(len(chunk)), chunk] = -np.inf
+        top[lo:lo + len(chunk), :min(n, len(vectors))] = _best(scores, n)
+    return top
 
 
 def _check_indices(values, size, name):

@@ -98,6 +98,11 @@ def known_positions(known_ids, ids, kind):
     return at
 
 
+def filled(ids):
+    """Where an array of ids that ``ids_of`` made holds an id (not its fill)."""
+    return ids != (None if ids.dtype == object else -1)
+
+
 def ids_of(known_ids, at):
     """The ids at positions ``at`` (an array of them), -1 marking none: the fill is -1 for
     numeric ids, None for others."""
