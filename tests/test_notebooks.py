@@ -11,7 +11,8 @@ NOTEBOOKS = sorted(EXAMPLES.glob("*.ipynb"))
 #: What each notebook's outputs must contain (its point), beyond running without error.
 SHOWS = {"lasso_path": ["image/png", "planted ones among them"],
          "lda_topics": ["topic 9:", "log_likelihood", "image/png"],
-         "mf_recommendations": ["held_out_rmse", "user 1:", "image/png"],
+         "mf_recommendations": ["held_out_rmse", "user 1:", "image/png", "similar to Toy Story:",
+                                "new user:"],
          "cluster_dashboard": ["/strads", "compute_seconds", "('Lasso',)"]}
 
 
