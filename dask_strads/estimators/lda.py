@@ -193,7 +193,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         n_dk = self._parameters(result)
         self._reset_features(given)
         self.vocabulary_ = vocabulary
-        self.components_ = self._parameters(result, carried=True).T + beta
+        self.components_ = (result.carried_parameters() if self.keep_on_cluster else
+                            _gathered_by_turns(result)).T + beta
         self.doc_topic_ = (n_dk + alpha) / (n_dk.sum(axis=1, keepdims=True)
                                             + self.n_components * alpha)
         self.n_iter_ = result.history.stats.rounds // n_blocks
@@ -353,6 +354,23 @@ def _blocks_within_memory(word_counts, n_blocks, n_topics, memory):
                         memory / 2**20)
             return layout
         n_blocks = int(np.ceil(n_blocks * 1.1))
+
+
+def _gathered_by_turns(result):
+    """The carried blocks' word-topic counts in this process, stacked, gathered one block per
+    worker at a time: a worker serves the blocks one gather asks of it at once, each read back
+    from disk if Dask spilled it, and its whole share of a table larger than its memory limit
+    would not fit in it."""
+    workers = result.carried_workers
+    queues = {w: [c for c, owner in enumerate(workers) if owner == w] for w in set(workers)}
+    blocks = [None] * len(workers)
+    while any(queues.values()):
+        turn = [queue.pop(0) for queue in queues.values() if queue]
+        values = result.executor.gather([result.carried[c] for c in turn],
+                                        [workers[c] for c in turn])
+        for c, value in zip(turn, values):
+            blocks[c] = value
+    return np.concatenate(blocks)
 
 
 def _worker_memory(executor):
