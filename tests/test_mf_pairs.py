@@ -3,6 +3,7 @@ matrix fit of the same ratings, predictions of unseen ids from the biases, R² a
 it, and model selection by scikit-learn's own tools against a biases-only ridge baseline."""
 import copy
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
@@ -105,6 +106,8 @@ def test_cross_val_score_and_grid_search_beat_a_biases_only_ridge(planted):
     (np.array([["a", "b"], ["a", "c"]]), [3.0, np.nan], "finite"),
     (np.array([["a", "b"], ["a", "c"]]), [3.0], "same length"),
     (np.array([["a", "b"], ["a", "b"]]), [3.0, 4.0], "repeated"),
+    (dd.from_pandas(pd.DataFrame({"user": [1, 2], "item": [1, 2]}), npartitions=1),
+     [3.0, 4.0], "in memory"),
 ])
 def test_bad_pairs_are_refused_and_leave_the_fit_intact(planted, X, y, message):
     pairs, ratings = planted

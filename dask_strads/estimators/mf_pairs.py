@@ -18,16 +18,14 @@ PAIR_COLUMNS = ("user", "item")
 def pairs_of(X, y):
     """``(users, items)`` id arrays when (X, y) is a pairs problem, else None (a ratings
     matrix). Raises ValueError when X cannot be told apart."""
-    if y is None or sp.issparse(X) or is_dask_array(X) or hasattr(X, "to_delayed"):
-        if y is not None and hasattr(X, "to_delayed") and not is_dask_array(X):
-            raise ValueError("(user, item) pairs with a y must be in memory (a pandas DataFrame "
-                             "or an array); for a Dask DataFrame fit its (user, item, rating) "
-                             "triplets without y")
+    if y is None or sp.issparse(X) or is_dask_array(X) or _is_sparse_like(X):
         return None
+    if hasattr(X, "to_delayed"):  # a Dask DataFrame
+        raise ValueError("(user, item) pairs with a y must be in memory (a pandas DataFrame "
+                         "or an array); for a Dask DataFrame fit its (user, item, rating) "
+                         "triplets without y")
     if hasattr(X, "columns") and hasattr(X, "dtypes"):
         return _frame_pairs(X)
-    if _is_sparse_like(X):
-        return None
     array = np.asarray(X)
     if array.ndim != 2 or array.shape[1] != 2:
         return None
