@@ -26,16 +26,23 @@ class PinnedBlock:
     worker: str
 
 
+def worker_info(client):
+    """``{address: info}`` of the cluster's workers, asked of the scheduler itself:
+    ``client.scheduler_info()`` returns the client's cached copy, which its periodic refresh may
+    replace at any moment by one that lists no workers."""
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def worker_addresses(client, timeout=30):
     """The cluster's workers; waits up to ``timeout`` seconds for one (a cluster starting, or a
     nanny restarting a worker)."""
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    workers = sorted(worker_info(client))
     if not workers:
         try:
             client.wait_for_workers(1, timeout=timeout)
         except TimeoutError as error:
             raise RuntimeError(f"the Dask cluster has no workers after {timeout} s") from error
-        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        workers = sorted(worker_info(client))
     return workers
 
 

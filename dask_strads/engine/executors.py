@@ -13,7 +13,7 @@ from dask._task_spec import DataNode, TaskRef
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from ..log import logger
-from .blocks import fresh_copies, place_blocks, spread, worker_addresses
+from .blocks import fresh_copies, place_blocks, spread, worker_addresses, worker_info
 
 #: How often a wait on the cluster checks that the workers it depends on are still there.
 POLL_SECONDS = 2.0
@@ -90,7 +90,7 @@ class DistributedExecutor:
         try:
             if self.client.status != "running":
                 raise OSError(f"client {self.client.status}")
-            workers = self.client.scheduler_info(n_workers=-1)["workers"]
+            workers = worker_info(self.client)
         except Exception as error:
             raise ClusterError(f"the scheduler at {self.client.scheduler.address} is unreachable "
                                f"({error}): the fit cannot go on") from cause or error

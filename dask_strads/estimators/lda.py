@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ..engine.blocks import worker_info
 from ..kernels.compilation import announce_compiling
 from ..kernels.lda import row_bytes
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
@@ -374,12 +375,8 @@ def _gathered_by_turns(result):
 
 
 def _worker_memory(executor):
-    """The smallest worker memory limit of a cluster, or this machine's memory if none is set.
-    Asked of the scheduler directly: ``client.scheduler_info()`` returns the client's cached
-    copy, which its periodic refresh may replace, at any moment, by one without the workers."""
-    client = executor.client
-    workers = client.sync(client.scheduler.identity, n_workers=-1)["workers"].values()
-    limits = [w.get("memory_limit") or 0 for w in workers]
+    """The smallest worker memory limit of a cluster, or this machine's memory if none is set."""
+    limits = [w.get("memory_limit") or 0 for w in worker_info(executor.client).values()]
     return min([m for m in limits if m > 0] or [psutil.virtual_memory().total])
 
 
