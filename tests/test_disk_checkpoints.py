@@ -8,12 +8,14 @@ import textwrap
 import time
 from dataclasses import dataclass
 
+import dask
 import numpy as np
 import pytest
 
 from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
 from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
-from dask_strads.engine import disk, storage
+from dask_strads.engine import Engine, disk, storage
+from dask_strads.programs import jacobi_blocks
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -25,7 +27,7 @@ def lasso_data():
 
 
 CASES = {  # (estimator with max_iter rounds of its own, data, fitted attributes)
-    "lasso": (lambda **kw: Lasso(alpha=0.01, tol=0.0, random_state=0, **kw), 15, lasso_data,
+    "lasso": (lambda **kw: Lasso(alpha=1e-4, tol=0.0, random_state=0, **kw), 15, lasso_data,
               ["coef_", "intercept_"]),
     "lda": (lambda **kw: LatentDirichletAllocation(5, random_state=0, **kw), 12,
             lambda: (make_lda_corpus(n_docs=2000, n_words=1000, n_topics=5,
@@ -55,6 +57,32 @@ def test_a_longer_fit_resumes_where_a_shorter_one_stopped(tmp_path, name):
     assert len(resumed.history_) == len(uninterrupted.history_)
 
 
+def test_the_fingerprint_is_computed_only_when_a_checkpoint_is_written_or_found(tmp_path):
+    """Hashing the data costs a pass over it: a fit that ends before its first checkpoint does
+    not pay it; one that writes checkpoints, or finds one, computes it once."""
+    rng = np.random.default_rng(0)
+    A = rng.uniform(0, 1, (30, 30)) + 30 * np.eye(30)
+    program, blocks = jacobi_blocks(A, rng.standard_normal(30), 3)
+    calls = []
+
+    def fingerprint():
+        calls.append(1)
+        return {"data": "A"}
+
+    def run(rounds):
+        calls.clear()
+        with dask.config.set(scheduler="synchronous"):
+            return Engine(program, max_rounds=rounds, checkpoint_interval=10,
+                          checkpoint_dir=tmp_path, fingerprint=fingerprint).run(blocks)
+
+    run(5)
+    assert calls == [] and not list(tmp_path.iterdir())
+    run(25)
+    assert calls == [1] and list(tmp_path.iterdir())
+    resumed = run(30)
+    assert calls == [1] and resumed.history.stats.resumed_from == 20
+
+
 def test_a_killed_fit_resumes_and_ends_with_the_uninterrupted_model(tmp_path):
     """A fitting process SIGKILLed after a checkpoint; the same fit run again resumes."""
     folder = tmp_path / "checkpoints"
@@ -64,7 +92,7 @@ def test_a_killed_fit_resumes_and_ends_with_the_uninterrupted_model(tmp_path):
         from dask_strads import Lasso
         from dask_strads.datasets import make_correlated_regression
         X, y, _ = make_correlated_regression(**{LASSO_DATA!r})
-        Lasso(alpha=0.01, tol=0.0, random_state=0, max_iter=40, checkpoint_dir=sys.argv[1],
+        Lasso(alpha=1e-4, tol=0.0, random_state=0, max_iter=40, checkpoint_dir=sys.argv[1],
               callback=lambda record: time.sleep(0.2)).fit(X, y)
         print("finished")
     """))
@@ -83,10 +111,10 @@ def test_a_killed_fit_resumes_and_ends_with_the_uninterrupted_model(tmp_path):
             proc.kill()
     assert "finished" not in proc.stdout.read()
     X, y = lasso_data()
-    resumed = Lasso(alpha=0.01, tol=0.0, random_state=0, max_iter=40,
+    resumed = Lasso(alpha=1e-4, tol=0.0, random_state=0, max_iter=40,
                     checkpoint_dir=folder).fit(X, y)
     assert resumed.history_.stats.resumed_from in (10, 20, 30)
-    uninterrupted = Lasso(alpha=0.01, tol=0.0, random_state=0, max_iter=40).fit(X, y)
+    uninterrupted = Lasso(alpha=1e-4, tol=0.0, random_state=0, max_iter=40).fit(X, y)
     assert_same_model(resumed, uninterrupted, ["coef_", "intercept_"])
 
 

@@ -42,15 +42,17 @@ def _sizeof_cell(ref):
     return sys.getsizeof(ref) + (0 if cell is None else sizeof(cell))
 
 
-def keep(cell):
-    """The value a task returns for ``cell``: a :class:`CellRef` on a Dask worker (the cell
-    registered under the running task's key), else the cell itself."""
+def keep(cell, key):
+    """The value the task ``key`` returns for ``cell``: a :class:`CellRef` when a Dask worker
+    runs that task (the cell registered under its key), else the cell itself (a local executor,
+    in this process or inside a Dask task of another key)."""
     try:
         worker = get_worker()
-    except ValueError:  # not on a Dask worker: a local executor
+    except ValueError:
+        return cell
+    if worker.get_current_task() != key:
         return cell
     _install(worker)
-    key = worker.get_current_task()
     _CELLS[key] = cell
     return CellRef(key)
 

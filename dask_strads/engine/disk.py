@@ -79,7 +79,8 @@ def _rounds(root):
 
 def latest(root, fingerprint, n_blocks, n_carried, staleness):
     """The newest complete, readable checkpoint of this fit: ``(Checkpoint of values, history
-    records)``, or None. A checkpoint of another fit (data, hyperparameters, seed, blocks)
+    records)``, or None. ``fingerprint()`` gives what identifies the fit, asked for only when a
+    complete checkpoint is found: one of another fit (data, hyperparameters, seed, blocks)
     raises a ValueError that names what differs."""
     for t in sorted(_rounds(root), reverse=True):
         folder = round_dir(root, t)
@@ -88,7 +89,8 @@ def latest(root, fingerprint, n_blocks, n_carried, staleness):
                 meta = json.load(file)
         except (OSError, ValueError):
             continue  # never completed, or damaged: an older one may do
-        differs = [k for k in fingerprint if meta["fingerprint"].get(k) != fingerprint[k]]
+        expected = fingerprint()
+        differs = [k for k in expected if meta["fingerprint"].get(k) != expected[k]]
         if differs:
             raise ValueError(
                 f"checkpoint_dir {root!r} holds a checkpoint of another fit (different "

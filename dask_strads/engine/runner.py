@@ -4,6 +4,7 @@ import os
 import uuid
 from collections import deque
 from dataclasses import dataclass
+from functools import cached_property
 from time import perf_counter
 
 from dask._task_spec import Task, TaskRef, parse_input
@@ -113,9 +114,11 @@ class Engine:
     checkpoint_dir : path, optional
         Where to write checkpoints (see :mod:`.disk`); a run finding there a complete
         checkpoint of the same fit (``fingerprint``) resumes from it.
-    fingerprint : dict, optional
+    fingerprint : dict or callable, optional
         What identifies the fit (data, hyperparameters, seed, blocks): a checkpoint with another
-        raises a ValueError naming what differs.
+        raises a ValueError naming what differs. A function returning it is called once, when a
+        checkpoint is first written or found (hashing the data costs a pass over it, which a fit
+        that ends before its first checkpoint never pays).
     """
 
     def __init__(self, program, client=None, staleness=0, max_rounds=100, pipeline_depth=2,
@@ -135,7 +138,13 @@ class Engine:
         self.callback = callback
         self.checkpoint_interval = int(checkpoint_interval)
         self.checkpoint_dir = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
-        self.fingerprint = dict(fingerprint or {})
+        self._fingerprint = fingerprint
+
+    @cached_property
+    def fingerprint(self):
+        """What identifies the fit, computed on first use."""
+        return dict((self._fingerprint() if callable(self._fingerprint) else self._fingerprint)
+                    or {})
 
     # -- the steps of a run ---------------------------------------------------------------------
     def run(self, blocks, slots=None):
@@ -163,7 +172,7 @@ class Engine:
         if not (self.checkpoint_dir and self.checkpoint_interval
                 and isinstance(blocks, (list, tuple))):
             return None
-        found = disk.latest(self.checkpoint_dir, self.fingerprint, len(blocks),
+        found = disk.latest(self.checkpoint_dir, lambda: self.fingerprint, len(blocks),
                             self.program.n_carried, self.staleness)
         if found is None:
             return None
@@ -195,9 +204,10 @@ class Engine:
         run.program = executor.share(program, run.key("program", run.id))
         run.home = [owners[c % len(owners)] for c in range(program.n_carried)]
         graph = {}
-        cells = [self._task(graph, worker, run.key("block", b, run.id), tasks.prepare,
-                            run.program, block, b, restore is None)
-                 for b, (block, worker) in enumerate(zip(raw, owners))]
+        cells = [self._task(graph, worker, key, tasks.prepare, run.program, block, b,
+                            restore is None, key)
+                 for b, (block, worker) in enumerate(zip(raw, owners))
+                 for key in [run.key("block", b, run.id)]]
         if restore is None:
             seed = executor.put(tasks.Pulled(program.initial_shared(), {}), run.hub,
                                 run.key("shared-init", run.id))

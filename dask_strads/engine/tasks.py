@@ -59,16 +59,16 @@ class Pulled:
     report: dict
 
 
-def prepare(program, raw, block_id, initialise=True):
-    """The block's cell (kept, see :func:`.cells.keep`): its prepared data and, unless it will
-    be restored from a checkpoint, its initial state."""
+def prepare(program, raw, block_id, initialise=True, key=None):
+    """The block's cell (kept under the task's ``key``, see :func:`.cells.keep`): its prepared
+    data and, unless it will be restored from a checkpoint, its initial state."""
     cell = BlockCell(block_id, program.prepare_block(raw, block_id))
     if initialise:
         start = perf_counter()
         state, partial = program.init_block(cell.data, block_id)
         cell.record(-1, state, -1)
         cell.outbox["init"] = Pushed(partial, perf_counter() - start)
-    return keep(cell)
+    return keep(cell, key)
 
 
 def initial_partial(cell):

@@ -2,6 +2,7 @@
 the engine, keeping or gathering the fitted parameters, and staying picklable and clonable."""
 import os
 from contextlib import nullcontext
+from functools import partial
 from numbers import Integral
 
 import numpy as np
@@ -129,8 +130,7 @@ class DaskEstimatorMixin:
                         progress=watching, callback=self.callback, executor=executor,
                         checkpoint_interval=self.checkpoint_interval,
                         checkpoint_dir=self.checkpoint_dir,
-                        fingerprint=self._fingerprint(data, program.seed, len(blocks))
-                        if self.checkpoint_dir else None)  # hashing the data costs a pass
+                        fingerprint=partial(self._fingerprint, data, program.seed, len(blocks)))
         with span(name) if client is not None else nullcontext():
             return engine.run(blocks, slots)
 
