@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, get_task_stream
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -172,3 +172,15 @@ def close_the_embedded_cluster():
     from dask_strads import close_embedded_client
 
     close_embedded_client()
+
+
+def fit_is_refused(est, client, fit_args, error, match):
+    """Assert that ``est.fit(*fit_args)`` raises ``error`` (matching ``match``) before any task
+    of a fit (``strads-...``: a block placed, a round run) reaches ``client``'s cluster; return
+    the tasks that did run there (checking a Dask input is cluster work, checking in-memory data
+    is not)."""
+    with get_task_stream(client=client) as stream:
+        with pytest.raises(error, match=match):
+            est.fit(*fit_args)
+    assert not [t for t in stream.data if str(t["key"]).startswith("strads-")]
+    return stream.data

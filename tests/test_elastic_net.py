@@ -6,7 +6,6 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from distributed import get_task_stream
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet as SkElasticNet
 from sklearn.utils.estimator_checks import check_param_validation
@@ -17,6 +16,7 @@ from dask_strads.partition import block_edges
 from dask_strads.programs.base import run_sequential
 from dask_strads.programs.elastic_net import ElasticNetProgram, block_columns
 from dask_strads.programs.lasso import make_raw_block
+from conftest import fit_is_refused
 from lasso_problems import ar1_design
 
 OBJECTIVE_RTOL = 1e-6
@@ -236,8 +236,5 @@ def test_bad_params_raise_before_cluster_work(client_factory, params, match):
     est = copy.deepcopy(fitted)
     est.client = client
     est.set_params(**params)
-    with get_task_stream(client=client) as stream:
-        with pytest.raises(ValueError, match=match):
-            est.fit(X, y)
-    assert stream.data == []
+    assert fit_is_refused(est, client, (X, y), ValueError, match) == []
     np.testing.assert_array_equal(est.coef_, fitted.coef_)

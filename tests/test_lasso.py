@@ -23,6 +23,7 @@ from sklearn.utils.estimator_checks import check_param_validation
 
 import dask_strads
 from dask_strads.engine import runtime as embedded
+from conftest import fit_is_refused
 from lasso_problems import ar1_design, objective
 
 OBJECTIVE_RTOL = 1e-6
@@ -450,10 +451,7 @@ def _refit_must_fail(est, client, X, y, error, match):
     """The fit raises before any task reaches the cluster, and the fitted state is unchanged."""
     coef, intercept, n_iter = est.coef_.copy(), est.intercept_, est.n_iter_
     n_features, history = est.n_features_in_, est.history_
-    with get_task_stream(client=client) as stream:
-        with pytest.raises(error, match=match):
-            est.fit(X, y)
-    assert stream.data == []
+    assert fit_is_refused(est, client, (X, y), error, match) == []
     np.testing.assert_array_equal(est.coef_, coef)
     assert est.intercept_ == intercept and est.n_iter_ == n_iter
     assert est.n_features_in_ == n_features and est.history_ is history
@@ -526,10 +524,6 @@ def test_bad_dask_input_raises(client_factory, small_problem, fitted_small, case
     est = copy.deepcopy(fitted_small)
     est.client = client
     coef, intercept = est.coef_.copy(), est.intercept_
-    with get_task_stream(client=client) as stream:
-        with pytest.raises((ValueError, TypeError), match=BAD_DASK[case][1]):
-            est.fit(X, y)
-    # checking a dask input is cluster work, but no block is placed and no round is run
-    assert not [t for t in stream.data if str(t["key"]).startswith("strads-")]
+    fit_is_refused(est, client, (X, y), (ValueError, TypeError), BAD_DASK[case][1])
     np.testing.assert_array_equal(est.coef_, coef)
     assert est.intercept_ == intercept

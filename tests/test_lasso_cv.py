@@ -5,13 +5,13 @@ import warnings
 
 import numpy as np
 import pytest
-from distributed import get_task_stream
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNetCV as SkElasticNetCV
 from sklearn.linear_model import LassoCV as SkLassoCV
 from sklearn.model_selection import KFold
 
 import dask_strads
+from conftest import fit_is_refused
 from test_elastic_net import sparse_problem
 
 TOL = 1e-12
@@ -90,10 +90,7 @@ def test_bad_params_raise_before_cluster_work_and_keep_the_fit(fitted_on_cluster
     est = copy.deepcopy(fitted)
     est.client = client
     est.set_params(**params)
-    with get_task_stream(client=client) as stream:
-        with pytest.raises(error, match=match):
-            est.fit(X, y)
-    assert stream.data == []
+    assert fit_is_refused(est, client, (X, y), error, match) == []
     np.testing.assert_array_equal(est.coef_, fitted.coef_)
     np.testing.assert_array_equal(est.mse_path_, fitted.mse_path_)
     assert est.alpha_ == fitted.alpha_

@@ -14,6 +14,7 @@ from sklearn.utils.estimator_checks import check_param_validation
 from dask_strads import MatrixFactorization
 from dask_strads.datasets import load_movielens, make_ratings, train_test_split_ratings
 from dask_strads.engine import runtime as embedded
+from conftest import fit_is_refused
 
 RANK, NOISE = 5, 0.3
 EMPTY_USER, EMPTY_ITEM = 7, 11
@@ -261,11 +262,7 @@ BAD_PARAMS = {
 def _refit_must_fail(est, client, X, error, match):
     """The fit raises before any round reaches the cluster, and the fitted state is unchanged."""
     before = copy.deepcopy(est)
-    with get_task_stream(client=client) as stream:
-        with pytest.raises(error, match=match):
-            est.fit(X)
-    # checking a dask input is cluster work, but no block is placed and no round is run
-    assert not [t for t in stream.data if str(t["key"]).startswith("strads-")]
+    fit_is_refused(est, client, (X,), error, match)
     assert_same_model(est, before)
     assert est.n_features_in_ == before.n_features_in_ and est.n_iter_ == before.n_iter_
 
