@@ -271,6 +271,28 @@ def test_place_blocks_names_the_error_of_a_lazy_block(client_factory):
         place_blocks(client, blocks)
 
 
+
+def test_a_wait_that_distributed_cancels_is_waited_again(client_factory):
+    """distributed's sync() can raise UnboundLocalError when the loop cancels the wait it was
+    timing (under heavy load): the executor checks the cluster and waits again, as after a
+    timeout."""
+    client = client_factory(2, processes=False)
+    executor = DistributedExecutor(client)
+    future = client.submit(sum, [1, 2, 3])
+
+    class CancelledOnce:
+        calls = 0
+
+        def result(self, timeout=None):
+            self.calls += 1
+            if self.calls == 1:
+                raise UnboundLocalError("cannot access local variable 'result'")
+            return future.result(timeout=timeout)
+
+    handle = CancelledOnce()
+    assert executor.result(handle, executor.workers) == 6 and handle.calls == 2
+
+
 # --------------------------------------------------------------------------- history
 
 

@@ -78,7 +78,9 @@ class DistributedExecutor:
         while True:
             try:
                 return handle.result(timeout=POLL_SECONDS)
-            except TimeoutError:
+            except (TimeoutError, UnboundLocalError):
+                # distributed's sync() raises UnboundLocalError when the loop cancels the wait
+                # it was timing (seen under heavy load): a timeout like any other
                 self.check(owners)
             except Exception as error:
                 self.check(owners, error)
