@@ -9,6 +9,7 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
+from ..engine.blocks import worker_info
 from ..engine.runtime import active_client, check_client
 
 
@@ -18,7 +19,7 @@ def reading_client(client):
 
 
 def n_workers(client):
-    return max(1, len(client.scheduler_info()["workers"]))
+    return max(1, len(worker_info(client)))
 
 
 def sparse_meta():
