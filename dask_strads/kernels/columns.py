@@ -33,10 +33,6 @@ def column_accumulate(X, j, a, v, seen, rows, n_rows):
     raise NotImplementedError
 
 
-def column_dot_self(X, j):
-    raise NotImplementedError
-
-
 def column_moments(X, j, v):
     raise NotImplementedError
 
@@ -147,25 +143,6 @@ def _column_accumulate(X, j, a, v, seen, rows, n_rows):
     return csc
 
 
-@overload(column_dot_self)
-def _column_dot_self(X, j):
-    if _is_dense(X):
-        def dense(X, j):
-            total = 0.0
-            for i in range(X.shape[0]):
-                total += X[i, j] * X[i, j]
-            return total
-        return dense
-
-    def csc(X, j):
-        indptr, indices, data = X
-        total = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            total += data[p] * data[p]
-        return total
-    return csc
-
-
 @overload(column_moments)
 def _column_moments(X, j, v):
     """``(sum, squared norm, dot with v, rows strictly increasing)`` of column j, in one pass:
@@ -195,14 +172,6 @@ def _column_moments(X, j, v):
             previous = indices[p]
         return total, norm2, product, increasing
     return csc
-
-
-@njit(cache=True, nogil=True)
-def column_sq_norms(X):
-    out = np.empty(n_columns(X))
-    for j in range(n_columns(X)):
-        out[j] = column_dot_self(X, j)
-    return out
 
 
 @njit(cache=True, nogil=True, fastmath=True)

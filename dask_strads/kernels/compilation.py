@@ -45,7 +45,7 @@ def _any(signature):
     return True
 
 
-_LASSO = (("columns", "column_sq_norms"), ("columns", "add_columns"), ("lasso", "_full_pass"),
+_LASSO = (("columns", "column_stats"), ("columns", "add_columns"), ("lasso", "_full_pass"),
           ("lasso", "_sub_rounds"))
 KERNEL_SETS["lasso"] = tuple((module, name, _dense) for module, name in _LASSO)
 KERNEL_SETS["lasso_sparse"] = tuple((module, name, _sparse) for module, name in _LASSO)

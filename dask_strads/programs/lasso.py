@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.columns import add_columns, column_sq_norms
+from ..kernels.columns import add_columns
 from ..kernels.lasso import CYCLIC, PRIORITY, RANDOM, full_pass, sub_rounds
 from .base import Program, round_seed
+from .elastic_net import block_columns
 
 SCHEDULES = {"priority": PRIORITY, "cyclic": CYCLIC, "random": RANDOM}
 #: Fewest sub-rounds in a round: a round costs tens of milliseconds of Dask latency, so even a
@@ -104,27 +105,14 @@ def make_raw_block(X, y_centred, coef_init, col_means, centre_dense):
             "centre_dense": centre_dense}
 
 
-def prepare_columns(raw, n_samples):
-    """A raw block's columns as the kernels want them: ``(X, column sums, column means, squared
-    norms of the centred columns, x~_j . y)``; dense blocks are centred here when asked."""
-    X, y, means = raw["X"], raw["y"], np.asarray(raw["means"], dtype=np.float64)
+def prepare_columns(raw):
+    """A raw block's columns as the kernels want them (:func:`.elastic_net.block_columns`);
+    dense blocks are centred here when asked."""
+    X, means = raw["X"], np.asarray(raw["means"], dtype=np.float64)
     if raw["centre_dense"] and isinstance(X, np.ndarray):
         X = X - means
         means = np.zeros_like(means)
-    X = _as_kernel_matrix(X)
-    col_sums = _column_sums(X, len(means))
-    col_norm2 = np.maximum(column_sq_norms(X) - n_samples * means**2, 0.0)
-    X_dot_y = np.empty(len(means))
-    full_pass(X, np.zeros(len(means)), y, 0.0, col_sums, means, col_norm2, 0.0, False, X_dot_y)
-    return X, col_sums, means, col_norm2, X_dot_y
-
-
-def _as_kernel_matrix(X):
-    if isinstance(X, np.ndarray):
-        return np.asfortranarray(X, dtype=np.float64)
-    X = X.tocsc()
-    X.sum_duplicates()
-    return (X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64))
+    return block_columns(X, raw["y"], means)
 
 
 class LassoProgram(Program):
@@ -159,9 +147,9 @@ class LassoProgram(Program):
 
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        X, col_sums, means, col_norm2, X_dot_y = prepare_columns(raw, self.n_samples)
-        return LassoData(X, col_sums, means, col_norm2, X_dot_y, raw["coef"],
-                         _cyclic_order(len(means), self.seed))
+        columns = prepare_columns(raw)
+        return LassoData(columns.X, columns.col_sums, columns.col_means, columns.col_norm2,
+                         columns.X_dot_y, raw["coef"], _cyclic_order(columns.width, self.seed))
 
     def __getstate__(self):
         # y is needed on the client only, for the first residual: keep it out of every task
@@ -326,11 +314,3 @@ def _half_norm2(r, offset):
 
 def _cyclic_order(width, seed):
     return np.random.default_rng(seed).permutation(width)
-
-
-def _column_sums(X, width):
-    if isinstance(X, np.ndarray):
-        return X.sum(axis=0)
-    indptr, _, data = X
-    columns = np.repeat(np.arange(width), np.diff(indptr))
-    return np.bincount(columns, weights=data, minlength=width)
