@@ -154,13 +154,14 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""
         self._check_params()
         given = X
+        # the working set centres implicitly, each block by its own column means on its worker:
+        # no copy of a dense X, no means on the client
+        centre_dense = self.fit_intercept and self.schedule != WORKING_SET
         if is_dask_array(X):
             X, means, y, executor = check_dask_design(X, y, self._fit_executor, self._client)
         else:
             X, y = check_in_memory_design(X, y, self)
-            # the working set's blocks centre by their own column means, on their workers
-            means = (column_means(X) if self.fit_intercept and self.schedule != WORKING_SET
-                     else None)
+            means = column_means(X) if centre_dense else None
             executor = self._fit_executor(X.nnz if sp.issparse(X) else X.size)
         n_features = X.shape[1]
         if not self.fit_intercept:
@@ -170,8 +171,6 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         coef_init = self._initial_coef(n_features)
 
         edges = block_edges(n_features, self.n_blocks or len(executor.workers))
-        # the working set centres implicitly: no copy of a dense X
-        centre_dense = self.fit_intercept and self.schedule != WORKING_SET
 
         def make_block(columns, lo, hi):
             return make_raw_block(columns, y_centred, coef_init[lo:hi],
