@@ -99,8 +99,7 @@ def fit_path(X, y, alphas, l1_ratio, *, fit_intercept, tol, max_iter, positive, 
             coefs[positions, stage] = values
             dual_gaps[stage] = record["gap"]
     if fit_intercept:
-        means = column_means(X)
-        intercepts = float(np.mean(y)) - np.array([dot(means, c) for c in coefs.T])
+        intercepts = float(np.mean(y)) - column_means(X) @ coefs
     else:
         intercepts = np.zeros(len(alphas))
     y_centred = y - np.mean(y) if fit_intercept else y
