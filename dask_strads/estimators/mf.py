@@ -22,13 +22,12 @@ from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .inputs import (blocks_along, check_dask_matrix, check_positive_int, is_dask_array,
                      ratings_of_triplets, stored_values, to_scipy_if_pydata)
 from .mf_pairs import check_pairs, ids_of, known_positions, pairs_of, positions
+from .ranking import pattern, similar_ids, top_items, triplet_rows
 
 #: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
 #: coordinate moves more than FOLD_IN_TOL, or FOLD_IN_SWEEPS sweeps.
 FOLD_IN_SWEEPS = 200
 FOLD_IN_TOL = 1e-10
-#: Rows of scores built at a time by ``recommend`` (rows x n_items floats).
-RECOMMEND_ROWS = 1024
 #: Ratings of larger absolute value are refused: their squares (in the objective) overflow.
 MAX_RATING = 1e150
 
@@ -222,7 +221,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         if is_dask_array(checked):
             seen = _seen_pattern(executor, checked)
         else:
-            seen = _pattern(*observed(checked, axis=0)[:2], n_items)
+            seen = pattern(*observed(checked, axis=0)[:2], n_items)
 
         self._reset_features(X)
         self.user_factors_ = _contiguous(rows[:n_users, :k])
@@ -296,57 +295,38 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         check_positive_int(n, "n")
         factors = self._factors()
         if is_triplet_frame(users):
-            ratings = self._fold_in_triplets(users)
-            user_factors, user_bias, seen = (*self._program.split(ratings.rows, USERS),
-                                             ratings.seen)
+            user_rows, seen = self._fold_in_triplets(users)
         else:
             rows = known_positions(self.user_ids_, users, "user")
-            user_factors, user_bias = factors.user_factors[rows], factors.user_bias[rows]
+            user_rows = self._program.rows(factors.user_factors[rows], factors.user_bias[rows],
+                                           USERS)
             seen = self._seen[rows]
-        n_items = self.components_.shape[1]
-        top = np.full((len(user_factors), n), -1, dtype=np.int64)
-        for lo in range(0, len(user_factors), RECOMMEND_ROWS):
-            chunk = slice(lo, lo + RECOMMEND_ROWS)
-            scores = (user_factors[chunk] @ factors.components + factors.item_bias
-                      + user_bias[chunk, None])
-            if exclude_seen:
-                rated = seen[chunk].tocoo()
-                scores[rated.row, rated.col] = -np.inf
-            top[chunk, :min(n, n_items)] = _best(scores, n)
-        return ids_of(self.item_ids_, top)
+        # a user row . an item row is the predicted rating, biases included
+        item_rows = self._program.rows(factors.components.T, factors.item_bias, ITEMS)
+        return ids_of(self.item_ids_, top_items(user_rows, item_rows, seen, n, exclude_seen))
 
     def similar_items(self, items, n=10):
         """The ``n`` items whose factors have the highest cosine similarity with those of each
         of ``items`` (item ids), most similar first, the item itself left out: an array
         (len(items), n) of item ids (-1 or None where fewer are left, as in ``recommend``)."""
         check_is_fitted(self)
-        check_positive_int(n, "n")
-        at = known_positions(self.item_ids_, items, "item")
-        return ids_of(self.item_ids_, _most_similar(self._factors().components.T, at, n))
+        return similar_ids(self.item_ids_, self._factors().components.T, items, n, "item")
 
     def similar_users(self, users, n=10):
         """As ``similar_items``, for users: user ids in, user ids out."""
         check_is_fitted(self)
-        check_positive_int(n, "n")
-        at = known_positions(self.user_ids_, users, "user")
-        return ids_of(self.user_ids_, _most_similar(self._factors().user_factors, at, n))
+        return similar_ids(self.user_ids_, self._factors().user_factors, users, n, "user")
 
     def _fold_in_triplets(self, triplets):
         """The folded-in rows of the users of a table of triplets, and the items they rated
         (a boolean CSR matrix over the fitted items); ratings of unknown items are refused."""
-        users = triplets["user"].to_numpy()
-        items = known_positions(self.item_ids_, triplets["item"].to_numpy(), "item")
-        ratings = RatingsMatrix.from_triplets(users, self.item_ids_[items],
-                                              triplets["rating"].to_numpy())
-        matrix = sp.csr_matrix((ratings.matrix.data, self.item_ids_.searchsorted(
-            ratings.item_ids)[ratings.matrix.indices], ratings.matrix.indptr),
-            shape=(len(ratings.user_ids), len(self.item_ids_)))
+        _, matrix = triplet_rows(triplets, self.item_ids_)
         announce_compiling("mf", emit=logger.info)
         factors = self._factors()
         item_rows = self._program.rows(factors.components.T, factors.item_bias, ITEMS)
         rows = self._program.fold_in(*observed(matrix, axis=0), item_rows, FOLD_IN_SWEEPS,
                                      FOLD_IN_TOL)
-        return FoldedIn(rows, _pattern(matrix.indptr, matrix.indices, matrix.shape[1]))
+        return FoldedIn(rows, pattern(matrix.indptr, matrix.indices, matrix.shape[1]))
 
     def score(self, X, y=None):
         """For a model fitted on pairs: R² of the predictions of the ratings ``y`` of the
@@ -437,30 +417,6 @@ def _squared_errors(X, factors, block_info=None):
     return np.array([[[float(np.dot(errors, errors)), float(len(values))]]])
 
 
-def _best(scores, n):
-    """Columns of the ``n`` highest scores of each row, best first; -1 for -inf ones."""
-    kept = min(n, scores.shape[1])
-    best = np.argpartition(-scores, kept - 1, axis=1)[:, :kept]
-    order = np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1, kind="stable")
-    best = np.take_along_axis(best, order, axis=1)
-    best[np.take_along_axis(scores, best, axis=1) == -np.inf] = -1
-    return best
-
-
-def _most_similar(vectors, at, n):
-    """Rows of ``vectors`` of highest cosine similarity with each row ``at``, itself left out
-    (n columns, -1 beyond the rows there are)."""
-    norms = np.linalg.norm(vectors, axis=1)
-    unit = vectors / np.where(norms > 0, norms, 1.0)[:, None]
-    top = np.full((len(at), n), -1, dtype=np.int64)
-    for lo in range(0, len(at), RECOMMEND_ROWS):
-        chunk = at[lo:lo + RECOMMEND_ROWS]
-        scores = unit[chunk] @ unit.T
-        scores[np.arange(len(chunk)), chunk] = -np.inf
-        top[lo:lo + len(chunk), :min(n, len(vectors))] = _best(scores, n)
-    return top
-
-
 def _check_indices(values, size, name):
     values = np.asarray(values)
     if values.ndim != 1 or not (np.issubdtype(values.dtype, np.integer) or values.size == 0):
@@ -491,12 +447,6 @@ def _block_maker(side):
     return make_block
 
 
-def _pattern(indptr, indices, n_items):
-    """The stored entries of a CSR matrix as a boolean CSR matrix."""
-    return sp.csr_matrix((np.ones(len(indices), dtype=bool), indices, indptr),
-                         shape=(len(indptr) - 1, n_items))
-
-
 def _seen_pattern(executor, X):
     """The stored entries of a dask X as a boolean CSR matrix, computed chunk row by chunk
     row."""
@@ -507,7 +457,7 @@ def _seen_pattern(executor, X):
 
 def _chunk_pattern(chunk):
     chunk = to_scipy_if_pydata(chunk)
-    return _pattern(*observed(chunk, axis=0)[:2], chunk.shape[1])
+    return pattern(*observed(chunk, axis=0)[:2], chunk.shape[1])
 
 
 def _contiguous(array):

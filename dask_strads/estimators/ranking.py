@@ -1,0 +1,77 @@
+"""What the factorization estimators share to answer by ids: top items per user, the most similar
+rows by cosine similarity, and the rows of a table of triplets over the fitted items."""
+import numpy as np
+import scipy.sparse as sp
+
+from ..ratings import RatingsMatrix
+from .inputs import check_positive_int
+from .mf_pairs import ids_of, known_positions
+
+#: Rows of scores built at a time (rows x n_items floats).
+RANKING_ROWS = 1024
+
+
+def best(scores, n):
+    """Columns of the ``n`` highest scores of each row, best first; -1 for -inf ones."""
+    kept = min(n, scores.shape[1])
+    top = np.argpartition(-scores, kept - 1, axis=1)[:, :kept]
+    order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
+    top = np.take_along_axis(top, order, axis=1)
+    top[np.take_along_axis(scores, top, axis=1) == -np.inf] = -1
+    return top
+
+
+def top_items(user_rows, item_rows, seen, n, exclude_seen):
+    """Positions of the ``n`` items of highest score ``user_rows @ item_rows.T`` per user, best
+    first, leaving out the items of ``seen`` (a boolean CSR matrix, users x items) when
+    ``exclude_seen``; -1 where fewer are left."""
+    top = np.full((len(user_rows), n), -1, dtype=np.int64)
+    for lo in range(0, len(user_rows), RANKING_ROWS):
+        chunk = slice(lo, lo + RANKING_ROWS)
+        scores = user_rows[chunk] @ item_rows.T
+        if exclude_seen:
+            rated = seen[chunk].tocoo()
+            scores[rated.row, rated.col] = -np.inf
+        top[chunk, :min(n, len(item_rows))] = best(scores, n)
+    return top
+
+
+def most_similar(vectors, at, n):
+    """Rows of ``vectors`` of highest cosine similarity with each row ``at``, itself left out
+    (n columns, -1 beyond the rows there are)."""
+    norms = np.linalg.norm(vectors, axis=1)
+    unit = vectors / np.where(norms > 0, norms, 1.0)[:, None]
+    top = np.full((len(at), n), -1, dtype=np.int64)
+    for lo in range(0, len(at), RANKING_ROWS):
+        chunk = at[lo:lo + RANKING_ROWS]
+        scores = unit[chunk] @ unit.T
+        scores[np.arange(len(chunk)), chunk] = -np.inf
+        top[lo:lo + len(chunk), :min(n, len(vectors))] = best(scores, n)
+    return top
+
+
+def similar_ids(known_ids, vectors, ids, n, kind):
+    """The ``n`` ids (of ``known_ids``, whose rows are ``vectors``) most similar to each of
+    ``ids``, most similar first, the id itself left out; -1 (None for ids that are not numbers)
+    where fewer are left."""
+    check_positive_int(n, "n")
+    return ids_of(known_ids, most_similar(vectors, known_positions(known_ids, ids, kind), n))
+
+
+def pattern(indptr, indices, n_columns):
+    """The stored entries of a CSR layout as a boolean CSR matrix."""
+    return sp.csr_matrix((np.ones(len(indices), dtype=bool), indices, indptr),
+                         shape=(len(indptr) - 1, n_columns))
+
+
+def triplet_rows(triplets, item_ids):
+    """``(user_ids, matrix)``: the users of a table of ``user``, ``item``, ``rating`` triplets
+    (sorted) and their ratings as a CSR matrix over the fitted items ``item_ids``; ratings of
+    unknown items are refused."""
+    items = known_positions(item_ids, triplets["item"].to_numpy(), "item")
+    ratings = RatingsMatrix.from_triplets(triplets["user"].to_numpy(), item_ids[items],
+                                          triplets["rating"].to_numpy())
+    matrix = sp.csr_matrix((ratings.matrix.data, item_ids.searchsorted(
+        ratings.item_ids)[ratings.matrix.indices], ratings.matrix.indptr),
+        shape=(len(ratings.user_ids), len(item_ids)))
+    return ratings.user_ids, matrix
