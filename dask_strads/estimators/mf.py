@@ -2,7 +2,6 @@
 from numbers import Integral, Real
 from typing import NamedTuple
 
-import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +21,7 @@ from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .inputs import (blocks_along, check_dask_matrix, check_positive_int, is_dask_array,
                      ratings_of_triplets, stored_values, to_scipy_if_pydata)
 from .mf_pairs import check_pairs, ids_of, known_positions, pairs_of, positions
-from .ranking import pattern, similar_ids, top_items, triplet_rows
+from .ranking import pattern, seen_pattern, similar_ids, top_items, triplet_rows
 
 #: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
 #: coordinate moves more than FOLD_IN_TOL, or FOLD_IN_SWEEPS sweeps.
@@ -218,10 +217,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
                 "the fit diverged: its factors are not finite (ratings too large for the "
                 "penalties? rescale them or raise alpha_W, alpha_H and alpha_bias)")
         k = self.n_components
-        if is_dask_array(checked):
-            seen = _seen_pattern(executor, checked)
-        else:
-            seen = pattern(*observed(checked, axis=0)[:2], n_items)
+        seen = seen_pattern(checked, _stored_entries, executor)
 
         self._reset_features(X)
         self.user_factors_ = _contiguous(rows[:n_users, :k])
@@ -447,17 +443,8 @@ def _block_maker(side):
     return make_block
 
 
-def _seen_pattern(executor, X):
-    """The stored entries of a dask X as a boolean CSR matrix, computed chunk row by chunk
-    row."""
-    rows = X.rechunk({1: -1}).to_delayed(optimize_graph=False).ravel()
-    return sp.vstack(executor.compute(*[dask.delayed(_chunk_pattern)(r) for r in rows]),
-                     format="csr")
-
-
-def _chunk_pattern(chunk):
-    chunk = to_scipy_if_pydata(chunk)
-    return pattern(*observed(chunk, axis=0)[:2], chunk.shape[1])
+def _stored_entries(chunk):
+    return observed(chunk, axis=0)[:2]
 
 
 def _contiguous(array):

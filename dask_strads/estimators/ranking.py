@@ -1,10 +1,11 @@
 """What the factorization estimators share to answer by ids: top items per user, the most similar
 rows by cosine similarity, and the rows of a table of triplets over the fitted items."""
+import dask
 import numpy as np
 import scipy.sparse as sp
 
 from ..ratings import RatingsMatrix
-from .inputs import check_positive_int
+from .inputs import check_positive_int, is_dask_array, to_scipy_if_pydata
 from .mf_pairs import ids_of, known_positions
 
 #: Rows of scores built at a time (rows x n_items floats).
@@ -75,3 +76,19 @@ def triplet_rows(triplets, item_ids):
         ratings.item_ids)[ratings.matrix.indices], ratings.matrix.indptr),
         shape=(len(ratings.user_ids), len(item_ids)))
     return ratings.user_ids, matrix
+
+
+def seen_pattern(X, entries, executor):
+    """The entries of X that ``entries(chunk)`` picks (``(indptr, indices)`` of a CSR layout of
+    a chunk in scipy or numpy form) as a boolean CSR matrix; for a dask X, computed chunk row by
+    chunk row on ``executor``."""
+    if not is_dask_array(X):
+        return pattern(*entries(X), X.shape[1])
+    rows = X.rechunk({1: -1}).to_delayed(optimize_graph=False).ravel()
+    return sp.vstack(executor.compute(*[dask.delayed(_chunk_pattern)(r, entries) for r in rows]),
+                     format="csr")
+
+
+def _chunk_pattern(chunk, entries):
+    chunk = to_scipy_if_pydata(chunk)
+    return pattern(*entries(chunk), chunk.shape[1])
