@@ -10,7 +10,7 @@ from dask_strads.engine import (
     embedded_client, executor_for,
 )
 from dask_strads.engine import runtime
-from dask_strads.engine.blocks import PinnedBlock, place_blocks
+from dask_strads.engine.blocks import PinnedBlock, PlacedBlocks, place_blocks
 from dask_strads.programs import BlockJacobi, jacobi_blocks, run_sequential
 
 N, N_BLOCKS = 40, 4
@@ -248,6 +248,27 @@ def test_a_round_is_one_graph_with_readable_keys(client_factory, system):
         keys = sorted("-".join(k.split("-")[:-1]) for tasks in graph.values() for k in tasks)
         assert keys == sorted([f"strads-jacobi-push-{b}-{t}" for b in range(N_BLOCKS)]
                               + [f"strads-jacobi-pull-{t}", f"strads-jacobi-report-{t}"])
+
+
+def test_runs_from_blocks_placed_once(client_factory, system):
+    """Two runs (the second with another program) from one placement: results as from fresh
+    placements, and the data sent once, under the first placement's keys only."""
+    A, b, program, raw = system
+    client = client_factory(2, processes=True)
+    sent = []
+    engine = Engine(program, client=client, max_rounds=ROUNDS)
+    place = engine.executor.place
+    engine.executor.place = lambda *args: sent.append(args) or place(*args)
+    placed = PlacedBlocks.on(engine.executor, raw, prefix="strads-jacobi-data")
+    first = engine.run(placed)
+    lagged = Engine(LaggedJacobi(program.row_starts), max_rounds=6,
+                    executor=engine.executor).run(placed)
+    assert len(sent) == 1 and len(placed) == N_BLOCKS
+    assert_same_run(client, first, run_sequential(program, raw, ROUNDS))
+    assert_same_run(client, lagged, run_sequential(LaggedJacobi(program.row_starts), raw, 6))
+    assert first.param_workers == lagged.param_workers == placed.owners
+    data_keys = {key for key in client.who_has() if key.startswith("strads-jacobi-data-")}
+    assert data_keys == {handle.key for handle in placed.handles}
 
 
 def test_place_blocks_persists_lazy_blocks(client_factory):

@@ -26,6 +26,27 @@ class PinnedBlock:
     worker: str
 
 
+@dataclass(frozen=True)
+class PlacedBlocks:
+    """Blocks already on the workers: runs of one program or of several
+    (``Engine(...).run(placed)``) start from them without sending the data again. A run that
+    loses a worker places ``blocks`` (what was placed) anew for itself."""
+
+    handles: list
+    owners: list
+    blocks: list
+    slots: list = None
+
+    @classmethod
+    def on(cls, executor, blocks, slots=None, prefix="strads-data"):
+        """Place ``blocks`` with ``executor`` (an engine's: ``engine.executor``)."""
+        handles, owners = executor.place(blocks, slots, prefix)
+        return cls(handles, owners, list(blocks), slots)
+
+    def __len__(self):
+        return len(self.handles)
+
+
 def worker_info(client):
     """``{address: info}`` of the cluster's workers, asked of the scheduler itself:
     ``client.scheduler_info()`` returns the client's cached copy, which its periodic refresh may

@@ -14,6 +14,7 @@ from ..log import logger
 from ..programs.base import carried_id, check_carried_assignment, check_reads, reads
 from . import disk, tasks
 from .history import History
+from .blocks import PlacedBlocks
 from .executors import ClusterError, WorkerLost
 from .progress import watchers
 from .recovery import KEPT, add_checkpoint, checkpoint_items, usable
@@ -148,7 +149,8 @@ class Engine:
 
     # -- the steps of a run ---------------------------------------------------------------------
     def run(self, blocks, slots=None):
-        """Fit from data blocks (in memory or dask collections); ``slots`` optionally puts
+        """Fit from data blocks (in memory or dask collections, or
+        :class:`~.blocks.PlacedBlocks` that several runs share); ``slots`` optionally puts
         blocks of equal slot on one worker."""
         if self.program.kernels:
             announce_compiling(self.program.kernels, emit=logger.info)
@@ -192,13 +194,16 @@ class Engine:
         """Place the blocks, build their cells and the carried blocks, and pull once; or, with
         ``restore`` (a checkpoint and the handles of its copies), put them back as they were
         after its round."""
-        if not isinstance(blocks, (list, tuple)):
+        if not isinstance(blocks, (list, tuple, PlacedBlocks)):
             raise TypeError(f"blocks must be a list of data blocks, got {type(blocks).__name__}")
         if not blocks:
             raise ValueError("blocks must be a non-empty list")
         program, executor = self.program, self.executor
         start = perf_counter()
-        raw, owners = executor.place(blocks, slots, f"strads-{program.name}-data")
+        if isinstance(blocks, PlacedBlocks):
+            raw, owners = blocks.handles, blocks.owners
+        else:
+            raw, owners = executor.place(blocks, slots, f"strads-{program.name}-data")
         run = _Run(program.name, owners, start)
         run.id = uuid.uuid4().hex[:8]
         run.program = executor.share(program, run.key("program", run.id))
@@ -271,6 +276,8 @@ class Engine:
         resumed = restore[0].round if restore else -1
         logger.warning("%s; going on from round %d on the %d workers left", error, resumed + 1,
                        len(alive))
+        if isinstance(blocks, PlacedBlocks):  # some of them were on the worker lost
+            blocks, slots = blocks.blocks, blocks.slots
         new = self.start(blocks, slots, restore)
         new.start, new.history, new.losses = run.start, run.history, run.losses
         new.history.truncate(resumed)
