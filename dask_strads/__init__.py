@@ -4,9 +4,9 @@ from .programs import Program, run_sequential
 
 __version__ = "0.1.0"
 
-__all__ = ["ElasticNet", "ElasticNetCV", "Engine", "Lasso", "LassoCV",
-           "LatentDirichletAllocation", "LogisticRegression", "MatrixFactorization", "Program",
-           "RatingsMatrix", "close_embedded_client", "embedded_client", "enet_path",
+__all__ = ["ElasticNet", "ElasticNetCV", "Engine", "ImplicitMatrixFactorization", "Lasso",
+           "LassoCV", "LatentDirichletAllocation", "LogisticRegression", "MatrixFactorization",
+           "Program", "RatingsMatrix", "close_embedded_client", "embedded_client", "enet_path",
            "lasso_path", "load", "run_sequential", "save"]
 
 
@@ -17,6 +17,10 @@ def __getattr__(name):
         from . import estimators
 
         return getattr(estimators, name)
+    if name == "ImplicitMatrixFactorization":
+        from .estimators.implicit_mf import ImplicitMatrixFactorization
+
+        return ImplicitMatrixFactorization
     if name == "LogisticRegression":
         from .estimators.logistic import LogisticRegression
 

@@ -1,0 +1,321 @@
+"""``dask_strads.ImplicitMatrixFactorization``: implicit-feedback factorization by model-parallel
+alternating least squares."""
+from numbers import Integral, Real
+
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from ..io.triplets import is_triplet_frame
+from ..kernels.compilation import announce_compiling
+from ..log import logger
+from ..partition import block_edges
+from ..programs.implicit_mf import ImplicitMFProgram, positive_entries
+from ..programs.mf import ITEMS, USERS, observed
+from ..ratings import RatingsMatrix
+from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
+from .inputs import (blocks_along, check_dask_matrix, check_positive_int, is_dask_array,
+                     ratings_of_triplets, stored_values, to_scipy_if_pydata)
+from .mf import _block_maker, _contiguous
+from .mf_pairs import ids_of, known_positions, pairs_of
+from .ranking import seen_pattern, similar_ids, top_items, triplet_rows
+
+#: The k of ``score``: precision at 10.
+SCORE_K = 10
+
+
+class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
+                                  TransformerMixin, BaseEstimator):
+    """Implicit-feedback matrix factorization (Hu, Koren & Volinsky 2008): clicks, plays or
+    purchases ``X`` (users x items, non-negative) as preferences weighted by confidence.
+
+    Every user-item pair counts: the preference is ``p_ui = 1`` where ``x_ui > 0`` and 0
+    elsewhere, the confidence ``c_ui = 1 + alpha x_ui``, and the fit minimises
+    ``sum_{u,i} c_ui (p_ui - w_u . h_i)^2 + regularization (||W||^2 + ||H||^2)`` by alternating
+    least squares: all item rows from the user factors, then all user rows from the item factors,
+    each row's problem solved with the other side's Gramian (k x k) and the rows of its own
+    interactions only, so the dense matrix is never formed (see
+    :mod:`dask_strads.programs.implicit_mf`). Users and items are split into one block each per
+    worker, as by :class:`dask_strads.MatrixFactorization`.
+
+    Parameters
+    ----------
+    n_components : int
+        Rank k of the factors.
+    alpha : float
+        Confidence scale: an interaction of strength x weighs ``1 + alpha x``.
+    regularization : float
+        L2 penalty of both factors (not scaled by the number of interactions).
+    max_iter : int
+        Iterations, each solving every item row and then every user row.
+    tol : float
+        Stop when an iteration lowers the objective by at most this fraction of it (0: run
+        ``max_iter`` iterations).
+    cg_steps : int
+        Conjugate-gradient steps per row and round, from the row's previous value; 0 solves each
+        row's system exactly.
+    random_state : int, RandomState or None
+        Seeds the initial user factors.
+    keep_on_cluster, checkpoint_interval, checkpoint_dir, progress, callback
+        As in :class:`dask_strads.MatrixFactorization`.
+
+    Attributes
+    ----------
+    user_factors_ : ndarray (n_users, k)
+    components_ : ndarray (k, n_items)
+        The item factors.
+    user_ids_, item_ids_ : ndarray (n_users,), (n_items,)
+        The ids of the rows and columns: those of the triplets or pairs of the fit (sorted),
+        else ``0..n-1``.
+    n_iter_ : int
+    history_ : dask_strads.engine.History
+        Per iteration: objective, ``rmse`` (the square root of the weighted loss per user-item
+        pair), relative decrease and time.
+
+    The client is not a parameter: set ``est.client = client``.
+    """
+
+    _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
+        "n_components": [NumberInterval(Integral, 1, None, closed="left")],
+        "alpha": [NumberInterval(Real, 0, None, closed="left")],
+        "regularization": [NumberInterval(Real, 0, None, closed="neither")],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
+        "cg_steps": [NumberInterval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(self, n_components=10, *, alpha=40.0, regularization=0.1, max_iter=15, tol=1e-4,
+                 cg_steps=3, random_state=None, keep_on_cluster=False, checkpoint_interval=10,
+                 checkpoint_dir=None, progress=False, callback=None):
+        self.n_components = n_components
+        self.alpha = alpha
+        self.regularization = regularization
+        self.max_iter = max_iter
+        self.tol = tol
+        self.cg_steps = cg_steps
+        self.random_state = random_state
+        self.keep_on_cluster = keep_on_cluster
+        self.checkpoint_interval = checkpoint_interval
+        self.checkpoint_dir = checkpoint_dir
+        self.progress = progress
+        self.callback = callback
+
+    # -- input --------------------------------------------------------------------------------
+    def _check_interactions(self, X):
+        """X checked without touching the estimator, its interactions counted per user and per
+        item, and the executor a dask X was checked on (else None)."""
+        executor = None
+        if is_dask_array(X):
+            X = check_dask_matrix(X, self)
+            stats = X.map_blocks(_value_stats, chunks=(1, 1, 2), new_axis=2, dtype=float)
+            per_user = X.map_blocks(_interaction_counts, 0,
+                                    chunks=(X.chunks[0], (1,) * X.numblocks[1]), dtype=np.int64)
+            per_item = X.map_blocks(_interaction_counts, 1,
+                                    chunks=((1,) * X.numblocks[0], X.chunks[1]), dtype=np.int64)
+            executor = self._fit_executor(X.size)
+            (finite, lowest), per_user, per_item = executor.compute(
+                da.stack([stats[..., 0].min(), stats[..., 1].min()]), per_user.sum(axis=1),
+                per_item.sum(axis=0))
+            if not finite:
+                raise ValueError("Input X contains NaN or infinity.")
+            if lowest < 0:
+                raise ValueError(f"Negative values in data passed to {type(self).__name__}: "
+                                 "interactions are counts or strengths >= 0")
+        else:
+            X = check_array(to_scipy_if_pydata(X), accept_sparse=["csr", "csc"],
+                            dtype=np.float64, estimator=self)
+            if sp.issparse(X) and not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()
+            if _value_stats(X)[0, 0, 1] < 0:
+                raise ValueError(f"Negative values in data passed to {type(self).__name__}: "
+                                 "interactions are counts or strengths >= 0")
+            per_user, per_item = (_interaction_counts(X, 0).ravel(),
+                                  _interaction_counts(X, 1).ravel())
+        if per_user.sum() == 0:
+            raise ValueError("X has no positive entry: there is no interaction to fit")
+        return X, per_user, per_item, executor
+
+    # -- fitting ------------------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Fit the factors to the interactions X (users x items; numpy, scipy.sparse, Dask), or
+        to a pandas or Dask DataFrame of ``user``, ``item``, ``rating`` triplets (any sortable
+        ids, kept in ``user_ids_`` / ``item_ids_``), or to (user, item) pairs X with their
+        strengths ``y`` (as :meth:`dask_strads.MatrixFactorization.fit` tells them apart).
+        Bad input is refused before any work, and leaves a fitted estimator as it was."""
+        self._check_params()
+        pairs = pairs_of(X, y)
+        ratings = (RatingsMatrix.from_triplets(*pairs, y) if pairs is not None
+                   else ratings_of_triplets(X, self._client))
+        X = ratings.matrix if ratings is not None else X
+        checked, per_user, per_item, executor = self._check_interactions(X)
+        executor = executor or self._fit_executor(int(per_user.sum()))
+        n_workers = len(executor.workers)
+        n_users, n_items = checked.shape
+        user_edges = block_edges(n_users, n_workers, per_user)
+        item_edges = block_edges(n_items, n_workers, per_item)
+        program = ImplicitMFProgram(self.n_components, user_edges, item_edges, self.alpha,
+                                    self.regularization, cg_steps=self.cg_steps, tol=self.tol,
+                                    seed=self._seed())
+        raw = (blocks_along(checked, user_edges, _block_maker(USERS), axis=0)
+               + blocks_along(checked, item_edges, _block_maker(ITEMS), axis=1))
+        slots = list(range(len(user_edges) - 1)) + list(range(len(item_edges) - 1))
+        result = self._run_engine(program, raw, executor, 2 * self.max_iter, (checked,),
+                                  slots=slots)
+        rows = self._parameters(result)  # users, then items
+        finite = (executor.compute(da.isfinite(rows).all())[0] if is_dask_array(rows)
+                  else np.isfinite(rows).all())
+        if not finite:
+            raise ValueError("the fit diverged: its factors are not finite (interactions too "
+                             "large for alpha? rescale them)")
+        seen = seen_pattern(checked, _interactions, executor)
+
+        self._reset_features(X)
+        self.user_factors_ = _contiguous(rows[:n_users])
+        self.components_ = _contiguous(rows[n_users:].T)
+        self.user_ids_ = ratings.user_ids if ratings is not None else np.arange(n_users)
+        self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(n_items)
+        self.history_ = _per_iteration(result.history)
+        self.n_iter_ = len(self.history_)
+        self._program = program
+        self._seen = seen
+        self._executor = executor
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, and return the user factors."""
+        return self.fit(X, y).user_factors_
+
+    # -- using the model ----------------------------------------------------------------------
+    def transform(self, X):
+        """User factors of the rows of X (interactions with the fitted items), each solved
+        exactly with the item factors fixed (fold-in); lazy for a dask array."""
+        check_is_fitted(self)
+        announce_compiling("implicit_mf", emit=logger.info)
+        items = np.ascontiguousarray(self._in_memory(self.components_).T)
+        if is_dask_array(X):
+            X = check_dask_matrix(X, self, self.n_features_in_)
+            return X.rechunk({1: -1}).map_blocks(
+                _fold_in, self._program, items, dtype=np.float64,
+                chunks=(X.chunks[0], (items.shape[1],)))
+        X = validate_data(self, to_scipy_if_pydata(X), reset=False,
+                          accept_sparse=["csr", "csc"], dtype=np.float64)
+        return _fold_in(X, self._program, items)
+
+    def recommend(self, users, n=10, exclude_seen=True):
+        """The ``n`` items of highest score ``w_u . h_i`` for each user, best first, as item ids.
+
+        ``users``: ids of fitted users (for a matrix fit, its row indices), or a DataFrame of
+        ``user``, ``item``, ``rating`` triplets whose users (new or not) are folded in from
+        those interactions alone, as ``transform`` does, answered in the order of their sorted
+        ids. ``exclude_seen`` leaves out the items the user interacted with (in the fit; for
+        folded-in users, in the triplets). Returns an array (n_users, n) of item ids; where
+        fewer than ``n`` items are left a row ends with -1 (None for ids that are not numbers).
+        """
+        check_is_fitted(self)
+        check_positive_int(n, "n")
+        items = np.ascontiguousarray(self._in_memory(self.components_).T)
+        if is_triplet_frame(users):
+            _, matrix = triplet_rows(users, self.item_ids_)
+            announce_compiling("implicit_mf", emit=logger.info)
+            user_rows = _fold_in(matrix, self._program, items)
+            seen = seen_pattern(matrix, _interactions, None)
+        else:
+            at = known_positions(self.user_ids_, users, "user")
+            user_rows, seen = self._in_memory(self.user_factors_)[at], self._seen[at]
+        return ids_of(self.item_ids_, top_items(user_rows, items, seen, n, exclude_seen))
+
+    def similar_items(self, items, n=10):
+        """The ``n`` items whose factors have the highest cosine similarity with those of each
+        of ``items`` (item ids), most similar first, the item itself left out: an array
+        (len(items), n) of item ids (-1 or None where fewer are left, as in ``recommend``)."""
+        check_is_fitted(self)
+        return similar_ids(self.item_ids_, self._in_memory(self.components_).T, items, n,
+                           "item")
+
+    def similar_users(self, users, n=10):
+        """As ``similar_items``, for users: user ids in, user ids out."""
+        check_is_fitted(self)
+        return similar_ids(self.user_ids_, self._in_memory(self.user_factors_), users, n, "user")
+
+    def precision_at_k(self, X, k=SCORE_K):
+        """Precision at ``k`` of the recommendations on held-out interactions X (a matrix of the
+        fitted users and items whose positive entries are the held-out interactions; numpy,
+        scipy.sparse or Dask): each user with held-out interactions gets the top ``k`` items
+        not seen in the fit, and the result is the number of held-out items among them, summed
+        over users, divided by the sum over users of ``min(k, their held-out count)`` (the
+        ``implicit`` library's definition: 1 is perfect even for users with fewer than ``k``
+        held-out items)."""
+        check_is_fitted(self)
+        check_positive_int(k, "k")
+        if is_dask_array(X):
+            X = check_dask_matrix(X, self, self.n_features_in_)
+        else:
+            X = validate_data(self, to_scipy_if_pydata(X), reset=False,
+                              accept_sparse=["csr", "csc"], dtype=np.float64)
+        if X.shape[0] != len(self.user_ids_):
+            raise ValueError(f"X has {X.shape[0]} rows, but precision compares with the "
+                             f"{len(self.user_ids_)} users of the fit")
+        held_out = seen_pattern(X, _interactions, self._data_executor(X.size) if
+                                is_dask_array(X) else None)
+        users = np.flatnonzero(np.diff(held_out.indptr))
+        if users.size == 0:
+            raise ValueError("X has no positive entry: there is no held-out interaction")
+        top = top_items(self._in_memory(self.user_factors_)[users],
+                        np.ascontiguousarray(self._in_memory(self.components_).T),
+                        self._seen[users], k, exclude_seen=True)
+        hits = held_out[users[:, None], np.maximum(top, 0)].toarray() & (top >= 0)
+        return float(hits.sum() / np.minimum(k, np.diff(held_out.indptr)[users]).sum())
+
+    def score(self, X, y=None):
+        """Precision at 10 (``precision_at_k(X, k=10)``) on the held-out interactions X: higher
+        is better, as scikit-learn's model selection expects; y is ignored."""
+        return self.precision_at_k(X, SCORE_K)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+
+def _fold_in(X, program, items):
+    X = sp.csr_matrix(check_array(to_scipy_if_pydata(X), accept_sparse="csr", dtype=np.float64))
+    indptr, indices, values = positive_entries(*observed(X, axis=0))
+    factor = np.zeros((X.shape[0], items.shape[1]))
+    program.solve(indptr, indices, values, factor, items, items.T @ items, cg_steps=0)
+    return factor
+
+
+def _interactions(chunk):
+    return positive_entries(*observed(chunk, axis=0))[:2]
+
+
+def _value_stats(block):
+    """[[[finite, smallest value]]] of the stored entries of a chunk."""
+    values = stored_values(block)
+    finite = bool(np.all(np.isfinite(values)))
+    return np.array([[[float(finite), float(values.min()) if finite and values.size else 0.0]]])
+
+
+def _interaction_counts(block, axis):
+    """Positive entries of a chunk per row (axis 0, as a column) or per column (axis 1)."""
+    block = to_scipy_if_pydata(block)
+    counts = np.asarray((block > 0).sum(axis=1 - axis)).ravel()
+    return counts[:, None] if axis == 0 else counts[None, :]
+
+
+def _per_iteration(history):
+    """One record per iteration: its closing round, the user round."""
+    history.records[:] = [
+        {"round": r["round"], "iteration": r["round"] // 2, "time": r["time"],
+         "objective": r["objective"], "rmse": r["rmse"],
+         "relative_decrease": r["relative_decrease"]}
+        for r in history.records if r["side"] == USERS]
+    return history

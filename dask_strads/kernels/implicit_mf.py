@@ -1,0 +1,123 @@
+"""Numba kernel of implicit-feedback matrix factorization: one least-squares solve per row.
+
+With the other side's factor ``Y`` fixed, row ``x`` of a user (or item) minimises, over *all*
+the other side's rows (Hu, Koren & Volinsky 2008)::
+
+    sum_i c_i (p_i - x . y_i)^2 + reg ||x||^2,   c_i = 1 + a_i,  p_i = 1 where a_i > 0, else 0
+
+``a_i = alpha * r_i`` is stored for the row's interactions only. The rows without one have
+``c = 1, p = 0``, so the system ``(G + reg I + sum_i a_i y_i y_i^T) x = sum_i (1 + a_i) y_i``
+needs only the Gramian ``G = Y^T Y`` (k x k, the same for every row) and the ``y_i`` of the
+row's interactions: the dense matrix is never formed. Its loss is likewise
+``x^T G x + sum_i [(1 + a_i)(1 - x . y_i)^2 - (x . y_i)^2]``.
+
+``cg_steps = 0`` solves each system exactly (Cholesky, O(k^3 + n_i k^2) a row); ``cg_steps = s``
+runs ``s`` conjugate-gradient steps from the row's current value, as the ``implicit`` library
+does (O(s (k^2 + n_i k)) a row), each lowering the row's loss.
+
+``Y`` may come in pieces as in :mod:`dask_strads.kernels.mf`: the rows a block's interactions
+touch, as they arrive from the blocks that hold them.
+"""
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regularization,
+                cg_steps):
+    """Update the rows of ``F`` in place (CSR rows of ``weights = alpha * r``); row ``j`` of
+    ``Y`` is row ``j - offsets[p]`` of ``pieces[p]``. Returns the loss of the updated rows
+    (without the penalty)."""
+    n_rows, k = F.shape
+    single = len(pieces) == 1
+    longest = 0
+    for i in range(n_rows):
+        longest = max(longest, indptr[i + 1] - indptr[i])
+    Y = np.empty((longest, k))  # the row's y_i, gathered
+    A = np.empty((k, k))
+    b = np.empty(k)
+    r = np.empty(k)
+    p = np.empty(k)
+    Ap = np.empty(k)
+    loss = 0.0
+    for i in range(n_rows):
+        start, n = indptr[i], indptr[i + 1] - indptr[i]
+        for e in range(n):
+            j = indices[start + e]
+            q = 0 if single else np.searchsorted(offsets, j, side="right") - 1
+            Y[e] = pieces[q][j - offsets[q]]
+        x = F[i]
+        if cg_steps == 0:
+            for c in range(k):
+                b[c] = 0.0
+                for d in range(k):
+                    A[c, d] = gramian[c, d]
+                A[c, c] += regularization
+            for e in range(n):
+                a = weights[start + e]
+                for c in range(k):
+                    b[c] += (1.0 + a) * Y[e, c]
+                    for d in range(k):
+                        A[c, d] += a * Y[e, c] * Y[e, d]
+            x[:] = np.linalg.solve(A, b)
+        else:
+            # r = b - A x
+            for c in range(k):
+                total = regularization * x[c]
+                for d in range(k):
+                    total += gramian[c, d] * x[d]
+                r[c] = -total
+            for e in range(n):
+                a = weights[start + e]
+                s = 0.0
+                for c in range(k):
+                    s += Y[e, c] * x[c]
+                scale = 1.0 + a - a * s
+                for c in range(k):
+                    r[c] += scale * Y[e, c]
+            p[:] = r
+            rs_old = np.dot(r, r)
+            for _ in range(cg_steps):
+                if rs_old < 1e-20:
+                    break
+                for c in range(k):
+                    total = regularization * p[c]
+                    for d in range(k):
+                        total += gramian[c, d] * p[d]
+                    Ap[c] = total
+                for e in range(n):
+                    a = weights[start + e]
+                    s = 0.0
+                    for c in range(k):
+                        s += Y[e, c] * p[c]
+                    for c in range(k):
+                        Ap[c] += a * s * Y[e, c]
+                step = rs_old / np.dot(p, Ap)
+                for c in range(k):
+                    x[c] += step * p[c]
+                    r[c] -= step * Ap[c]
+                rs_new = np.dot(r, r)
+                for c in range(k):
+                    p[c] = r[c] + (rs_new / rs_old) * p[c]
+                rs_old = rs_new
+        for c in range(k):
+            total = 0.0
+            for d in range(k):
+                total += gramian[c, d] * x[d]
+            loss += x[c] * total
+        for e in range(n):
+            s = 0.0
+            for c in range(k):
+                s += Y[e, c] * x[c]
+            loss += (1.0 + weights[start + e]) * (1.0 - s) ** 2 - s * s
+    return loss
+
+
+def solve_rows(indptr, indices, weights, F, Y, gramian, regularization, cg_steps):
+    """:func:`_solve_rows` of ``Y``, an array or a tuple of pieces (float rows, int steps)."""
+    pieces = tuple(np.ascontiguousarray(piece, dtype=np.float64)
+                   for piece in (Y if isinstance(Y, tuple) else (Y,)))
+    offsets = np.cumsum([0] + [len(piece) for piece in pieces])
+    return _solve_rows(indptr, indices, weights, F, pieces, offsets,
+                       np.ascontiguousarray(gramian, dtype=np.float64), float(regularization),
+                       int(cg_steps))

@@ -1,0 +1,186 @@
+"""ImplicitMatrixFactorization: the ALS step and objective against a dense numpy reference, the
+engine against a sequential run on 1 and 2 worker processes, a planted problem recovered,
+answers by ids, and refused input."""
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import cosine_similarity
+from sklearn.utils import check_random_state
+
+from conftest import fit_is_refused
+from dask_strads import ImplicitMatrixFactorization, run_sequential
+from dask_strads.programs.implicit_mf import ImplicitMFProgram
+from dask_strads.programs.mf import ITEMS, USERS, fill_initial_user_factors, make_raw_block
+
+ALPHA, REG = 3.0, 0.5
+
+
+def dense_solve(R, other, alpha, reg):
+    """Each row of the dense problem: ``(Y^T C_u Y + reg I)^-1 Y^T C_u p_u``."""
+    C, P = 1 + alpha * R, (R > 0).astype(float)
+    k = other.shape[1]
+    return np.array([np.linalg.solve(other.T @ (C[u, :, None] * other) + reg * np.eye(k),
+                                     other.T @ (C[u] * P[u])) for u in range(len(R))])
+
+
+def dense_objective(R, X, Y, alpha, reg):
+    C, P = 1 + alpha * R, (R > 0).astype(float)
+    return float((C * (P - X @ Y.T) ** 2).sum() + reg * ((X ** 2).sum() + (Y ** 2).sum()))
+
+
+def tiny(seed=0, shape=(7, 6)):
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(shape) < 0.35, rng.integers(1, 4, shape), 0).astype(float)
+
+
+def sequential(R, k, seed, rounds, cg_steps):
+    """The program on one user block and one item block, in a plain loop."""
+    nu, ni = R.shape
+    program = ImplicitMFProgram(k, [0, nu], [0, ni], ALPHA, REG, cg_steps=cg_steps, tol=0.0,
+                                seed=seed)
+    blocks = [make_raw_block(sp.csr_matrix(R), USERS, 0),
+              make_raw_block(sp.csc_matrix(R), ITEMS, 0)]
+    (users, items), reports = run_sequential(program, blocks, rounds)
+    return users, items, reports
+
+
+def test_exact_als_steps_and_objective_equal_a_dense_reference():
+    R, k = tiny(), 3
+    users, items, reports = sequential(R, k, seed=5, rounds=4, cg_steps=0)
+    X = np.zeros((R.shape[0], k))
+    fill_initial_user_factors(X, 5, 0, 0.01)
+    for t in range(2):
+        Y = dense_solve(R.T, X, ALPHA, REG)
+        assert reports[2 * t]["objective"] == pytest.approx(dense_objective(R, X, Y, ALPHA, REG))
+        X = dense_solve(R, Y, ALPHA, REG)
+        assert reports[2 * t + 1]["objective"] == pytest.approx(
+            dense_objective(R, X, Y, ALPHA, REG))
+    np.testing.assert_allclose(items, Y, atol=1e-10)
+    np.testing.assert_allclose(users, X, atol=1e-10)
+
+
+def test_conjugate_gradient_lowers_the_objective_to_the_exact_solution():
+    R = tiny(1, (30, 25))
+    *_, cg = sequential(R, 4, seed=2, rounds=40, cg_steps=3)
+    *_, exact = sequential(R, 4, seed=2, rounds=40, cg_steps=0)
+    objectives = [r["objective"] for r in cg]
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(objectives, objectives[1:]))
+    assert objectives[-1] == pytest.approx(exact[-1]["objective"], rel=1e-3)
+
+
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_the_engine_on_worker_processes_equals_the_sequential_run(client_factory, n_workers):
+    R = tiny(2, (40, 30))
+    est = ImplicitMatrixFactorization(3, alpha=ALPHA, regularization=REG, max_iter=3, tol=0.0,
+                                      random_state=0)
+    est.client = client_factory(n_workers)
+    est.fit(sp.csr_matrix(R))
+    seed = check_random_state(0).randint(2**31 - 1)
+    users, items, reports = sequential(R, 3, seed, rounds=6, cg_steps=3)
+    np.testing.assert_allclose(est.user_factors_, users, atol=1e-10)
+    np.testing.assert_allclose(est.components_.T, items, atol=1e-10)
+    assert est.history_.records[-1]["objective"] == pytest.approx(reports[-1]["objective"])
+
+
+def planted(seed=0, n_users=240, n_items=120, groups=4):
+    """Users in groups, each group interacting mostly with its own share of the items. Returns
+    train and held-out matrices."""
+    rng = np.random.default_rng(seed)
+    group_of_user = np.arange(n_users) % groups
+    group_of_item = np.arange(n_items) % groups
+    likes = np.where(group_of_user[:, None] == group_of_item[None, :], 0.3, 0.02)
+    R = (rng.random((n_users, n_items)) < likes).astype(float)
+    held = rng.random(R.shape) < 0.25
+    return sp.csr_matrix(R * ~held), sp.csr_matrix(R * held)
+
+
+def naive_precision(scores, train, test, k):
+    hits = total = 0
+    for u in range(train.shape[0]):
+        liked = set(test[u].indices)
+        if not liked:
+            continue
+        ranked = [i for i in np.argsort(-scores[u], kind="stable") if i not in set(train[u].indices)]
+        hits += len(liked & set(ranked[:k]))
+        total += min(k, len(liked))
+    return hits / total
+
+
+@pytest.fixture(scope="module")
+def fitted_planted():
+    train, test = planted()
+    return ImplicitMatrixFactorization(4, alpha=5.0, regularization=0.1, max_iter=10,
+                                       random_state=0).fit(train), train, test
+
+
+def test_a_planted_problem_is_recovered_far_above_popularity(fitted_planted):
+    est, train, test = fitted_planted
+    popularity = np.tile(np.asarray(train.sum(axis=0)).ravel(), (train.shape[0], 1))
+    baseline = naive_precision(popularity, train, test, 10)
+    precision = est.score(test)
+    assert precision == pytest.approx(naive_precision(est.user_factors_ @ est.components_,
+                                                      train, test, 10))
+    assert precision > 3 * baseline
+
+
+def test_fold_in_is_the_exact_solve_against_the_item_factors(fitted_planted):
+    est, train, _ = fitted_planted
+    rows = train[:5].toarray()
+    expected = dense_solve(rows, est.components_.T, est.alpha, est.regularization)
+    np.testing.assert_allclose(est.transform(rows), expected, atol=1e-10)
+
+
+def test_recommend_and_similar_take_and_return_raw_ids(fitted_planted):
+    est, train, _ = fitted_planted
+    coo = train.tocoo()
+    triplets = pd.DataFrame({"user": [f"u{u:03d}" for u in coo.row],
+                             "item": [f"i{i:03d}" for i in coo.col], "rating": coo.data})
+    by_ids = ImplicitMatrixFactorization(4, alpha=5.0, regularization=0.1, max_iter=10,
+                                         random_state=0).fit(triplets)
+    user_ids, item_ids = by_ids.user_ids_, by_ids.item_ids_
+    scores = by_ids.user_factors_[:3] @ by_ids.components_
+    seen = sp.csr_matrix((triplets.assign(seen=1.0).pivot_table(
+        "seen", "user", "item", fill_value=0.0).reindex(columns=item_ids, fill_value=0.0)
+        .to_numpy()[:3]))
+    scores[seen.nonzero()] = -np.inf
+    expected = item_ids[np.argsort(-scores, axis=1, kind="stable")[:, :5]]
+    np.testing.assert_array_equal(by_ids.recommend(user_ids[:3], n=5), expected)
+    own = triplets[triplets.user == user_ids[0]]
+    np.testing.assert_array_equal(by_ids.recommend(own, n=5)[0], expected[0])
+
+    vectors = by_ids.components_.T
+    similarity = cosine_similarity(vectors[:2], vectors)
+    similarity[[0, 1], [0, 1]] = -np.inf
+    np.testing.assert_array_equal(by_ids.similar_items(item_ids[:2], n=4),
+                                  item_ids[np.argsort(-similarity, axis=1, kind="stable")[:, :4]])
+    with pytest.raises(ValueError, match="unknown user ids"):
+        by_ids.recommend(["nobody"])
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"alpha": -1.0}, "alpha"), ({"regularization": 0.0}, "regularization"),
+    ({"cg_steps": -1}, "cg_steps"), ({"n_components": 0}, "n_components")])
+def test_bad_parameters_are_refused(params, match):
+    with pytest.raises(ValueError, match=match):
+        ImplicitMatrixFactorization(**params).fit(tiny())
+
+
+def test_bad_input_leaves_a_fitted_model_intact(fitted_planted, client_factory):
+    est, train, test = fitted_planted
+    before = est.user_factors_.copy()
+    for bad, match in ((-tiny(), "Negative values"), (np.zeros((4, 3)), "no positive entry"),
+                       (np.array([[1.0, np.nan]]), "NaN")):
+        with pytest.raises(ValueError, match=match):
+            est.fit(bad)
+    np.testing.assert_array_equal(est.user_factors_, before)
+    with pytest.raises(ValueError, match="rows"):
+        est.score(test[:10])
+    with pytest.raises(ValueError, match="no positive entry"):
+        est.score(sp.csr_matrix(test.shape))
+    import dask.array as da
+    client = client_factory(2)
+    refused = ImplicitMatrixFactorization()
+    refused.client = client
+    fit_is_refused(refused, client, (da.from_array(-tiny(), chunks=4),), ValueError,
+                   "Negative values")
