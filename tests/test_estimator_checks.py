@@ -3,7 +3,8 @@
 The checks fit many small estimators without a client: they run on the session's cached
 two-worker cluster, made the current client for each check, rather than on the embedded one.
 LDA is tagged categorical so that the checks feed it integer counts (docs/lda.md);
-MatrixFactorization reads the dense arrays they feed as fully observed ratings.
+MatrixFactorization reads the dense arrays they feed as fully observed ratings;
+ImplicitMatrixFactorization is tagged positive-only, so that they feed it interactions >= 0.
 """
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -20,7 +21,9 @@ def current_client(client_factory):
 
 @parametrize_with_checks([dask_strads.Lasso(), dask_strads.ElasticNet(),
                           dask_strads.LatentDirichletAllocation(max_iter=5),
-                          dask_strads.MatrixFactorization(), dask_strads.LogisticRegression(),
+                          dask_strads.MatrixFactorization(),
+                          dask_strads.ImplicitMatrixFactorization(max_iter=1),
+                          dask_strads.LogisticRegression(),
                           dask_strads.LassoCV(alphas=2, cv=2),
                           dask_strads.ElasticNetCV(alphas=2, cv=2)],
                          legacy=True)

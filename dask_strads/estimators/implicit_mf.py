@@ -185,8 +185,10 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         return self
 
     def fit_transform(self, X, y=None):
-        """Fit, and return the user factors."""
-        return self.fit(X, y).user_factors_
+        """Fit, and return ``transform(X)``: the users' rows solved exactly against the final
+        item factors (``user_factors_`` are within the last round's conjugate-gradient steps
+        of them)."""
+        return self.fit(X, y).transform(X)
 
     # -- using the model ----------------------------------------------------------------------
     def transform(self, X):
