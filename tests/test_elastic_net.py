@@ -104,7 +104,7 @@ def test_on_a_process_cluster(client_factory):
     X, y = ar1_design(200, 300, 0.9, seed=2)
     alpha, l1_ratio = 0.1, 0.5
     ref = reference(X, y, alpha, l1_ratio)
-    est = fit(X, y, alpha, l1_ratio, client=client_factory(2))
+    est = fit(X, y, alpha, l1_ratio, client=client_factory(2), n_blocks=2)
     assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
 
 

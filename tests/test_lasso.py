@@ -62,6 +62,10 @@ def sklearn_reference(X, y, alpha, **params):
 
 
 def fit_strads(client, X, y, alpha, **params):
+    """A converged fit on ``client``, one feature block per worker unless ``n_blocks`` is given:
+    these problems are small enough for one block by default, and the tests mean a fit spread
+    over the workers."""
+    params.setdefault("n_blocks", len(client.nthreads()))
     est = dask_strads.Lasso(alpha=alpha, tol=params.pop("tol", TOL), max_iter=params.pop(
         "max_iter", 400), random_state=params.pop("random_state", 0), **params)
     est.client = client

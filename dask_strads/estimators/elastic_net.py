@@ -15,7 +15,8 @@ from ..kernels.elastic_net import dot
 from ..partition import block_edges
 from ..programs.elastic_net import ElasticNetProgram
 from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
-from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
+from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
+                   default_block_count)
 from .inputs import (blocks_along, check_dask_design, check_dask_matrix, check_finite_block,
                      check_in_memory_design, column_means, is_dask_array, to_scipy_if_pydata)
 
@@ -31,9 +32,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     :class:`sklearn.linear_model.ElasticNet`, with the same meaning of ``tol`` (stop when the
     duality gap is at most ``tol * ||y - mean(y)||^2 / n``).
 
-    The features are split into ``n_blocks`` blocks (default: one per worker) pinned to the
-    workers. With the default ``schedule="working_set"`` every round makes one full pass over
-    each block in parallel (duality gap, gap-safe screening, each feature's violation of the
+    The features are split into ``n_blocks`` blocks pinned to the workers (default: one per ten
+    million stored values, at most one per worker). With the default
+    ``schedule="working_set"`` every round makes one full pass over each block in parallel (duality gap, gap-safe screening, each feature's violation of the
     optimality conditions) and solves the most violating features of all blocks jointly, by
     coordinate descent with Anderson extrapolation, on one worker. ``"priority"``, ``"cyclic"``
     and ``"random"`` run the STRADS sub-rounds of the paper instead (Lasso only): sample
@@ -62,7 +63,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         Sampling schedules: rounds a block may run ahead of the shared residual. The working
         set needs 0.
     n_blocks : int or None
-        Feature blocks; None: one per worker of the cluster. At most one per feature.
+        Feature blocks; None: one per ten million stored values of X (non-zeros, or entries of
+        a dense X), at least one and at most one per worker; a dask array X: one per worker.
+        At most one per feature.
     keep_on_cluster : bool
         Keep ``coef_`` as a Dask array whose chunks stay on the workers instead of gathering it.
     checkpoint_interval : int
@@ -159,10 +162,12 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         centre_dense = self.fit_intercept and self.schedule != WORKING_SET
         if is_dask_array(X):
             X, means, y, executor = check_dask_design(X, y, self._fit_executor, self._client)
+            stored = None
         else:
             X, y = check_in_memory_design(X, y, self)
             means = column_means(X) if centre_dense else None
-            executor = self._fit_executor(X.nnz if sp.issparse(X) else X.size)
+            stored = X.nnz if sp.issparse(X) else X.size
+            executor = self._fit_executor(stored)
         n_features = X.shape[1]
         if not self.fit_intercept:
             means = np.zeros(n_features)
@@ -170,7 +175,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         y_centred = y - y_mean
         coef_init = self._initial_coef(n_features)
 
-        edges = block_edges(n_features, self.n_blocks or len(executor.workers))
+        edges = block_edges(n_features, self.n_blocks or default_block_count(
+            stored, len(executor.workers)))
 
         def make_block(columns, lo, hi):
             return make_raw_block(columns, y_centred, coef_init[lo:hi],

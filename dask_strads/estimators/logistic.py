@@ -14,14 +14,12 @@ from sklearn.utils.validation import check_X_y
 
 from ..partition import block_edges
 from ..programs.logistic import LogisticProgram, make_raw_block
-from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
+from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
+                   default_block_count)
 from .inputs import blocks_along, to_scipy_if_pydata
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("max_iter", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
-#: Stored values per feature block by default. Blocks updated in the same round interfere (a fit
-#: takes more rounds): on 3M stored values of text one block took 4.3 s, two 10.8 s.
-STORED_VALUES_PER_BLOCK = 10_000_000
 
 
 class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimator):
@@ -33,8 +31,8 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
     :class:`sklearn.linear_model.LogisticRegression` with an unpenalised intercept (as its
     ``saga`` and ``lbfgs`` solvers; ``liblinear`` also penalises the intercept).
 
-    The features are split into ``n_blocks`` blocks (default: one per worker) pinned to the
-    workers. Every round each block ranks its coordinates by how far they are from their
+    The features are split into ``n_blocks`` blocks (default: one per ten million stored values,
+    at most one per worker) pinned to the workers. Every round each block ranks its coordinates by how far they are from their
     optimality condition, takes the nonzero ones and the worst violators as its working set,
     and runs prox-Newton steps on it (coordinate descent on the quadratic model, then a line
     search); the blocks' changes are combined with a step that decreases the objective, and the
@@ -123,9 +121,8 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
 
         stored = X.nnz if sp.issparse(X) else X.size
         executor = self._fit_executor(stored)
-        n_blocks = self.n_blocks or min(len(executor.workers),
-                                        max(1, stored // STORED_VALUES_PER_BLOCK))
-        edges = block_edges(n_features, n_blocks)
+        edges = block_edges(n_features, self.n_blocks or default_block_count(
+            stored, len(executor.workers)))
         program = LogisticProgram(len(edges) - 1, Y, self.C, l1, 1.0 - l1, self.fit_intercept,
                                   self.tol, intercept_init, sparse=sp.issparse(X))
 
