@@ -9,7 +9,9 @@ the other side's rows (Hu, Koren & Volinsky 2008)::
 ``c = 1, p = 0``, so the system ``(G + reg I + sum_i a_i y_i y_i^T) x = sum_i (1 + a_i) y_i``
 needs only the Gramian ``G = Y^T Y`` (k x k, the same for every row) and the ``y_i`` of the
 row's interactions: the dense matrix is never formed. Its loss is likewise
-``x^T G x + sum_i [(1 + a_i)(1 - x . y_i)^2 - (x . y_i)^2]``.
+``x^T G x + sum_i [(1 + a_i)(1 - x . y_i)^2 - (x . y_i)^2]``; the kernel returns the sum of the
+second terms, the first summed over a block being ``sum(G * X^T X)``. A row without
+interactions is solved by ``x = 0``.
 
 ``cg_steps = 0`` solves each system exactly (Cholesky, O(k^3 + n_i k^2) a row); ``cg_steps = s``
 runs ``s`` conjugate-gradient steps from the row's current value, as the ``implicit`` library
@@ -22,12 +24,12 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regularization,
                 cg_steps):
     """Update the rows of ``F`` in place (CSR rows of ``weights = alpha * r``); row ``j`` of
-    ``Y`` is row ``j - offsets[p]`` of ``pieces[p]``. Returns the loss of the updated rows
-    (without the penalty)."""
+    ``Y`` is row ``j - offsets[p]`` of ``pieces[p]``. Returns the interactions' part of the loss
+    of the updated rows (see the module)."""
     n_rows, k = F.shape
     single = len(pieces) == 1
     longest = 0
@@ -47,7 +49,9 @@ def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regulariz
             q = 0 if single else np.searchsorted(offsets, j, side="right") - 1
             Y[e] = pieces[q][j - offsets[q]]
         x = F[i]
-        if cg_steps == 0:
+        if n == 0:
+            x[:] = 0.0
+        elif cg_steps == 0:
             for c in range(k):
                 b[c] = 0.0
                 for d in range(k):
@@ -62,11 +66,7 @@ def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regulariz
             x[:] = np.linalg.solve(A, b)
         else:
             # r = b - A x
-            for c in range(k):
-                total = regularization * x[c]
-                for d in range(k):
-                    total += gramian[c, d] * x[d]
-                r[c] = -total
+            r[:] = -np.dot(gramian, x) - regularization * x
             for e in range(n):
                 a = weights[start + e]
                 s = 0.0
@@ -80,11 +80,7 @@ def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regulariz
             for _ in range(cg_steps):
                 if rs_old < 1e-20:
                     break
-                for c in range(k):
-                    total = regularization * p[c]
-                    for d in range(k):
-                        total += gramian[c, d] * p[d]
-                    Ap[c] = total
+                Ap[:] = np.dot(gramian, p) + regularization * p
                 for e in range(n):
                     a = weights[start + e]
                     s = 0.0
@@ -100,11 +96,6 @@ def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regulariz
                 for c in range(k):
                     p[c] = r[c] + (rs_new / rs_old) * p[c]
                 rs_old = rs_new
-        for c in range(k):
-            total = 0.0
-            for d in range(k):
-                total += gramian[c, d] * x[d]
-            loss += x[c] * total
         for e in range(n):
             s = 0.0
             for c in range(k):

@@ -88,13 +88,16 @@ class ImplicitMFProgram(Program):
 
     def solve(self, indptr, indices, interactions, factor, other_rows, gramian, cg_steps):
         """Solve the rows of ``factor`` in place for interactions (CSR, not weighted) against
-        ``other_rows`` (an array or pieces) whose Gramian is ``gramian``; returns their loss."""
+        ``other_rows`` (an array or pieces) whose Gramian is ``gramian``; returns the
+        interactions' part of their loss."""
         return solve_rows(indptr, indices, self.alpha * interactions, factor, other_rows,
                           gramian, self.regularization, cg_steps)
 
-    def _report(self, side, factor, loss):
-        return BlockReport(side, factor.T @ factor, float(loss),
-                           self.regularization * float(np.einsum("ij,ij->", factor, factor)))
+    def _report(self, side, factor, interactions_loss, other_gramian):
+        gramian = factor.T @ factor
+        # sum_u x_u^T G x_u over the block's rows, G the other side's Gramian
+        loss = interactions_loss + float(np.sum(other_gramian * gramian))
+        return BlockReport(side, gramian, loss, self.regularization * float(np.trace(gramian)))
 
     # -- blocks -------------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
@@ -114,7 +117,8 @@ class ImplicitMFProgram(Program):
             return factor, None
         fill_initial_user_factors(factor, self.seed, data.start, self.init_scale)
         # with the item factor at zero, each interaction costs its confidence and nothing else
-        return factor, self._report(USERS, factor, np.sum(1.0 + self.alpha * data.values))
+        return factor, self._report(USERS, factor, np.sum(1.0 + self.alpha * data.values),
+                                    np.zeros((self.n_components,) * 2))
 
     # -- schedule / push / pull ---------------------------------------------------------------
     def schedule(self, round_index, history):
@@ -135,7 +139,7 @@ class ImplicitMFProgram(Program):
         loss = self.solve(data.indptr, data.indices, data.values, factor,
                           tuple(messages[b] for b in instruction.reads), shared.gramian,
                           self.cg_steps)
-        return factor, self._report(data.side, factor, loss)
+        return factor, self._report(data.side, factor, loss, shared.gramian)
 
     def pull(self, partials, shared):
         blocks = [p for p in partials.values() if p is not None]
