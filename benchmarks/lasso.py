@@ -51,7 +51,8 @@ Usage
   python benchmarks/lasso.py --problems b,d,c,e --workers 1,2,4 --repeats 3
 
 ``--workers`` measures where model parallelism pays instead: dask_strads alone, with its
-default block count and with one block per worker, on a LocalCluster of that many
+default block count and with one block per worker (one fit when they are the same count),
+on a LocalCluster of that many
 single-threaded worker processes (started once per count, the data placed by each fit, as
 a user's fit on a cluster pays it), ``--repeats`` fits after a warm-up, medians, and the
 ratio to one worker.
@@ -292,6 +293,7 @@ def run_workers(keys, counts, tol, repeats):
     from distributed import Client, LocalCluster
 
     from dask_strads import Lasso as StradsLasso
+    from dask_strads.estimators.base import default_block_count
 
     problems = {}
     for key in keys:
@@ -304,7 +306,11 @@ def run_workers(keys, counts, tol, repeats):
         with LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
                           dashboard_address=":0") as cluster, Client(cluster) as client:
             for key, (X, y, alpha, fit_intercept, desc, stored) in problems.items():
-                for label, n_blocks in (("default", None), ("per worker", count)):
+                if default_block_count(stored, count) == count:  # the same fit: measured once
+                    variants = (("per worker", count),)
+                else:
+                    variants = (("default", None), ("per worker", count))
+                for label, n_blocks in variants:
                     est = StradsLasso(alpha=alpha, fit_intercept=fit_intercept, tol=tol,
                                       n_blocks=n_blocks)
                     est.client = client
@@ -317,6 +323,7 @@ def run_workers(keys, counts, tol, repeats):
                     print(f"    [{key}] {count} workers, {label} blocks "
                           f"({fitted.n_blocks_}): {statistics.median(times):.3f} s, "
                           f"{_rounds_note(fitted)}", flush=True)
+                results[key].setdefault((count, "default"), results[key][count, "per worker"])
     return [{"key": key, "desc": problems[key][4], "stored": problems[key][5],
              "times": results[key]} for key in keys]
 

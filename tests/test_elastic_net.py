@@ -11,6 +11,7 @@ from sklearn.linear_model import ElasticNet as SkElasticNet
 from sklearn.utils.estimator_checks import check_param_validation
 
 import dask_strads
+from dask_strads.estimators import base
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
 from dask_strads.programs.base import run_sequential
@@ -118,6 +119,19 @@ def split_entries(X):
         (np.concatenate([np.tile(X.data[c][::-1] / 2, 2) for c in columns]),
          np.concatenate([np.tile(X.indices[c][::-1], 2) for c in columns]), 2 * X.indptr),
         shape=X.shape)
+
+
+@pytest.mark.parametrize("per_block,expected", [(20_000, 1), (1_000, 2)])
+def test_default_blocks_follow_the_stored_values(client_factory, monkeypatch, per_block,
+                                                 expected):
+    """One block per ``STORED_VALUES_PER_BLOCK`` stored values (lowered here, so that the
+    problem stays small), at least one, at most one per worker; the same optimum."""
+    monkeypatch.setattr(base, "STORED_VALUES_PER_BLOCK", per_block)
+    X, y = sparse_problem()
+    assert 8_000 < X.nnz < 20_000
+    est = fit(X, y, 0.05, 0.7, client=client_factory(2))
+    assert est.n_blocks_ == expected
+    assert_objective_matches(est, reference(X, y, 0.05, 0.7), X, y, 0.05, 0.7)
 
 
 def test_block_columns_match_numpy():
