@@ -86,6 +86,8 @@ def test_history_records_a_decreasing_objective_until_tol(fitted):
 
 
 def test_a_callback_sees_every_round_and_can_stop_the_fit(client, ratings):
+    """The factors are updated in place: the rounds submitted behind the stop (at most the
+    engine's pipeline depth, 2) still run, and the model is theirs."""
     seen = []
 
     def stop_after_two_iterations(record):
@@ -94,7 +96,15 @@ def test_a_callback_sees_every_round_and_can_stop_the_fit(client, ratings):
 
     est = model(client, callback=stop_after_two_iterations).fit(ratings[0])
     assert seen == [(0, "items"), (1, "users"), (2, "items"), (3, "users")]
-    assert est.n_iter_ == 2 and not est.history_.stats.converged
+    rounds = est.history_.stats.rounds
+    assert 4 <= rounds <= 6 and not est.history_.stats.converged
+    assert est.n_iter_ == rounds // 2  # complete iterations
+    users_from = model(client, max_iter=rounds // 2).fit(ratings[0])
+    items_from = model(client, max_iter=(rounds + 1) // 2).fit(ratings[0])
+    np.testing.assert_array_equal(est.user_factors_, users_from.user_factors_)
+    np.testing.assert_array_equal(est.user_bias_, users_from.user_bias_)
+    np.testing.assert_array_equal(est.components_, items_from.components_)
+    np.testing.assert_array_equal(est.item_bias_, items_from.item_bias_)
 
 
 def test_one_two_and_four_workers_give_the_same_model(client_factory, ratings):

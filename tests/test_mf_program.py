@@ -1,12 +1,14 @@
 """The matrix-factorization program in a loop and on the engine."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from dask_strads import Engine, run_sequential
 from dask_strads.datasets import make_ratings, train_test_split_ratings
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
-from dask_strads.programs.mf import ITEMS, USERS, MFProgram, make_raw_block
+from dask_strads.programs.mf import (ITEMS, MESSAGE_SHARE, SMALL_MESSAGES, USERS, MFProgram,
+                                     expected_message_bytes, make_raw_block, sub_rounds_for)
 
 RANK = 4
 
@@ -114,3 +116,64 @@ def test_engine_matches_the_sequential_loop(client_factory, ratings, n_workers):
     for ours, reference in zip(client.gather(result.params), params):
         np.testing.assert_array_equal(ours, reference)
     assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
+
+
+def test_sub_rounds_give_the_same_factors_and_objectives(ratings):
+    """Rows of one side are independent given the other: updating a side's blocks a few at a
+    time changes nothing but the number of rounds."""
+    train, _ = ratings
+    whole = run_sequential(*setup(train, 2, 2), 12)
+    program, raw = setup(train, 6, 6)
+    program.sub_rounds = 3
+    params, reports = run_sequential(program, raw, 36)
+    for a, b in zip(factors(*_run(*setup(train, 2, 2), 12)), factors(program, params)):
+        np.testing.assert_array_equal(a, b)
+    complete = [r["objective"] for r in reports if "objective" in r]
+    assert [r["side"] for r in reports[:6]] == [ITEMS] * 3 + [USERS] * 3
+    assert complete == pytest.approx([r["objective"] for r in whole[1]], rel=1e-12)
+
+
+def test_engine_stops_where_the_sequential_loop_does_with_sub_rounds(client_factory, ratings):
+    """In place, the rounds submitted behind a tol stop change nothing."""
+    client = client_factory(2)
+    program, raw = setup(ratings[0], 4, 4, tol=1e-2)
+    program.sub_rounds = 2
+    result = Engine(program, client, max_rounds=400).run(raw)
+    params, reports = run_sequential(program, raw, 400)
+    assert len(reports) < 400 and result.history.stats.converged
+    for ours, reference in zip(client.gather(result.params), params):
+        np.testing.assert_array_equal(ours, reference)
+    ran = [r for r in result.history if "objective" in r]
+    assert [r["objective"] for r in ran] == [r["objective"] for r in reports if "objective" in r]
+    assert all(r.get("after_stop") for r in result.history.records[len(reports):])
+
+
+def test_expected_messages_bound_the_rows_random_ratings_touch():
+    """Every user with 4 random ratings: the closed form is exact; with Poisson counts of the
+    same mean it is an upper bound (1 - e^(-4/8) against 1 - (7/8)^4: 5% above)."""
+    n_users, n_items, n_blocks, width = 20_000, 4_000, 8, 10
+    rng = np.random.default_rng(0)
+    item_edges = block_edges(n_items, n_blocks)
+    for rows in (np.repeat(np.arange(n_users), 4), rng.integers(0, n_users, 4 * n_users)):
+        X = sp.csc_matrix((np.ones(len(rows)), (rows, rng.integers(0, n_items, len(rows)))),
+                          shape=(n_users, n_items))
+        touched = [len(np.unique(X[:, lo:hi].indices))
+                   for lo, hi in zip(item_edges[:-1], item_edges[1:])]
+        expected = expected_message_bytes(n_users, n_items, len(rows), width, n_blocks)
+        fixed_counts = rows[1] == rows[0]
+        reference = n_users * (1 - ((7 / 8) ** 4 if fixed_counts else np.exp(-4 / 8)))
+        assert np.mean(touched) == pytest.approx(reference, rel=0.02)
+        assert np.mean(touched) <= 1.01 * expected / (8 * width)
+        assert expected / (8 * width) == pytest.approx(n_users * (1 - (7 / 8) ** 4), rel=1e-12)
+
+
+def test_sub_rounds_only_where_they_shrink_large_messages():
+    # MovieLens 100k at rank 10: messages under a megabyte
+    assert sub_rounds_for(671, 9066, 100_004, 12, 4) == 1
+    # 20 ratings a user: a block of any size meets most users, more rounds would move more
+    assert sub_rounds_for(10**6, 10**5, 2 * 10**7, 12, 2) == 1
+    # 4 ratings a user, rank 64: each doubling cuts the messages until they fit the share
+    c = sub_rounds_for(200_000, 40_000, 800_000, 66, 4)
+    allowed = max(MESSAGE_SHARE * 8 * 66 * 240_000 / 4, SMALL_MESSAGES)
+    assert c > 1 and expected_message_bytes(200_000, 40_000, 800_000, 66, 4 * c) <= allowed
+    assert expected_message_bytes(200_000, 40_000, 800_000, 66, 2 * c) > allowed

@@ -15,7 +15,8 @@ from ..io.triplets import is_triplet_frame
 from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..partition import block_edges
-from ..programs.mf import ITEMS, USERS, MFProgram, make_raw_block, observed
+from ..programs.mf import (ITEMS, USERS, MFProgram, make_raw_block, observed,
+                           sub_rounds_for)
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .inputs import (blocks_along, check_dask_matrix, check_positive_int, is_dask_array,
@@ -45,7 +46,9 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
     ``sum (x_ij - mu - b_i - c_j - w_i . h_j)^2 + alpha_W ||W||^2 + alpha_H ||H||^2
     + alpha_bias (||b||^2 + ||c||^2)``, with ``mu`` the mean observation, by coordinate descent:
     all user rows from the item factors, then all item rows from the user factors (see
-    :mod:`dask_strads.programs.mf`). Users and items are split into one block each per worker.
+    :mod:`dask_strads.programs.mf`). Users and items are each split into ``c`` blocks a worker,
+    a side updated one block a worker at a time: ``c`` is 1 unless the rows a block would
+    receive are large (see docs/mf.md, "Memory per worker").
 
     Parameters
     ----------
@@ -71,12 +74,13 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         Keep the factors and biases as Dask arrays whose chunks (user blocks, item blocks)
         stay on the workers instead of gathering them.
     checkpoint_interval, checkpoint_dir
-        As in :class:`dask_strads.Lasso` (rounds: two an iteration).
+        As in :class:`dask_strads.Lasso` (rounds: ``2c`` an iteration).
     progress : bool or "plot"
         Show a progress bar (tqdm) over the iterations; ``"plot"`` redraws a convergence plot
         in Jupyter (a bar elsewhere).
     callback : callable or None
-        Called with each round's record (a dict); returning True stops the fit.
+        Called with each round's record (a dict); returning True stops the fit, after the
+        rounds already submitted (at most two: the factors are updated in place).
 
     Attributes
     ----------
@@ -195,19 +199,21 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         executor = executor or self._fit_executor(n_ratings)
         n_workers = len(executor.workers)
         n_users, n_items = checked.shape
+        width = self.n_components + 2 * self.biases
+        c = sub_rounds_for(n_users, n_items, n_ratings, width, n_workers)
         # blocks of about equal numbers of ratings: a push costs O(ratings x k)
-        user_edges = block_edges(n_users, n_workers, per_user)
-        item_edges = block_edges(n_items, n_workers, per_item)
+        user_edges = block_edges(n_users, c * n_workers, per_user)
+        item_edges = block_edges(n_items, c * n_workers, per_item)
         program = MFProgram(
             self.n_components, user_edges, item_edges, n_ratings, self.alpha_W,
             self.alpha_W if self.alpha_H == "same" else self.alpha_H, self.alpha_bias,
             self.biases, total / n_ratings if self.biases else 0.0, sweeps=self.inner_iter,
-            tol=self.tol, seed=self._seed())
+            tol=self.tol, seed=self._seed(), sub_rounds=c)
         raw = (blocks_along(checked, user_edges, _block_maker(USERS), axis=0)
                + blocks_along(checked, item_edges, _block_maker(ITEMS), axis=1))
-        # user block b and item block b on one worker
+        # user block b and item block b on one worker, c blocks of a side a worker in runs
         slots = list(range(len(user_edges) - 1)) + list(range(len(item_edges) - 1))
-        result = self._run_engine(program, raw, executor, 2 * self.max_iter, (checked,),
+        result = self._run_engine(program, raw, executor, 2 * c * self.max_iter, (checked,),
                                   slots=slots)
         rows = self._parameters(result)  # users then items: factors, then the bias
         finite = (executor.compute(da.isfinite(rows).all())[0] if is_dask_array(rows)
@@ -228,7 +234,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         self.user_ids_ = ratings.user_ids if ratings is not None else np.arange(n_users)
         self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(n_items)
         self.fitted_on_pairs_ = pairs is not None
-        self.history_ = _per_iteration(result.history)
+        self.history_ = _per_iteration(result.history, c)
         self.n_iter_ = len(self.history_)
         self._program = program
         self._seen = seen
@@ -451,12 +457,14 @@ def _contiguous(array):
     return array if is_dask_array(array) else np.ascontiguousarray(array)
 
 
-def _per_iteration(history):
-    """One record per iteration, from its closing round (the user round)."""
+def _per_iteration(history, sub_rounds):
+    """One record per iteration, from its closing round (the users' last sub-round; not the
+    rounds submitted behind a stop, which change nothing)."""
     records = []
     for record in history.records:
-        if record["side"] == USERS:
-            records.append({"round": record["round"], "iteration": record["round"] // 2,
+        if record["side"] == USERS and "objective" in record:
+            records.append({"round": record["round"],
+                            "iteration": record["round"] // (2 * sub_rounds),
                             "time": record["time"],
                             "objective": record["objective"], "rmse": record["rmse"],
                             "relative_decrease": record["relative_decrease"]})

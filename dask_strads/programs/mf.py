@@ -8,23 +8,30 @@ row is ``[w_i, b_i, 1]`` and an item row ``[h_j, 1, c_j]``, so their dot product
 biases alike.
 
 Blocks: users are cut into U row blocks (ids ``0 .. U-1``, ratings by rows) and items into I
-column blocks (ids ``U .. U+I-1``, ratings by columns). Round ``2t`` updates every item block
-from the user factor ``W``, round ``2t + 1`` every user block from the item factor ``H``; the
-other side sits the round out. A push runs coordinate descent on its rows against the other
+column blocks (ids ``U .. U+I-1``, ratings by columns). An iteration updates every item block
+from the user factor ``W``, then every user block from the item factor ``H``, each side in
+``sub_rounds`` rounds (``c``): round ``j`` of a side updates its blocks ``j, j + c, j + 2c, ...``
+(with ``c`` blocks a worker in runs, one block on each worker), and the other side sits those
+rounds out. A push runs coordinate descent on its rows against the other
 side's rows that its ratings touch, which reach it as *messages* (see
 :class:`~dask_strads.programs.Program`): each block of the other side sends the rows of its
 factor that the pushing block's ratings touch, worker to worker. No block and no worker holds a
 whole factor, and the pull only adds up the objective. A push recomputes its residuals from its
 own factor and the other side's new rows (that costs one sweep), so no residual is kept between
-rounds. An iteration is an item round then a user round: a fit ends with user factors fitted to
-the final item factors.
+rounds. A fit ends with user factors fitted to the final item factors.
+
+Memory: a push updates its block's rows in place (``updates_in_place``), so a worker holds one
+copy of its rows; what it receives in a round is the other side's rows that one block's ratings
+touch, so more, smaller blocks (larger ``c``) shrink the messages towards a fraction of the
+factor. Once an iteration meets ``tol`` the pull marks the shared value stopped and the pushes
+already submitted behind it change nothing, so the result is the state the stop refers to.
 
 Rows of one side are independent given the other side, so the result does not depend on the
 blocks: the same seed gives the same factors on any number of workers, up to the order in which
 the pull adds up the objective. Every coordinate update is an exact minimisation, so the
 objective never increases.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,6 +40,14 @@ from ..kernels.mf import update_rows
 from .base import Program
 
 USERS, ITEMS = "users", "items"
+#: Sub-rounds (see :func:`sub_rounds_for`): a block's messages are small enough once they are
+#: at most this share of a worker's own rows (``model / P``) or this many bytes.
+MESSAGE_SHARE = 0.15
+SMALL_MESSAGES = 32 * 2**20
+#: More sub-rounds must cut a block's messages by at least this factor a doubling, and may at
+#: most double the bytes an iteration moves in all.
+WORTHWHILE_CUT = 0.75
+MAX_SUB_ROUNDS = 32
 #: Rows drawn from one seed for the initial user factors: the draw of a row does not depend on
 #: the block that holds it.
 SEED_ROWS = 4096
@@ -69,12 +84,18 @@ class BlockObjective:
 
 @dataclass(frozen=True)
 class SharedFactor:
-    """The side the last round updated, its factor's penalty, and the objective after the last
-    complete iteration."""
+    """What the next pushes see: the side and sub-round the last round updated, the penalty of
+    the side whose update was completed last (``penalty``), the sums of the loss and penalty of
+    the blocks updated so far in the current side's update, the objective after the last
+    complete iteration, and whether the fit has stopped."""
 
     side: str
+    sub_round: int
     penalty: float
     iteration_objective: float
+    loss_so_far: float = 0.0
+    penalty_so_far: float = 0.0
+    stopped: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,6 +147,39 @@ def touched_rows(indptr, indices, other_edges):
     return local.astype(np.int64), piece_edges, send_ptr, pairs % max(n_rows, 1)
 
 
+def expected_message_bytes(n_users, n_items, n_ratings, width, n_blocks):
+    """The larger of what an item block and a user block receive in a round, with ``n_blocks``
+    blocks a side and ratings spread at random: the other side's rows their ratings touch (a
+    row with ``r`` ratings meets a given block with probability ``1 - (1 - 1/n_blocks)^r``), for
+    rows with the mean number of ratings each: uneven counts touch fewer rows."""
+    def touched(n_rows):
+        return n_rows * -np.expm1(n_ratings / n_rows * np.log1p(-1 / n_blocks)) if (
+            n_blocks > 1) else n_rows
+    return 8 * width * max(touched(n_users), touched(n_items))
+
+
+def sub_rounds_for(n_users, n_items, n_ratings, width, n_workers):
+    """``c``, the rounds each side's update is cut into (``c`` blocks a side a worker): doubled
+    from 1 while a block's expected messages (:func:`expected_message_bytes`) exceed both
+    ``MESSAGE_SHARE`` of a worker's rows and ``SMALL_MESSAGES``, as long as a doubling cuts them
+    to at most ``WORTHWHILE_CUT`` of what they were and the bytes all blocks receive in an
+    iteration stay within twice those with one block a worker (a row with many ratings touches
+    most blocks however small they are: there more rounds would only move more bytes), up to
+    ``MAX_SUB_ROUNDS`` and one row a block."""
+    allowed = max(MESSAGE_SHARE * 8 * width * (n_users + n_items) / n_workers, SMALL_MESSAGES)
+
+    def received(c):
+        return expected_message_bytes(n_users, n_items, n_ratings, width, c * n_workers)
+
+    c = 1
+    while (received(c) > allowed and 2 * c <= MAX_SUB_ROUNDS
+           and 2 * c * n_workers <= min(n_users, n_items)
+           and received(2 * c) <= WORTHWHILE_CUT * received(c)
+           and 2 * c * received(2 * c) <= 2 * received(1)):
+        c *= 2
+    return c
+
+
 def fill_initial_user_factors(out, seed, start, scale):
     """Write rows ``start:start + len(out)`` of a seeded N(0, scale^2) matrix into ``out``, the
     same whatever the blocks; one chunk of draws at a time, so the block's factor is the only
@@ -153,17 +207,25 @@ class MFProgram(Program):
     ``user_edges`` / ``item_edges``: block boundaries. ``mean``: the global mean, subtracted
     from the ratings (0 without biases). ``sweeps``: coordinate-descent sweeps over a row per
     round. ``tol``: stop when an iteration lowers the objective by at most this fraction.
+    ``sub_rounds``: rounds per side and iteration; it must divide both sides' block counts.
     """
 
     name = "mf"
     kernels = ("mf",)
+    updates_in_place = True  # a block's rows are read by the sends of the round after its push
 
     def __init__(self, n_components, user_edges, item_edges, n_ratings, alpha_W, alpha_H,
-                 alpha_bias, biases, mean, sweeps=1, tol=1e-4, init_scale=0.1, seed=0):
+                 alpha_bias, biases, mean, sweeps=1, tol=1e-4, init_scale=0.1, seed=0,
+                 sub_rounds=1):
         self.n_components = n_components
         self.user_edges = np.asarray(user_edges)
         self.item_edges = np.asarray(item_edges)
         self.n_user_blocks = len(self.user_edges) - 1
+        self.sub_rounds = int(sub_rounds)
+        if self.n_user_blocks % self.sub_rounds or (len(self.item_edges) - 1) % self.sub_rounds:
+            raise ValueError(f"sub_rounds={sub_rounds} must divide the numbers of user blocks "
+                             f"({self.n_user_blocks}) and item blocks "
+                             f"({len(self.item_edges) - 1})")
         self.n_ratings = n_ratings
         self.biases = biases
         self.mean = mean
@@ -242,8 +304,11 @@ class MFProgram(Program):
         return Ratings(side, raw["start"], indptr, local, values - self.mean, *meeting)
 
     def initial_shared(self):
-        # items start at zero (their ones column meets zero user biases), so they add nothing
-        return SharedFactor(ITEMS, 0.0, np.inf)
+        # the initial pull completes the users' update: the round before it is the one before
+        # the users' last sub-round; items start at zero (their ones column meets zero user
+        # biases), so they add nothing
+        c = self.sub_rounds
+        return SharedFactor(*((USERS, c - 2) if c > 1 else (ITEMS, 0)), 0.0, np.inf)
 
     def init_block(self, data, block_id):
         rows = len(data.indptr) - 1
@@ -257,9 +322,23 @@ class MFProgram(Program):
         return factor, BlockObjective(USERS, loss, penalty(factor, self.sides[USERS].lam))
 
     # -- schedule / push / pull ---------------------------------------------------------------
+    def side_of(self, round_index):
+        """The side a round updates (items first), and the round's place among its side's."""
+        sub_round = round_index % self.sub_rounds
+        return (ITEMS if round_index % (2 * self.sub_rounds) < self.sub_rounds else USERS,
+                sub_round)
+
+    def following(self, side, sub_round):
+        """The side and sub-round of the round after one of ``side`` and ``sub_round``."""
+        if sub_round < self.sub_rounds - 1:
+            return side, sub_round + 1
+        return (USERS if side == ITEMS else ITEMS), 0
+
     def schedule(self, round_index, history):
-        side, other = (ITEMS, USERS) if round_index % 2 == 0 else (USERS, ITEMS)
-        return dict.fromkeys(self.block_ids(side), Update(tuple(self.block_ids(other))))
+        side, sub_round = self.side_of(round_index)
+        other = USERS if side == ITEMS else ITEMS
+        blocks = list(self.block_ids(side))[sub_round::self.sub_rounds]
+        return dict.fromkeys(blocks, Update(tuple(self.block_ids(other))))
 
     def message(self, block_id, data, state, to_block):
         """The rows of this block's factor that ``to_block``'s ratings touch."""
@@ -267,22 +346,36 @@ class MFProgram(Program):
         return state[data.send_rows[data.send_ptr[b]:data.send_ptr[b + 1]]]
 
     def push(self, block_id, data, state, instruction, shared, messages):
-        if shared.side == data.side:
+        own_round = data.side, self._index_on_side(block_id) % self.sub_rounds
+        if self.following(shared.side, shared.sub_round) != own_round:
+            # the rows are updated in place: a push that ran before the sends of the round
+            # before it had read them would change what they send
             raise RuntimeError("matrix factorization alternates users and items and needs the "
                                "other side's factor of the previous round: run it with "
                                "staleness 0")
+        if shared.stopped:
+            return state, None
         side = self.sides[data.side]
-        factor = state.copy()
         rows = tuple(messages[b] for b in instruction.reads)
-        loss = update_rows(data.indptr, data.indices, data.values, factor, rows,
+        loss = update_rows(data.indptr, data.indices, data.values, state, rows,
                            side.coords, side.lam, self.sweeps, 0.0)
-        return factor, BlockObjective(data.side, loss, penalty(factor, side.lam))
+        return state, BlockObjective(data.side, loss, penalty(state, side.lam))
 
     def pull(self, partials, shared):
+        """Adds up a side's loss and penalty over its sub-rounds; the round that completes the
+        side reports the objective (the initial pull completes the users)."""
         blocks = [p for p in partials.values() if p is not None]
-        side = blocks[0].side
-        loss = sum(block.loss for block in blocks)
-        side_penalty = sum(block.penalty for block in blocks)
+        side, sub_round = self.following(shared.side, shared.sub_round)
+        if shared.stopped:
+            return replace(shared, side=side, sub_round=sub_round), {"side": side,
+                                                                    "after_stop": True}
+        first = sub_round == 0
+        loss = (0.0 if first else shared.loss_so_far) + sum(block.loss for block in blocks)
+        side_penalty = ((0.0 if first else shared.penalty_so_far)
+                        + sum(block.penalty for block in blocks))
+        if sub_round < self.sub_rounds - 1:
+            return replace(shared, side=side, sub_round=sub_round, loss_so_far=loss,
+                           penalty_so_far=side_penalty), {"side": side, "sub_round": sub_round}
         objective = loss + side_penalty + shared.penalty
         report = {"side": side, "objective": objective, "loss": loss,
                   "rmse": float(np.sqrt(loss / self.n_ratings))}
@@ -290,7 +383,8 @@ class MFProgram(Program):
         if side == USERS:
             report["relative_decrease"] = relative_decrease(iteration_objective, objective)
             iteration_objective = objective
-        return SharedFactor(side, side_penalty, iteration_objective), report
+        return SharedFactor(side, sub_round, side_penalty, iteration_objective,
+                            stopped=self.converged(report)), report
 
     def converged(self, report):
         return report.get("relative_decrease", np.inf) <= self.tol
