@@ -3,8 +3,8 @@
 One process run, both on the same interactions, the same 80/20 split (each interaction held out
 with probability 0.2, seed ``--seed``), the same model: ``--factors`` (64), ``--regularization``,
 confidence ``1 + alpha r`` (``--alpha``) and ``--iterations`` (15) iterations of alternating least
-squares with 3 conjugate-gradient steps a row (both libraries' default solver; "dask_strads
-exact" solves each row's system exactly instead). ``implicit``
+squares with 3 conjugate-gradient steps a row (both libraries' default solver; with
+``--exact``, "dask_strads exact" solves each row's system exactly instead). ``implicit``
 weighs an interaction by the value it is given, so it gets the matrix of ``1 + alpha r``: the
 same objective. Both are scored by one function: precision@10 of the top 10 items not seen in
 training, against the held-out interactions (hits / sum over users of min(10, held-out count),
@@ -17,14 +17,16 @@ Data sets (nothing downloaded)
              20) and a number of interactions drawn from a power law (mean ~25); items are
              drawn with Zipf popularity (exponent 1), ten times likelier within the user's taste.
 
-Per data set and library: median fit seconds over ``--repeats`` fits (after one untimed
+Per data set and library: median fit seconds over ``--repeats`` fits, the libraries taking
+turns within each repeat (after one untimed
 warm-up fit of each, which compiles the numba kernels), the mean precision@10 over those fits
 (each from its own initial factors, seeds ``--seed``, ``--seed`` + 1, ...), and the ratio of the fit
 time to implicit's (multi-threaded, its default: one thread per core) and to implicit on one
 thread. dask_strads runs where it runs by default (in this process, one block, below a million
 interactions).
 
-    python benchmarks/implicit.py --repeats 3
+    python benchmarks/implicit.py --repeats 5 --datasets movielens --exact
+    python benchmarks/implicit.py --repeats 3 --datasets powerlaw
 """
 import os
 import statistics
@@ -123,14 +125,16 @@ def main():
         ("--iterations", {"type": int, "default": 15}),
         ("--users", {"type": int, "default": 20_000}),
         ("--items", {"type": int, "default": 10_000}),
-        ("--datasets", {"default": "movielens,powerlaw"})])
+        ("--datasets", {"default": "movielens,powerlaw"}),
+        ("--exact", {"action": "store_true"})])
     from implicit.evaluation import precision_at_k as implicit_precision_at_k
     from threadpoolctl import threadpool_limits
 
     data = {"movielens": movielens, "powerlaw": lambda: powerlaw(args.users, args.items, args.seed)}
-    solvers = {"dask_strads": strads_fitter(3), "dask_strads exact": strads_fitter(0),
-               "implicit": implicit_fitter(0),
+    solvers = {"dask_strads": strads_fitter(3), "implicit": implicit_fitter(0),
                "implicit 1 thread": implicit_fitter(1)}
+    if args.exact:
+        solvers["dask_strads exact"] = strads_fitter(0)
     print(f"k={args.factors}, alpha={args.alpha}, regularization={args.regularization}, "
           f"{args.iterations} iterations, {args.repeats} repeats")
     with threadpool_limits(1, "blas"):  # implicit's advice; our kernels use no BLAS threads
@@ -138,26 +142,27 @@ def main():
             train, test = split(data[name](), args.seed)
             print(f"\n{name}: {train.shape[0]} users x {train.shape[1]} items, {train.nnz} "
                   f"training and {test.nnz} held-out interactions")
-            rows = {}
-            for solver, fit in solvers.items():
+            for fit in solvers.values():
                 fit(train[:200], args, 0)  # warm-up: numba compilation, thread pools
-                times, precisions = [], []
-                for repeat in range(args.repeats):
+            times = {solver: [] for solver in solvers}
+            precisions = {solver: [] for solver in solvers}
+            for repeat in range(args.repeats):  # interleaved: a change of load hits them all
+                for solver, fit in solvers.items():
                     start = time.perf_counter()
                     users, items = fit(train, args, args.seed + repeat)
-                    times.append(time.perf_counter() - start)
-                    precisions.append(precision_at_k(users, items, train, test))
-                rows[solver] = statistics.median(times), statistics.mean(precisions)
-                if solver == "implicit":
-                    check = implicit_precision_at_k(fit.model, train, test, K=K,
-                                                    show_progress=False)
-                    print(f"  implicit's own precision_at_k of its last model: {check:.4f} "
-                          f"(ours: {precisions[-1]:.4f})")
-            ours = rows["dask_strads"][0]
+                    times[solver].append(time.perf_counter() - start)
+                    precisions[solver].append(precision_at_k(users, items, train, test))
+            model = solvers["implicit"].model
+            print(f"  implicit's own precision_at_k of its last model: "
+                  f"{implicit_precision_at_k(model, train, test, K=K, show_progress=False):.4f} "
+                  f"(ours of it: {precisions['implicit'][-1]:.4f})")
+            ours = statistics.median(times["dask_strads"])
             print("| library | fit (median) | precision@10 (mean) | fit / dask_strads' |")
             print("|---|---|---|---|")
-            for solver, (seconds, precision) in rows.items():
-                print(f"| {solver} | {seconds:.2f} s | {precision:.4f} | {seconds / ours:.2f} |")
+            for solver in solvers:
+                seconds = statistics.median(times[solver])
+                print(f"| {solver} | {seconds:.2f} s | {statistics.mean(precisions[solver]):.4f} "
+                      f"| {seconds / ours:.2f} |")
 
 
 if __name__ == "__main__":
