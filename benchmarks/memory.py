@@ -41,6 +41,7 @@ from dask_strads.datasets import (make_lda_corpus, make_ratings,  # noqa: E402
                                  make_sparse_regression)
 from dask_strads.kernels.lda import row_bytes  # noqa: E402
 from dask_strads.partition import block_edges  # noqa: E402
+from dask_strads.programs.mf import sub_rounds_for  # noqa: E402
 
 MB = 2**20
 #: Target: growth per worker at most this times model / P, plus the worker's data shard.
@@ -80,18 +81,20 @@ class MFProblem:
                          f"rank {self.rank}")
 
     def breakdown(self, n_workers):
-        """What worker 0 holds at an item round's peak, counted from the blocks' ratings as the
-        estimator cuts them: its rows (model / P), the user rows its item block's ratings touch
-        (received) and the copies of its user rows that the item blocks' ratings touch (sent)."""
+        """What worker 0 holds at its first item round's peak, counted from the blocks'
+        ratings as the estimator cuts them (c sub-rounds, c x P blocks a side): its rows
+        (model / P), the user rows its item block's ratings touch (received) and the copies of
+        its user rows that the round's item blocks' ratings touch (sent)."""
         X, Xc, row = self.X.tocsr(), self.X.tocsc(), (self.rank + 2) * 8
-        users = block_edges(X.shape[0], n_workers, np.diff(X.indptr))
-        items = block_edges(X.shape[1], n_workers, np.diff(Xc.indptr))
-        own = X[users[0]:users[1]].tocsc()
-        sent = sum(np.count_nonzero(np.diff(own[:, a:b].tocsr().indptr))
-                   for a, b in zip(items[:-1], items[1:]))
+        c = sub_rounds_for(*X.shape, X.nnz, self.rank + 2, n_workers)
+        users = block_edges(X.shape[0], c * n_workers, np.diff(X.indptr))
+        items = block_edges(X.shape[1], c * n_workers, np.diff(Xc.indptr))
+        own = X[users[0]:users[c]].tocsc()
+        sent = sum(np.count_nonzero(np.diff(own[:, items[b]:items[b + 1]].tocsr().indptr))
+                   for b in range(0, c * n_workers, c))
         received = len(np.unique(Xc[:, items[0]:items[1]].indices))
-        held = users[1] - users[0] + items[1] - items[0]
-        return (f"worker 0, item round: rows {held * row / MB:.0f} MB, received "
+        held = users[c] - users[0] + items[c] - items[0]
+        return (f"c = {c}; worker 0, item round: rows {held * row / MB:.0f} MB, received "
                 f"{received * row / MB:.0f} MB, sent {sent * row / MB:.0f} MB")
 
     def fit(self, client, n_workers, warm_up=False):
