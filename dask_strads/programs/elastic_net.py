@@ -279,10 +279,17 @@ def block_columns(X, y_centred, means):
         X = sp.csc_matrix(X, copy=True)
         X.sum_duplicates()
         return block_columns(X, y_centred, means)
-    n_samples = len(y_centred)
+    return centred_columns(X_kernel, col_sums, norms2, X_dot_y, len(y_centred), y_centred.sum(),
+                           means)
+
+
+def centred_columns(X_kernel, col_sums, norms2, X_dot_y, n_samples, y_sum, means):
+    """The :class:`Columns` of ``n_samples`` rows whose raw sums, squared norms and dot products
+    with ``y`` (summing to ``y_sum``) are given, centred implicitly by ``means`` (None: their
+    own)."""
     means = col_sums / n_samples if means is None else np.asarray(means, dtype=np.float64)
     col_norm2 = np.maximum(norms2 - n_samples * means**2, 0.0)
-    X_dot_y -= means * y_centred.sum()
+    X_dot_y -= means * y_sum
     return Columns(X_kernel, col_sums, means, col_norm2, X_dot_y)
 
 
@@ -292,7 +299,7 @@ def _kernel_matrix(X):
     if isinstance(X, np.ndarray):
         return np.asfortranarray(X, dtype=np.float64)
     X = X.tocsc()
-    return (X.indptr.astype(np.int64), X.indices.astype(np.int64),
+    return (X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False),
             X.data.astype(np.float64, copy=False))
 
 
