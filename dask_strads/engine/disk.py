@@ -77,11 +77,11 @@ def _rounds(root):
     return [int(name[6:]) for name in names if name.startswith("round-") and name[6:].isdigit()]
 
 
-def latest(root, fingerprint, n_blocks, n_carried, staleness):
-    """The newest complete, readable checkpoint of this fit: ``(Checkpoint of values, history
-    records)``, or None. ``fingerprint()`` gives what identifies the fit, asked for only when a
-    complete checkpoint is found: one of another fit (data, hyperparameters, seed, blocks)
-    raises a ValueError that names what differs."""
+def latest(root, fingerprint, n_blocks, n_carried, staleness, last_round):
+    """The newest complete, readable checkpoint of this fit taken after round ``last_round`` at
+    the latest: ``(Checkpoint of values, history records)``, or None. ``fingerprint()`` gives
+    what identifies the fit, asked for only when a complete checkpoint is found: one of another
+    fit (data, hyperparameters, seed, blocks) raises a ValueError that names what differs."""
     for t in sorted(_rounds(root), reverse=True):
         folder = round_dir(root, t)
         try:
@@ -97,6 +97,8 @@ def latest(root, fingerprint, n_blocks, n_carried, staleness):
                 f"{', '.join(differs)}): use another directory, or empty it to start afresh"
                 + (" (a fit resumes only with a fixed random_state)" if "seed" in differs
                    else ""))
+        if t > last_round:
+            continue
         try:
             def read(name):
                 return storage.load(posixpath.join(folder, name))

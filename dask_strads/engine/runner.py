@@ -175,13 +175,20 @@ class Engine:
                 and isinstance(blocks, (list, tuple))):
             return None
         found = disk.latest(self.checkpoint_dir, lambda: self.fingerprint, len(blocks),
-                            self.program.n_carried, self.staleness)
+                            self.program.n_carried, self.staleness, self._last_resumable_round)
         if found is None:
             return None
         checkpoint, records = found
         logger.info("resuming from the checkpoint of round %d in %s", checkpoint.round,
                     self.checkpoint_dir)
         return checkpoint, checkpoint.pairs(), records
+
+    @property
+    def _last_resumable_round(self):
+        """The newest round a run can go on from: the result is collected at the state that the
+        last round's report measured, ``report_lag`` rounds before it, which a checkpoint of
+        the last round alone no longer holds."""
+        return self.max_rounds - 1 - self.program.report_lag
 
     def _rounds(self, run, watching):
         for t in range(run.submitted + 1, self.max_rounds):
@@ -269,6 +276,8 @@ class Engine:
             raise ClusterError(f"{error}, and no worker is left") from error
         restore = None
         for checkpoint in reversed(run.checkpoints):
+            if checkpoint.round > self._last_resumable_round:
+                continue
             copies = usable(executor, checkpoint, alive)
             if copies is not None:
                 restore = (checkpoint, copies)
