@@ -5,12 +5,14 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNetCV as SkElasticNetCV
 from sklearn.linear_model import LassoCV as SkLassoCV
 from sklearn.model_selection import KFold
 
 import dask_strads
+from dask_strads.engine import DistributedExecutor
 from conftest import fit_is_refused
 from test_elastic_net import sparse_problem
 
@@ -55,13 +57,37 @@ def test_elastic_net_cv_picks_sklearns_l1_ratio_on_given_splits_dense():
     assert_same_selection(ours, ref)
 
 
-def test_a_grid_of_alphas_on_a_process_cluster(client_factory):
+def test_a_grid_of_alphas_on_a_process_cluster_places_the_data_once(client_factory,
+                                                                   monkeypatch):
     X, y = sparse_problem(seed=9, n=100, p=120)
     grid = np.geomspace(0.5, 0.005, 6)
-    ours = dask_strads.LassoCV(alphas=grid[::-1], cv=3, tol=TOL)
+    placements = []
+    place = DistributedExecutor.place
+    monkeypatch.setattr(DistributedExecutor, "place",
+                        lambda self, blocks, *args: placements.append(len(blocks))
+                        or place(self, blocks, *args))
+    ours = dask_strads.LassoCV(alphas=grid[::-1], cv=3, tol=TOL, n_blocks=3)
     ours.client = client_factory(2)
     ours.fit(X, y)
     ref = sk_fit(SkLassoCV, X, y, alphas=grid, cv=3)
+    assert_same_selection(ours, ref)
+    assert placements == [3]  # three folds and the refit on the blocks placed once
+    assert not hasattr(ours, "l1_ratio_")  # as scikit-learn's LassoCV
+
+
+def test_no_intercept_positive_on_rows_of_a_sparse_matrix_in_any_order():
+    """Folds given as shuffled indices of uneven size, on a CSR matrix with int32 indices: the
+    row masks select what scikit-learn's copies of the rows hold."""
+    X, y = sparse_problem(seed=11, n=80, p=50)
+    X = sp.csr_matrix(X)
+    assert X.indices.dtype == np.int32
+    rng = np.random.default_rng(0)
+    splits = [(rng.permutation(np.flatnonzero(fold != k)), np.flatnonzero(fold == k))
+              for fold in [rng.integers(0, 3, X.shape[0])] for k in range(3)]
+    ours = dask_strads.LassoCV(alphas=5, cv=splits, tol=TOL, fit_intercept=False,
+                               positive=True).fit(X, y)
+    ref = sk_fit(SkLassoCV, X.toarray(), y, alphas=5, cv=splits, fit_intercept=False,
+                 positive=True)
     assert_same_selection(ours, ref)
 
 

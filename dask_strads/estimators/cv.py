@@ -1,20 +1,28 @@
 """``dask_strads.LassoCV`` / ``ElasticNetCV``: alpha (and l1_ratio) chosen by cross-validation
 over regularisation paths, then a refit on the whole data."""
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
 from sklearn.utils.extmath import safe_sparse_dot
 
+from ..engine.blocks import PlacedBlocks
 from ..engine.runtime import default_cluster_size
+from ..kernels.elastic_net import dot
 from ..log import logger
+from ..partition import block_edges
+from ..programs.elastic_net import ElasticNetProgram
+from ..programs.elastic_net_path import ElasticNetPathProgram
+from ..programs.lasso import make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .elastic_net import ElasticNet
-from .inputs import check_in_memory_design
-from .paths import PATH_CONSTRAINTS, fit_path, path_alphas
+from .elastic_net import ElasticNet, _means_dot
+from .inputs import blocks_along, check_in_memory_design
+from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
 
 #: The shared parameters a CV estimator takes (a checkpoint directory or a callback would mix
 #: the fits of every fold).
@@ -25,11 +33,13 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     """Elastic net with alpha and l1_ratio chosen by cross-validation, as
     :class:`sklearn.linear_model.ElasticNetCV`.
 
-    For each l1_ratio and fold, the path over the alpha grid is fitted in one engine run
-    (:func:`dask_strads.enet_path`: the fold's data placed on the workers once, each alpha
-    started from the one before) and scored by the mean squared error on the fold's test rows.
-    The alpha and l1_ratio of least mean error over the folds are refitted on the whole data by
-    :class:`dask_strads.ElasticNet`.
+    The data are placed on the workers once, in feature blocks of every row, for all the folds,
+    l1_ratios and the refit. For each l1_ratio and fold, the path over the alpha grid is fitted
+    in one engine run (each alpha started from the solution of the one before) on the fold's
+    training rows, which the blocks select by a row mask (no copy of the data), and scored by
+    the mean squared error on the fold's test rows. The alpha and l1_ratio of least mean error
+    over the folds are refitted on the whole data by the working-set program of
+    :class:`dask_strads.ElasticNet`, on the same blocks.
 
     Parameters
     ----------
@@ -57,7 +67,7 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     Attributes
     ----------
     alpha_, l1_ratio_ : float
-        The chosen penalty.
+        The chosen penalty (``l1_ratio_``: ElasticNetCV only).
     alphas_ : array of shape (n_alphas,) or (n_l1_ratio, n_alphas)
         The grid (one row per l1_ratio when the grid was made from a count and several l1_ratios
         were given).
@@ -95,6 +105,9 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.progress = progress
 
     predict = ElasticNet.predict
+    _chooses_l1_ratio = True
+    #: not parameters: every run of a fit (folds, l1_ratios, refit) would share them
+    callback = checkpoint_dir = None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -109,11 +122,24 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         l1_ratios = self._l1_ratios()
         grids = [path_alphas(X, y, self.alphas, ratio, self.eps, self.fit_intercept,
                              self.positive) for ratio in l1_ratios]
-        folds = list(check_cv(self.cv).split(X, y))
-        if sp.issparse(X):
-            X = X.tocsr()  # rows are taken for the folds
+        folds = [(np.sort(train), test) for train, test in check_cv(self.cv).split(X, y)]
+        executor = self._fit_executor(_stored(X))
+        X = _placeable(X)
+        y_mean = float(y.mean()) if self.fit_intercept else 0.0
+        y_centred = y - y_mean
+        edges = block_edges(X.shape[1], self.n_blocks or len(executor.workers))
+        widths, sparse = np.diff(edges), sp.issparse(X)
+        means = None if self.fit_intercept else np.zeros(X.shape[1])
+
+        def make_block(columns, lo, hi):
+            return make_raw_block(columns, y_centred, np.zeros(hi - lo),
+                                  None if means is None else means[lo:hi], False)
+
+        logger.info("%s: placing %d feature blocks on the workers, once for every fold and the "
+                    "refit", type(self).__name__, len(widths))
+        placed = PlacedBlocks.on(executor, blocks_along(X, edges, make_block, axis=1),
+                                 prefix="strads-cv-data")
         paths = [(i, f) for i in range(len(l1_ratios)) for f in range(len(folds))]
-        n_jobs = self.n_jobs or self._concurrent_paths(X)
 
         def test_errors(path):
             i, f = path
@@ -121,40 +147,55 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             logger.info("%s: the path of %d alphas on fold %d of %d%s", type(self).__name__,
                         len(grids[i]), f + 1, len(folds),
                         f" (l1_ratio={l1_ratios[i]:g})" if len(l1_ratios) > 1 else "")
-            coefs, intercepts, _, _ = fit_path(
-                X[train], y[train], grids[i], l1_ratios[i], fit_intercept=self.fit_intercept,
-                tol=self.tol, max_iter=self.max_iter, positive=self.positive,
-                n_blocks=self.n_blocks, client=self._client, random_state=self.random_state,
-                checkpoint_interval=self.checkpoint_interval, progress=self.progress)
-            predicted = np.asarray(safe_sparse_dot(X[test], coefs)) + intercepts
-            return ((predicted - y[test][:, None]) ** 2).mean(axis=0)
+            y_shift = float(y_centred[train].mean()) if self.fit_intercept else 0.0
+            y_fold = y_centred[train] - y_shift
+            program = ElasticNetPathProgram(
+                widths, y_fold, grids[i], l1_ratios[i], self.positive,
+                self.tol * dot(y_fold, y_fold) / len(train), self.max_iter, rows=train,
+                y_shift=y_shift, seed=self._seed(), sparse=sparse)
+            result = self._run_engine(program, placed, executor,
+                                      len(grids[i]) * self.max_iter + 1, (X, y))
+            coefs, _, _ = path_solutions(result.history, program, X.shape[1], grids[i])
+            support = np.flatnonzero(coefs.any(axis=1))
+            fitted = safe_sparse_dot(X[:, support], coefs[support], dense_output=True)
+            intercepts = (y_mean + y_shift - fitted[train].mean(axis=0)
+                          if self.fit_intercept else 0.0)
+            return ((fitted[test] + intercepts - y[test][:, None]) ** 2).mean(axis=0)
 
+        n_jobs = self.n_jobs or self._concurrent_paths(executor)
         with ThreadPoolExecutor(min(n_jobs, len(paths))) as pool:
             errors = list(pool.map(test_errors, paths))
         mse = np.reshape(errors, (len(l1_ratios), len(folds), -1))
         mean_mse = mse.mean(axis=1)
         best = np.unravel_index(np.argmin(mean_mse), mean_mse.shape)  # the first of the least
         alpha, l1_ratio = grids[best[0]][best[1]], l1_ratios[best[0]]
-        refit = ElasticNet(alpha=alpha, l1_ratio=l1_ratio, fit_intercept=self.fit_intercept,
-                           max_iter=self.max_iter, tol=self.tol, positive=self.positive,
-                           random_state=self.random_state, n_blocks=self.n_blocks,
-                           keep_on_cluster=self.keep_on_cluster,
-                           checkpoint_interval=self.checkpoint_interval, progress=self.progress)
-        refit.client = self._client
-        refit.fit(X, y)
+        logger.info("%s: the refit at alpha=%.3g on the whole data", type(self).__name__, alpha)
+        refit = ElasticNetProgram(widths, y_centred, alpha, l1_ratio, self.positive,
+                                  self.tol * dot(y_centred, y_centred) / len(y),
+                                  seed=self._seed(), sparse=sparse)
+        result = self._run_engine(refit, placed, executor, self.max_iter, (X, y))
         self._reset_features(given)
-        self.alpha_, self.l1_ratio_ = float(alpha), float(l1_ratio)
+        self.alpha_ = float(alpha)
+        if self._chooses_l1_ratio:
+            self.l1_ratio_ = float(l1_ratio)
         self.alphas_ = (np.asarray(grids) if len(l1_ratios) > 1
                         and not np.ndim(self.alphas) else np.asarray(grids[0]))
         self.mse_path_ = np.squeeze(np.moveaxis(mse, 2, 1))
-        self.coef_, self.intercept_ = refit.coef_, refit.intercept_
-        self.dual_gap_, self.n_iter_ = refit.dual_gap_, refit.n_iter_
-        self._executor = refit._executor
+        self.coef_ = self._parameters(result)
+        self.intercept_ = y_mean - _means_dot(X, means, self.coef_, executor)
+        gaps = [r["gap"] for r in result.history if "gap" in r]
+        self.dual_gap_ = gaps[-1] if gaps else np.inf
+        self.n_iter_ = result.history.stats.rounds
+        self._executor = executor
+        if not result.history.stats.converged:
+            warnings.warn(f"The refit at alpha={alpha:.3e} did not converge in {self.n_iter_} "
+                          f"rounds (duality gap {self.dual_gap_:.3e}). Consider increasing "
+                          "max_iter.", ConvergenceWarning)
         return self
 
-    def _concurrent_paths(self, X):
+    @staticmethod
+    def _concurrent_paths(executor):
         """One path per worker of the cluster a fit runs on; in this process, one per core."""
-        executor = self._fit_executor(_stored(X))
         return default_cluster_size() if executor.local else len(executor.workers)
 
     def _l1_ratios(self):
@@ -168,7 +209,9 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 class LassoCV(ElasticNetCV):
     """Lasso with alpha chosen by cross-validation, as :class:`sklearn.linear_model.LassoCV`:
     :class:`ElasticNetCV` with ``l1_ratio=1``, whose documentation describes the parameters and
-    attributes (``l1_ratio_`` aside)."""
+    attributes (it has no ``l1_ratio_``)."""
+
+    _chooses_l1_ratio = False
 
     _parameter_constraints = {name: constraint for name, constraint
                               in ElasticNetCV._parameter_constraints.items()
@@ -186,3 +229,19 @@ class LassoCV(ElasticNetCV):
 
 def _stored(X):
     return X.nnz if sp.issparse(X) else X.size
+
+
+def _placeable(X):
+    """X as the blocks of every fold read it without copies: a Fortran array, or a CSC matrix
+    in canonical format with int64 indices (the kernels' types), whose column blocks are views."""
+    if not sp.issparse(X):
+        return np.asfortranarray(X)
+    X = X.tocsc(copy=True)
+    X.sum_duplicates()
+    placeable = sp.csc_matrix(X.shape, dtype=X.dtype)
+    # set, not passed to the constructor, which would make the indices int32 again
+    placeable.data = X.data
+    placeable.indices = X.indices.astype(np.int64, copy=False)
+    placeable.indptr = X.indptr.astype(np.int64, copy=False)
+    placeable.has_canonical_format = True
+    return placeable

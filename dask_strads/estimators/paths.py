@@ -9,7 +9,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.extmath import safe_sparse_dot
 
-from ..kernels.elastic_net import dot
 from ..programs.elastic_net_path import ElasticNetPathProgram
 from .base import NumberInterval
 from .elastic_net import ElasticNet
@@ -30,12 +29,13 @@ class _PathFit(ElasticNet):
     """An :class:`ElasticNet` fit whose program walks down ``path_alphas``, at most
     ``stage_rounds`` rounds each."""
 
-    path_alphas = stage_rounds = None
+    path_alphas = stage_rounds = path_program = None
 
     def _program(self, widths, y_centred, gap_tolerance, sparse):
-        return ElasticNetPathProgram(widths, y_centred, self.path_alphas, self.l1_ratio,
-                                     self.positive, gap_tolerance, self.stage_rounds,
-                                     seed=self._seed(), sparse=sparse)
+        self.path_program = ElasticNetPathProgram(
+            widths, y_centred, self.path_alphas, self.l1_ratio, self.positive, gap_tolerance,
+            self.stage_rounds, seed=self._seed(), sparse=sparse)
+        return self.path_program
 
 
 def alpha_grid(X, y, l1_ratio, eps, n_alphas, fit_intercept, positive):
@@ -88,28 +88,35 @@ def fit_path(X, y, alphas, l1_ratio, *, fit_intercept, tol, max_iter, positive, 
         fit.coef_ = np.asarray(coef_init, dtype=np.float64)
     fit.client = client
     fit.fit(X, y)
-    coefs = np.zeros((X.shape[1], len(alphas)))
+    coefs, dual_gaps, n_iters = path_solutions(fit.history_, fit.path_program, X.shape[1],
+                                               alphas)
+    if fit_intercept:
+        intercepts = float(np.mean(y)) - column_means(X) @ coefs
+    else:
+        intercepts = np.zeros(len(alphas))
+    return coefs, intercepts, dual_gaps, n_iters
+
+
+def path_solutions(history, program, n_features, alphas):
+    """``(coefs, dual_gaps, n_iters)`` of the path ``program`` (an
+    :class:`ElasticNetPathProgram` over ``alphas``) recorded in ``history``; a
+    ConvergenceWarning names the alphas not solved to its tolerance in its rounds per alpha."""
+    coefs = np.zeros((n_features, len(alphas)))
     dual_gaps = np.empty(len(alphas))
     n_iters = np.zeros(len(alphas), dtype=np.int64)
-    for record in fit.history_.records:
+    for record in history.records:
         stage = record["stage"]
         n_iters[stage] += 1
         if "path_coef" in record:
             positions, values = record["path_coef"]
             coefs[positions, stage] = values
             dual_gaps[stage] = record["gap"]
-    if fit_intercept:
-        intercepts = float(np.mean(y)) - column_means(X) @ coefs
-    else:
-        intercepts = np.zeros(len(alphas))
-    y_centred = y - np.mean(y) if fit_intercept else y
-    target = tol * dot(y_centred, y_centred) / len(y)
-    unsolved = alphas[dual_gaps > target]
+    unsolved = alphas[dual_gaps * program.n_samples > program.tolerance]
     if len(unsolved):
         warnings.warn(f"Objective did not converge for {len(unsolved)} alphas of the path "
-                      f"(the largest: {unsolved[0]:.3e}) in max_iter={max_iter} rounds each. "
-                      f"Consider increasing max_iter.", ConvergenceWarning)
-    return coefs, intercepts, dual_gaps, n_iters
+                      f"(the largest: {unsolved[0]:.3e}) in max_iter={program.stage_rounds} "
+                      f"rounds each. Consider increasing max_iter.", ConvergenceWarning)
+    return coefs, dual_gaps, n_iters
 
 
 @validate_params(

@@ -53,6 +53,10 @@ _ENET = (("columns", "column_stats"), ("columns", "add_columns"),
          ("elastic_net", "_gradient_and_scores"), ("elastic_net", "_epochs"))
 KERNEL_SETS["enet"] = tuple((module, name, _dense) for module, name in _ENET)
 KERNEL_SETS["enet_sparse"] = tuple((module, name, _sparse) for module, name in _ENET)
+# a fold of a cross-validation on blocks that hold every row: its column statistics
+KERNEL_SETS["enet_folds"] = (("weighted_columns", "weighted_column_stats", _dense),)
+KERNEL_SETS["enet_folds_sparse"] = (("weighted_columns", "weighted_column_stats", _sparse),
+                                    ("weighted_columns", "take_csc_rows", _any))
 KERNEL_SETS["lda"] = tuple(("lda", name, _any) for name in (
     "add_counts", "topic_totals", "fill_nonzero", "_sample_block"))
 KERNEL_SETS["lda_inference"] = (("lda_inference", "_infer_documents", _any),)
@@ -68,7 +72,8 @@ KERNEL_SETS["logistic_sparse"] = (tuple((module, name, _sparse)
 
 #: How a kernel set is named to the user.
 LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",
-          "enet_sparse": "sparse elastic net", "lda_inference": "lda transform"}
+          "enet_sparse": "sparse elastic net", "lda_inference": "lda transform",
+          "enet_folds": "elastic-net folds", "enet_folds_sparse": "sparse elastic-net folds"}
 
 _announced = set()
 _lock = threading.Lock()

@@ -6,12 +6,23 @@ duality gap at its alpha is at most the tolerance, or after ``stage_rounds`` rou
 then records the solution the pushes saw (every non-zero coefficient is among the features a
 push sends) and moves on. Gap-safe screening starts afresh at each alpha, from the gap of its
 first round: a feature proved zero at one alpha may be non-zero at a smaller one.
+
+A *fold* (``rows``: the training rows of a cross-validation split) runs on blocks placed with
+every row, which all the folds and the refit share: a block keeps its whole columns and computes
+the fold's column statistics from a 0/1 row weight on its worker; its full pass reads the
+fold's residual spread over all rows, zero off the fold, and the working set receives the fold's
+rows of its columns only, so the solve is that of the fold's data.
 """
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .elastic_net import ElasticNetProgram, Shared
+from ..kernels.columns import add_columns
+from ..kernels.elastic_net import dot
+from ..kernels.weighted_columns import take_csc_rows, weighted_column_stats
+from .elastic_net import (BlockData, BlockState, ElasticNetProgram, Shared, Start,
+                          _kernel_matrix, centred_columns)
+from .working_set import Columns
 
 
 @dataclass(frozen=True)
@@ -19,25 +30,84 @@ class PathShared(Shared):
     stage_round: int = 0  # rounds run at this stage
 
 
+@dataclass(frozen=True)
+class FoldColumns(Columns):
+    """A block's whole columns with the statistics of a fold's rows (``rows``, increasing;
+    ``row_map``: each row's index among them, -1 off the fold)."""
+
+    rows: np.ndarray = None
+    row_map: np.ndarray = None
+
+    def take(self, positions):
+        """The fold's rows of the columns ``positions``."""
+        if isinstance(self.X, np.ndarray):
+            X = np.asfortranarray(self.X[np.ix_(self.rows, positions)])
+        else:
+            X = take_csc_rows(*self.X, np.asarray(positions, dtype=np.int64), self.row_map)
+        return Columns(X, self.col_sums[positions], self.col_means[positions],
+                       self.col_norm2[positions], self.X_dot_y[positions])
+
+    def spread(self, r):
+        """The fold's vector ``r`` over all rows, zero off the fold."""
+        full = np.zeros(len(self.row_map))
+        full[self.rows] = r
+        return full
+
+
 class ElasticNetPathProgram(ElasticNetProgram):
     """:class:`ElasticNetProgram` over ``alphas`` (in the order given). A report carries the
     ``stage`` its gap was measured at; the report that ends a stage carries its solution,
-    ``path_coef``: ``(feature indices, values)`` of the non-zero coefficients."""
+    ``path_coef``: ``(feature indices, values)`` of the non-zero coefficients.
+
+    ``rows`` (increasing): fit the fold of those rows of blocks that hold every row, whose
+    ``y`` (the whole data's, centred) the fold centres again by subtracting ``y_shift``."""
 
     name = "lasso-path"
 
     def __init__(self, widths, y_centred, alphas, l1_ratio, positive, gap_tolerance,
-                 stage_rounds, **options):
-        alphas = np.asarray(alphas, dtype=np.float64)
-        super().__init__(widths, y_centred, alphas[0], l1_ratio, positive, gap_tolerance,
-                         **options)
-        self.l1s = alphas * l1_ratio * self.n_samples
-        self.l2s = alphas * (1.0 - l1_ratio) * self.n_samples
+                 stage_rounds, rows=None, y_shift=0.0, **options):
+        # the penalties of every alpha at once, arrays indexed by the stage
+        super().__init__(widths, y_centred, np.asarray(alphas, dtype=np.float64), l1_ratio,
+                         positive, gap_tolerance, **options)
         self.stage_rounds = stage_rounds
         self.starts = np.cumsum([0] + self.widths[:-1])
+        self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+        self.y_shift = float(y_shift)
+        if rows is not None:
+            self.kernels += ("enet_folds_sparse" if options.get("sparse") else "enet_folds",)
 
     def penalties(self, shared):
-        return self.l1s[shared.stage], self.l2s[shared.stage]
+        return self.l1[shared.stage], self.l2[shared.stage]
+
+    # -- a fold of blocks that hold every row -------------------------------------------------
+    def prepare_block(self, raw, block_id):
+        if self.rows is None:
+            return super().prepare_block(raw, block_id)
+        X, rows = _kernel_matrix(raw["X"]), self.rows
+        weights, y_fold = np.zeros(len(raw["y"])), np.zeros(len(raw["y"]))
+        weights[rows] = 1.0
+        y_fold[rows] = raw["y"][rows] - self.y_shift
+        columns = centred_columns(X, *weighted_column_stats(X, weights, y_fold), len(rows),
+                                  y_fold.sum(), raw["means"])
+        row_map = np.full(len(raw["y"]), -1, dtype=np.int64)
+        row_map[rows] = np.arange(len(rows))
+        return BlockData(FoldColumns(**vars(columns), rows=rows, row_map=row_map),
+                         np.asarray(raw["coef"], dtype=np.float64))
+
+    def init_block(self, data, block_id):
+        if self.rows is None:
+            return super().init_block(data, block_id)
+        columns, coef = data.columns, data.coef_init.copy()
+        r_change = add_columns(columns.X, coef, np.zeros(len(columns.row_map)))[self.rows]
+        state = BlockState(block_id, coef, np.ones(columns.width, dtype=np.bool_),
+                           np.zeros(columns.width))
+        return state, Start(r_change, -dot(coef, columns.col_means))
+
+    def push(self, block_id, data, state, instruction, shared):
+        if self.rows is not None:  # the full pass reads the fold's residual over all rows
+            shared = replace(shared, r=data.columns.spread(shared.r + shared.offset),
+                             offset=0.0)
+        return super().push(block_id, data, state, instruction, shared)
 
     def initial_shared(self):
         return PathShared(**vars(super().initial_shared()))
@@ -56,7 +126,7 @@ class ElasticNetPathProgram(ElasticNetProgram):
             np.concatenate([start + u.positions[nz]
                             for start, u, nz in zip(self.starts, updates, nonzero)]),
             np.concatenate([u.coef[nz] for u, nz in zip(updates, nonzero)]))
-        if shared.stage + 1 == len(self.l1s):
+        if shared.stage + 1 == len(self.l1):
             report["path_done"] = True
             return _at(new, shared.stage, stage_round), report
         # the next alpha starts from this solution (and the working set's last changes, when
