@@ -7,7 +7,9 @@ from sklearn.utils.estimator_checks import check_param_validation
 
 from dask_strads import LatentDirichletAllocation
 from dask_strads.datasets import make_lda_corpus, match_topics
-from dask_strads.estimators.lda import BLOCK_MEMORY_SHARE, _blocks_within_memory
+from dask_strads.estimators import lda as lda_estimator
+from dask_strads.estimators.lda import (BLOCK_MEMORY_SHARE, IN_FLIGHT_SHARE, SMALL_SHARE,
+                                       _blocks_within_memory, default_vocab_blocks)
 from dask_strads.kernels.lda import row_bytes
 from dask_strads.programs.lda import vocabulary_blocks
 
@@ -139,3 +141,17 @@ def test_vocabulary_blocks_within_memory_are_the_asked_ones():
     kept = _blocks_within_memory(counts, 4, 100, 2**30)
     for a, b in zip(asked, kept):
         np.testing.assert_array_equal(a, b)
+
+
+def test_default_vocabulary_blocks_keep_the_block_in_flight_within_a_quarter_share(
+        corpus, monkeypatch):
+    assert default_vocab_blocks(4 * SMALL_SHARE, 4) == 4  # 32 MiB a shard: one block each
+    for shards in (1, 2, 3, 4):
+        table = 10 * SMALL_SHARE
+        blocks = default_vocab_blocks(table, shards)
+        assert table / blocks <= IN_FLIGHT_SHARE * table / shards < table / (blocks - 1)
+    # the estimator takes it: with a threshold below this table, 4 blocks for the one shard
+    X = corpus[0]
+    monkeypatch.setattr(lda_estimator, "SMALL_SHARE", X.shape[1] * row_bytes(K) - 1)
+    model = LatentDirichletAllocation(K, max_iter=1, random_state=0).fit(X)
+    assert model.n_vocab_blocks_ == 4 and model.history_.stats.rounds == 4

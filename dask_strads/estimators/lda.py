@@ -33,6 +33,13 @@ MAX_VOCAB_BLOCKS_PER_SHARD = 8
 #: next: three blocks, 30% of its memory, which leaves its shard and Dask's own use under Dask's
 #: 60% spilling target.
 BLOCK_MEMORY_SHARE = 0.1
+#: The default vocabulary blocks: beyond its share of the table (model / P) and its shard, a
+#: worker holds one block in flight, the one it receives while the one it handed on waits for its
+#: next worker. Blocks of at most this share of model / P keep that within 1.3 model / P + shard
+#: (U = 4P) ...
+IN_FLIGHT_SHARE = 0.25
+#: ... unless model / P is at most this many bytes: then one block a shard (fewest rounds).
+SMALL_SHARE = 32 * 2**20
 
 
 class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
@@ -53,8 +60,11 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     max_iter : int
         Gibbs iterations (each samples every token once).
     n_vocab_blocks : int or None
-        Vocabulary blocks U >= number of workers; None: one per worker. Capped at the number of
-        words that occur in X and at ``MAX_VOCAB_BLOCKS_PER_SHARD`` (8) per shard: each
+        Vocabulary blocks U >= number of workers; None: one per worker, or four per worker when
+        a worker's share of the word-topic table (about V x K x 6 bytes / P) exceeds 32 MiB, so
+        that the block a worker receives while sampling is at most a quarter of its share (its
+        peak is then about 1.25 x table / P + its shard, see docs/lda.md). Capped at the number
+        of words that occur in X and at ``MAX_VOCAB_BLOCKS_PER_SHARD`` (8) per shard: each
         iteration is U rounds, so blocks beyond these only add round latency. Raised, whatever
         is asked, until no block's word-topic rows take more than ``BLOCK_MEMORY_SHARE`` (10%)
         of a worker's memory limit (of this machine's memory in process), so that a table
@@ -177,8 +187,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
                       executor)
         alpha, beta = self._priors()
         occurring = int(np.count_nonzero(word_counts))
-        n_blocks = max(n_shards, min(self.n_vocab_blocks or n_shards, occurring,
-                                     MAX_VOCAB_BLOCKS_PER_SHARD * n_shards))
+        asked = self.n_vocab_blocks or default_vocab_blocks(
+            len(word_counts) * row_bytes(self.n_components), n_shards)
+        n_blocks = max(n_shards, min(asked, occurring, MAX_VOCAB_BLOCKS_PER_SHARD * n_shards))
         memory = psutil.virtual_memory().total if executor.local else _worker_memory(executor)
         block_of_word, local_index, sizes = _blocks_within_memory(
             word_counts, n_blocks, self.n_components, memory)
@@ -332,6 +343,14 @@ def _check_tokens(word_counts, doc_lengths, edges, built_here, executor):
             f"X has {tokens} tokens to expand {'in this process' if built_here else 'in a shard'},"
             f" more than the {memory // BYTES_PER_TOKEN} that {memory / 2**30:.1f} GiB of memory "
             f"holds at {BYTES_PER_TOKEN} bytes a token.")
+
+
+def default_vocab_blocks(table_bytes, n_shards):
+    """U when ``n_vocab_blocks`` is None: one block a shard while a shard's share of the
+    word-topic table is at most ``SMALL_SHARE``, else ``1 / IN_FLIGHT_SHARE`` (4) a shard."""
+    if table_bytes / n_shards <= SMALL_SHARE:
+        return n_shards
+    return int(np.ceil(n_shards / IN_FLIGHT_SHARE))
 
 
 def _blocks_within_memory(word_counts, n_blocks, n_topics, memory):
