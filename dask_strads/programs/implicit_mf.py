@@ -23,9 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels.implicit_mf import solve_rows
-from .base import Program
-from .mf import (ITEMS, USERS, Ratings, Update, fill_initial_user_factors, observed,
-                 relative_decrease, touched_rows)
+from .mf import (ITEMS, USERS, Update, UserItemBlocks, fill_initial_user_factors,
+                 relative_decrease)
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def positive_entries(indptr, indices, values):
     return kept_before[indptr].astype(np.int64), indices[keep], values[keep]
 
 
-class ImplicitMFProgram(Program):
+class ImplicitMFProgram(UserItemBlocks):
     """Implicit-feedback factorization of an ``n_users x n_items`` interaction matrix (see the
     module). ``user_edges`` / ``item_edges``: block boundaries; ``n_pairs``: users x items (the
     loss is reported per pair as ``rmse``)."""
@@ -66,10 +65,8 @@ class ImplicitMFProgram(Program):
 
     def __init__(self, n_components, user_edges, item_edges, alpha, regularization,
                  cg_steps=3, tol=1e-4, init_scale=0.01, seed=0):
+        super().__init__(user_edges, item_edges)
         self.n_components = n_components
-        self.user_edges = np.asarray(user_edges)
-        self.item_edges = np.asarray(item_edges)
-        self.n_user_blocks = len(self.user_edges) - 1
         self.alpha = float(alpha)
         self.regularization = float(regularization)
         self.cg_steps = cg_steps
@@ -77,14 +74,6 @@ class ImplicitMFProgram(Program):
         self.init_scale = init_scale
         self.seed = seed
         self.n_pairs = int(self.user_edges[-1]) * int(self.item_edges[-1])
-
-    @property
-    def n_blocks(self):
-        return self.n_user_blocks + len(self.item_edges) - 1
-
-    def block_ids(self, side):
-        return (range(self.n_user_blocks) if side == USERS
-                else range(self.n_user_blocks, self.n_blocks))
 
     def solve(self, indptr, indices, interactions, factor, other_rows, gramian, cg_steps):
         """Solve the rows of ``factor`` in place for interactions (CSR, not weighted) against
@@ -101,12 +90,7 @@ class ImplicitMFProgram(Program):
 
     # -- blocks -------------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        side = raw["side"]
-        indptr, indices, values = positive_entries(
-            *observed(raw["part"], axis=0 if side == USERS else 1))
-        other_edges = self.item_edges if side == USERS else self.user_edges
-        local, *meeting = touched_rows(indptr, indices, other_edges)
-        return Ratings(side, raw["start"], indptr, local, values, *meeting)
+        return self.ratings(raw, *positive_entries(*self.stored_entries(raw)))
 
     def initial_shared(self):
         return SharedGramian(ITEMS, np.zeros((self.n_components,) * 2), 0.0, np.inf)
@@ -127,11 +111,6 @@ class ImplicitMFProgram(Program):
     def schedule(self, round_index, history):
         side, other = (ITEMS, USERS) if round_index % 2 == 0 else (USERS, ITEMS)
         return dict.fromkeys(self.block_ids(side), Update(tuple(self.block_ids(other))))
-
-    def message(self, block_id, data, state, to_block):
-        """The rows of this block's factor that ``to_block``'s interactions touch."""
-        b = to_block if to_block < self.n_user_blocks else to_block - self.n_user_blocks
-        return state[data.send_rows[data.send_ptr[b]:data.send_ptr[b + 1]]]
 
     def push(self, block_id, data, state, instruction, shared, messages):
         if shared.side == data.side:

@@ -201,7 +201,48 @@ def penalty(factor, lam):
     return float(np.dot(np.einsum("ij,ij->j", factor, factor), lam))  # no squared copy
 
 
-class MFProgram(Program):
+class UserItemBlocks(Program):
+    """The block layout of the factorization programs: users in row blocks (ids ``0 .. U-1``)
+    and items in column blocks (ids ``U .. U+I-1``) cut at ``user_edges`` / ``item_edges``;
+    a block holds its side's :class:`Ratings` and sends the other side's blocks the rows of its
+    factor their ratings touch."""
+
+    def __init__(self, user_edges, item_edges):
+        self.user_edges = np.asarray(user_edges)
+        self.item_edges = np.asarray(item_edges)
+        self.n_user_blocks = len(self.user_edges) - 1
+
+    @property
+    def n_blocks(self):
+        return self.n_user_blocks + len(self.item_edges) - 1
+
+    def block_ids(self, side):
+        return (range(self.n_user_blocks) if side == USERS
+                else range(self.n_user_blocks, self.n_blocks))
+
+    def _index_on_side(self, block_id):
+        """The block's index among the blocks of its side."""
+        return block_id if block_id < self.n_user_blocks else block_id - self.n_user_blocks
+
+    @staticmethod
+    def stored_entries(raw):
+        """``(indptr, indices, values)`` of a raw block's entries: by rows for a user block, by
+        columns for an item block."""
+        return observed(raw["part"], axis=0 if raw["side"] == USERS else 1)
+
+    def ratings(self, raw, indptr, indices, values):
+        """A raw block's :class:`Ratings` from the entries it keeps."""
+        other_edges = self.item_edges if raw["side"] == USERS else self.user_edges
+        local, *meeting = touched_rows(indptr, indices, other_edges)
+        return Ratings(raw["side"], raw["start"], indptr, local, values, *meeting)
+
+    def message(self, block_id, data, state, to_block):
+        """The rows of this block's factor that ``to_block``'s ratings touch."""
+        b = self._index_on_side(to_block)
+        return state[data.send_rows[data.send_ptr[b]:data.send_ptr[b + 1]]]
+
+
+class MFProgram(UserItemBlocks):
     """Matrix factorization of an ``n_users x n_items`` ratings matrix (see the module).
 
     ``user_edges`` / ``item_edges``: block boundaries. ``mean``: the global mean, subtracted
@@ -217,10 +258,8 @@ class MFProgram(Program):
     def __init__(self, n_components, user_edges, item_edges, n_ratings, alpha_W, alpha_H,
                  alpha_bias, biases, mean, sweeps=1, tol=1e-4, init_scale=0.1, seed=0,
                  sub_rounds=1):
+        super().__init__(user_edges, item_edges)
         self.n_components = n_components
-        self.user_edges = np.asarray(user_edges)
-        self.item_edges = np.asarray(item_edges)
-        self.n_user_blocks = len(self.user_edges) - 1
         self.sub_rounds = int(sub_rounds)
         if self.n_user_blocks % self.sub_rounds or (len(self.item_edges) - 1) % self.sub_rounds:
             raise ValueError(f"sub_rounds={sub_rounds} must divide the numbers of user blocks "
@@ -246,18 +285,6 @@ class MFProgram(Program):
             user_coords = item_coords = factors
         self.sides = {USERS: Side(int(self.user_edges[-1]), user_coords, user_lam),
                       ITEMS: Side(int(self.item_edges[-1]), item_coords, item_lam)}
-
-    @property
-    def n_blocks(self):
-        return self.n_user_blocks + len(self.item_edges) - 1
-
-    def block_ids(self, side):
-        return (range(self.n_user_blocks) if side == USERS
-                else range(self.n_user_blocks, self.n_blocks))
-
-    def _index_on_side(self, block_id):
-        """The block's index among the blocks of its side."""
-        return block_id if block_id < self.n_user_blocks else block_id - self.n_user_blocks
 
     # -- the layout of a factor's rows ---------------------------------------------------------
     def _bias_column(self, side):
@@ -297,11 +324,8 @@ class MFProgram(Program):
 
     # -- blocks -------------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        side = raw["side"]
-        indptr, indices, values = observed(raw["part"], axis=0 if side == USERS else 1)
-        other_edges = self.item_edges if side == USERS else self.user_edges
-        local, *meeting = touched_rows(indptr, indices, other_edges)
-        return Ratings(side, raw["start"], indptr, local, values - self.mean, *meeting)
+        indptr, indices, values = self.stored_entries(raw)
+        return self.ratings(raw, indptr, indices, values - self.mean)
 
     def initial_shared(self):
         # the initial pull completes the users' update: the round before it is the one before
@@ -339,11 +363,6 @@ class MFProgram(Program):
         other = USERS if side == ITEMS else ITEMS
         blocks = list(self.block_ids(side))[sub_round::self.sub_rounds]
         return dict.fromkeys(blocks, Update(tuple(self.block_ids(other))))
-
-    def message(self, block_id, data, state, to_block):
-        """The rows of this block's factor that ``to_block``'s ratings touch."""
-        b = self._index_on_side(to_block)
-        return state[data.send_rows[data.send_ptr[b]:data.send_ptr[b + 1]]]
 
     def push(self, block_id, data, state, instruction, shared, messages):
         own_round = data.side, self._index_on_side(block_id) % self.sub_rounds
