@@ -19,7 +19,7 @@ from ..partition import block_edges
 from ..programs.elastic_net import ElasticNetProgram
 from ..programs.elastic_net_path import ElasticNetPathProgram
 from ..programs.lasso import make_raw_block
-from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
+from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
 from .elastic_net import ElasticNet, _means_dot
 from .inputs import blocks_along, check_in_memory_design
 from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
@@ -60,7 +60,8 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         a round in one task (the working set's solve), so concurrent paths keep the other
         workers busy.
     n_blocks : int or None
-        Feature blocks; None: one per worker.
+        Feature blocks; None: one per ten million stored values of X (non-zeros, or entries of
+        a dense X), at least one and at most one per worker.
     keep_on_cluster, checkpoint_interval, progress
         As in :class:`dask_strads.ElasticNet`, for every fit.
 
@@ -127,7 +128,8 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         X = _placeable(X)
         y_mean = float(y.mean()) if self.fit_intercept else 0.0
         y_centred = y - y_mean
-        edges = block_edges(X.shape[1], self.n_blocks or len(executor.workers))
+        edges = block_edges(X.shape[1], self.n_blocks or default_block_count(
+            _stored(X), len(executor.workers)))
         widths, sparse = np.diff(edges), sp.issparse(X)
         means = None if self.fit_intercept else np.zeros(X.shape[1])
 

@@ -149,7 +149,8 @@ def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, coef_init=None,
     max_iter : int
         Rounds per alpha at most.
     n_blocks : int or None
-        Feature blocks; None: one per worker.
+        Feature blocks; None: one per ten million stored values of X (non-zeros, or entries of
+        a dense X), at least one and at most one per worker.
     client : distributed.Client or None
         Where to run; None: as the estimators choose (the active client, this process for a
         small problem, else the embedded cluster).
