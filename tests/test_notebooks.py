@@ -12,7 +12,7 @@ NOTEBOOKS = sorted(EXAMPLES.glob("*.ipynb"))
 SHOWS = {"lasso_path": ["image/png", "planted ones among them"],
          "lda_topics": ["topic 9:", "log_likelihood", "image/png"],
          "mf_recommendations": ["held_out_rmse", "user 1:", "image/png", "similar to Toy Story:",
-                                "new user:"],
+                                "new user:", "precision@10 on held-out interactions:"],
          "cluster_dashboard": ["/strads", "compute_seconds", "('Lasso',)"]}
 
 
