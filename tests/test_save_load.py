@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import dask_strads
-from dask_strads import (ElasticNet, Lasso, LatentDirichletAllocation, LogisticRegression,
-                         MatrixFactorization)
+from dask_strads import (ElasticNet, ImplicitMatrixFactorization, Lasso,
+                         LatentDirichletAllocation, LogisticRegression, MatrixFactorization)
 from dask_strads.persistence import ModelFileError
 
 # the loading process refuses any unpickling while it loads (numba's kernel cache, used by the
@@ -26,15 +26,17 @@ def refuse(*args, **kwargs):
 folder = sys.argv[1]
 allowed = pickle.load, pickle.loads, pickle.Unpickler
 pickle.load = pickle.loads = pickle.Unpickler = refuse
-lasso, enet, lda, mf, logistic = (dask_strads.load(f"{folder}/{name}.npz")
-                                  for name in ("lasso", "enet", "lda", "mf", "logistic"))
+lasso, enet, lda, mf, logistic, als = (
+    dask_strads.load(f"{folder}/{name}.npz")
+    for name in ("lasso", "enet", "lda", "mf", "logistic", "als"))
 pickle.load, pickle.loads, pickle.Unpickler = allowed
 data = np.load(folder + "/data.npz")
 counts = sp.csr_matrix(data["counts"])
 np.savez(folder + "/loaded.npz", lasso=lasso.predict(data["X"]), enet=enet.predict(data["X"]),
          lda=lda.transform(counts), logistic=logistic.predict_proba(data["X"]),
          mf=mf.predict_entries(data["users"], data["items"]), top=mf.recommend([0, 3], n=4),
-         fold=mf.transform(sp.csr_matrix(data["ratings"])))
+         fold=mf.transform(sp.csr_matrix(data["ratings"])), als=als.recommend([0, 3], n=4),
+         als_fold=als.transform(sp.csr_matrix(data["ratings"])))
 """
 
 
@@ -50,7 +52,8 @@ def fitted_models():
               "enet": ElasticNet(alpha=0.01, l1_ratio=0.5, random_state=0).fit(X, y),
               "lda": LatentDirichletAllocation(3, max_iter=5, random_state=0).fit(counts),
               "mf": MatrixFactorization(2, max_iter=5, random_state=0).fit(ratings),
-              "logistic": LogisticRegression(C=0.5).fit(X, y > 0)}
+              "logistic": LogisticRegression(C=0.5).fit(X, y > 0),
+              "als": ImplicitMatrixFactorization(2, max_iter=3, random_state=0).fit(ratings)}
     data = {"X": X, "counts": counts.toarray(), "ratings": ratings.toarray()[:5],
             "users": np.array([0, 1, 5]), "items": np.array([3, 0, 7])}
     return models, data
@@ -63,7 +66,9 @@ def predictions(models, data):
             "enet": models["enet"].predict(data["X"]),
             "logistic": models["logistic"].predict_proba(data["X"]),
             "mf": mf.predict_entries(data["users"], data["items"]),
-            "top": mf.recommend([0, 3], n=4), "fold": mf.transform(sp.csr_matrix(data["ratings"]))}
+            "top": mf.recommend([0, 3], n=4), "fold": mf.transform(sp.csr_matrix(data["ratings"])),
+            "als": models["als"].recommend([0, 3], n=4),
+            "als_fold": models["als"].transform(sp.csr_matrix(data["ratings"]))}
 
 
 def test_every_estimator_round_trips_in_a_fresh_process_without_pickle(tmp_path):
