@@ -16,8 +16,9 @@ from ..programs.implicit_mf import ImplicitMFProgram, positive_entries
 from ..programs.mf import ITEMS, USERS, observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .inputs import (blocks_along, check_dask_matrix, check_positive_int, is_dask_array,
-                     ratings_of_triplets, stored_values, to_scipy_if_pydata)
+from .inputs import (blocks_along, check_dask_matrix, check_positive_int,
+                     check_user_item_matrix, is_dask_array, ratings_of_triplets, stored_values,
+                     to_scipy_if_pydata)
 from .mf import _block_maker, _contiguous
 from .mf_pairs import ids_of, known_positions, pairs_of
 from .ranking import seen_pattern, similar_ids, top_items, triplet_rows
@@ -106,34 +107,12 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
     def _check_interactions(self, X):
         """X checked without touching the estimator, its interactions counted per user and per
         item, and the executor a dask X was checked on (else None)."""
-        executor = None
-        if is_dask_array(X):
-            X = check_dask_matrix(X, self)
-            stats = X.map_blocks(_value_stats, chunks=(1, 1, 2), new_axis=2, dtype=float)
-            per_user = X.map_blocks(_interaction_counts, 0,
-                                    chunks=(X.chunks[0], (1,) * X.numblocks[1]), dtype=np.int64)
-            per_item = X.map_blocks(_interaction_counts, 1,
-                                    chunks=((1,) * X.numblocks[0], X.chunks[1]), dtype=np.int64)
-            executor = self._fit_executor(X.size)
-            (finite, lowest), per_user, per_item = executor.compute(
-                da.stack([stats[..., 0].min(), stats[..., 1].min()]), per_user.sum(axis=1),
-                per_item.sum(axis=0))
-            if not finite:
-                raise ValueError("Input X contains NaN or infinity.")
-            if lowest < 0:
-                raise ValueError(f"Negative values in data passed to {type(self).__name__}: "
-                                 "interactions are counts or strengths >= 0")
-        else:
-            X = check_array(to_scipy_if_pydata(X), accept_sparse=["csr", "csc"],
-                            dtype=np.float64, estimator=self)
-            if sp.issparse(X) and not X.has_canonical_format:
-                X = X.copy()
-                X.sum_duplicates()
-            if _value_stats(X)[0, 0, 1] < 0:
-                raise ValueError(f"Negative values in data passed to {type(self).__name__}: "
-                                 "interactions are counts or strengths >= 0")
-            per_user, per_item = (_interaction_counts(X, 0).ravel(),
-                                  _interaction_counts(X, 1).ravel())
+        X, (lowest,), per_user, per_item, executor = check_user_item_matrix(
+            X, self, _value_stats, 2, lambda stats: [stats[..., 0].min(), stats[..., 1].min()],
+            _interaction_counts)
+        if lowest < 0:
+            raise ValueError(f"Negative values in data passed to {type(self).__name__}: "
+                             "interactions are counts or strengths >= 0")
         if per_user.sum() == 0:
             raise ValueError("X has no positive entry: there is no interaction to fit")
         return X, per_user, per_item, executor

@@ -6,7 +6,7 @@ import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import check_X_y
+from sklearn.utils.validation import check_array, check_X_y
 
 try:
     import sparse as pydata_sparse
@@ -86,6 +86,36 @@ def check_dask_matrix(X, estimator, n_features=None):
         raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
                          f"expecting {n_features} features as input")
     return X
+
+
+def check_user_item_matrix(X, estimator, chunk_stats, n_stats, summarise, counts_of):
+    """A users x items matrix checked without touching the estimator: ``(X, summary, per_user,
+    per_item, executor)``. ``chunk_stats(block)`` gives a chunk's ``[[[finite, ...]]]``
+    (``n_stats`` values, finiteness first), ``summarise(stats)`` the reductions over chunks of
+    such an array (numpy or dask), of which ``summary`` holds all but the first;
+    ``counts_of(block, axis)`` gives the entries that count per row (axis 0, a column) or per
+    column (axis 1, a row). A dask X is checked and counted chunk by chunk on the executor it
+    will be fitted on (returned; None for an X in memory)."""
+    if is_dask_array(X):
+        X = check_dask_matrix(X, estimator)
+        stats = X.map_blocks(chunk_stats, chunks=(1, 1, n_stats), new_axis=2, dtype=float)
+        per_user = X.map_blocks(counts_of, 0, chunks=(X.chunks[0], (1,) * X.numblocks[1]),
+                                dtype=np.int64)
+        per_item = X.map_blocks(counts_of, 1, chunks=((1,) * X.numblocks[0], X.chunks[1]),
+                                dtype=np.int64)
+        executor = estimator._fit_executor(X.size)
+        *summary, per_user, per_item = executor.compute(*summarise(stats), per_user.sum(axis=1),
+                                                        per_item.sum(axis=0))
+        if not summary[0]:
+            raise ValueError("Input X contains NaN or infinity.")
+        return X, summary[1:], per_user, per_item, executor
+    X = check_array(to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], dtype=np.float64,
+                    estimator=estimator)
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()  # repeated (i, j) pairs are one entry, as in scipy
+    summary = summarise(chunk_stats(X))
+    return (X, summary[1:], counts_of(X, 0).ravel(), counts_of(X, 1).ravel(), None)
 
 
 def stored_values(block):

@@ -19,8 +19,9 @@ from ..programs.mf import (ITEMS, USERS, MFProgram, make_raw_block, observed,
                            sub_rounds_for)
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .inputs import (blocks_along, check_dask_matrix, check_positive_int, is_dask_array,
-                     ratings_of_triplets, stored_values, to_scipy_if_pydata)
+from .inputs import (blocks_along, check_dask_matrix, check_positive_int,
+                     check_user_item_matrix, is_dask_array, ratings_of_triplets, stored_values,
+                     to_scipy_if_pydata)
 from .mf_pairs import check_pairs, ids_of, known_positions, pairs_of, positions
 from .ranking import pattern, seen_pattern, similar_ids, top_items, triplet_rows
 
@@ -139,28 +140,10 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
     def _check_ratings(self, X):
         """X checked without touching the estimator, with its observations' sum, their counts
         per user and per item, and the executor a dask X was checked on (else None)."""
-        executor = None
-        if is_dask_array(X):
-            X = check_dask_matrix(X, self)
-            stats = X.map_blocks(_observation_stats, chunks=(1, 1, 3), new_axis=2, dtype=float)
-            per_user = X.map_blocks(_stored_counts, 0, chunks=(X.chunks[0], (1,) * X.numblocks[1]),
-                                    dtype=np.int64)
-            per_item = X.map_blocks(_stored_counts, 1, chunks=((1,) * X.numblocks[0], X.chunks[1]),
-                                    dtype=np.int64)
-            executor = self._fit_executor(X.size)
-            (finite, total), largest, per_user, per_item = executor.compute(
-                stats[..., :2].sum(axis=(0, 1)), stats[..., 2].max(), per_user.sum(axis=1),
-                per_item.sum(axis=0))
-            if finite < stats.shape[0] * stats.shape[1]:
-                raise ValueError("Input X contains NaN or infinity.")
-        else:
-            X = check_array(to_scipy_if_pydata(X), accept_sparse=["csr", "csc"],
-                            dtype=np.float64, estimator=self)
-            if sp.issparse(X) and not X.has_canonical_format:
-                X = X.copy()
-                X.sum_duplicates()  # repeated (i, j) pairs are one observation, as in scipy
-            _, total, largest = _observation_stats(X).ravel()
-            per_user, per_item = _stored_counts(X, 0).ravel(), _stored_counts(X, 1).ravel()
+        X, (total, largest), per_user, per_item, executor = check_user_item_matrix(
+            X, self, _observation_stats, 3,
+            lambda stats: [stats[..., 0].min(), stats[..., 1].sum(), stats[..., 2].max()],
+            _stored_counts)
         if per_user.sum() == 0:
             raise ValueError("X stores no entries: there is no rating to fit")
         if largest > MAX_RATING:
