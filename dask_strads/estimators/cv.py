@@ -13,14 +13,13 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from ..engine.blocks import PlacedBlocks
 from ..engine.runtime import default_cluster_size
-from ..kernels.elastic_net import dot
 from ..log import logger
 from ..partition import block_edges
 from ..programs.elastic_net import ElasticNetProgram
 from ..programs.elastic_net_path import ElasticNetPathProgram
 from ..programs.lasso import make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
-from .elastic_net import ElasticNet, _means_dot
+from .elastic_net import ElasticNet, gap_target, solution
 from .inputs import blocks_along, check_in_memory_design
 from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
 
@@ -153,7 +152,7 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             y_fold = y_centred[train] - y_shift
             program = ElasticNetPathProgram(
                 widths, y_fold, grids[i], l1_ratios[i], self.positive,
-                self.tol * dot(y_fold, y_fold) / len(train), self.max_iter, rows=train,
+                gap_target(self.tol, y_fold), self.max_iter, rows=train,
                 y_shift=y_shift, seed=self._seed(), sparse=sparse)
             result = self._run_engine(program, placed, executor,
                                       len(grids[i]) * self.max_iter + 1, (X, y))
@@ -173,8 +172,8 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         alpha, l1_ratio = grids[best[0]][best[1]], l1_ratios[best[0]]
         logger.info("%s: the refit at alpha=%.3g on the whole data", type(self).__name__, alpha)
         refit = ElasticNetProgram(widths, y_centred, alpha, l1_ratio, self.positive,
-                                  self.tol * dot(y_centred, y_centred) / len(y),
-                                  seed=self._seed(), sparse=sparse)
+                                  gap_target(self.tol, y_centred), seed=self._seed(),
+                                  sparse=sparse)
         result = self._run_engine(refit, placed, executor, self.max_iter, (X, y))
         self._reset_features(given)
         self.alpha_ = float(alpha)
@@ -183,10 +182,8 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.alphas_ = (np.asarray(grids) if len(l1_ratios) > 1
                         and not np.ndim(self.alphas) else np.asarray(grids[0]))
         self.mse_path_ = np.squeeze(np.moveaxis(mse, 2, 1))
-        self.coef_ = self._parameters(result)
-        self.intercept_ = y_mean - _means_dot(X, means, self.coef_, executor)
-        gaps = [r["gap"] for r in result.history if "gap" in r]
-        self.dual_gap_ = gaps[-1] if gaps else np.inf
+        self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
+                                                               executor)
         self.n_iter_ = result.history.stats.rounds
         self._executor = executor
         if not result.history.stats.converged:

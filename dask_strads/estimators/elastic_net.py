@@ -182,20 +182,16 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             return make_raw_block(columns, y_centred, coef_init[lo:hi],
                                   None if means is None else means[lo:hi], centre_dense)
 
-        gap_tolerance = self.tol * dot(y_centred, y_centred) / len(y_centred)
+        gap_tolerance = gap_target(self.tol, y_centred)
         program = self._program(np.diff(edges), y_centred, gap_tolerance, _is_sparse(X))
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
                                   self.max_iter, (X, y, coef_init), staleness=self.staleness)
-        coef = self._parameters(result)
-        intercept = y_mean - _means_dot(X, means, coef, executor)
         history = result.history
-        gaps = [r["gap"] for r in history if "gap" in r]
         self._reset_features(given)
-        self.coef_ = coef
-        self.intercept_ = intercept
+        self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
+                                                               executor)
         self.n_iter_ = history.stats.rounds
         self.n_blocks_ = len(edges) - 1
-        self.dual_gap_ = gaps[-1] if gaps else np.inf
         self.history_ = history
         self._executor = executor
         if not history.stats.converged and self.callback is None:
@@ -244,6 +240,20 @@ def _is_sparse(X):
     """Whether X (or, for a dask array, its chunks) is sparse: its blocks reach the kernels as
     CSC matrices."""
     return not isinstance(X._meta if is_dask_array(X) else X, np.ndarray)
+
+
+def gap_target(tol, y_centred):
+    """The duality gap (divided by n) a fit stops at: ``tol`` in scikit-learn's meaning, a
+    fraction of ``||y||^2 / n``."""
+    return tol * dot(y_centred, y_centred) / len(y_centred)
+
+
+def solution(estimator, result, X, means, y_mean, executor):
+    """``(coef, intercept, dual gap)`` of an engine run of the elastic-net program."""
+    coef = estimator._parameters(result)
+    gaps = [r["gap"] for r in result.history if "gap" in r]
+    return (coef, y_mean - _means_dot(X, means, coef, executor),
+            gaps[-1] if gaps else np.inf)
 
 
 def _means_dot(X, means, coef, executor):
