@@ -145,7 +145,8 @@ class LassoProblem:
 
     def fit(self, client, n_workers, warm_up=False):
         X = self.X[:, :20000] if warm_up else self.X
-        est = Lasso(self.alpha, fit_intercept=False, tol=1e-6, checkpoint_interval=0)
+        est = Lasso(self.alpha, fit_intercept=False, tol=1e-6, n_blocks=n_workers,
+                    checkpoint_interval=0)
         est.client = client
         est.fit(X, self.y)
 

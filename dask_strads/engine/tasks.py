@@ -36,7 +36,12 @@ class BlockCell:
     def state_at(self, round_index):
         return self.versions[max(t for t in self.versions if t <= round_index)]
 
-    def record(self, round_index, state, keep_from):
+    def record(self, round_index, state, keep_from, retained=None):
+        """Add the state of ``round_index``; the one it replaces as the newest becomes
+        ``retained(it)`` (the part later reads need)."""
+        if retained is not None and self.versions:
+            newest = max(self.versions)
+            self.versions[newest] = retained(self.versions[newest])
         self.versions[round_index] = state
         old = sorted(t for t in self.versions if t <= keep_from)
         for t in old[:-1]:
@@ -93,7 +98,7 @@ def push(program, cell, previous, pulled, instruction, round_index, keep_from, *
         dict(zip(reads(instruction), messages)))
     if c is not None:
         cell.outbox[c] = new_carried
-    cell.record(round_index, state, keep_from)
+    cell.record(round_index, state, keep_from, program.retained)
     return Pushed(partial, perf_counter() - start)
 
 

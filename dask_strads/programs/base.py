@@ -6,6 +6,8 @@ program runs in a plain Python loop (see :func:`run_sequential`) and on a Dask c
 """
 from abc import ABC, abstractmethod
 
+import numpy as np
+
 
 class Program(ABC):
     """Base class of a STRADS program.
@@ -93,6 +95,13 @@ class Program(ABC):
 
         ``report`` is a small dict (objective, gap, counts) that travels to the client.
         """
+
+    def retained(self, state):
+        """What the engine keeps of a block's state once the block has a newer one: whatever
+        ``collect`` and ``message`` read of it (by default all of it). A program whose state
+        holds more than its parameters (scores, gradients) for the next push returns the
+        parameters only, so that the older rounds a stop may refer to cost little memory."""
+        return state
 
     def message(self, block_id, data, state, to_block):
         """What block ``block_id`` sends to the push of ``to_block`` that reads it (see
@@ -208,3 +217,11 @@ def check_carried_assignment(instructions):
     wanted = [c for c in map(carried_id, instructions.values()) if c is not None]
     if len(wanted) != len(set(wanted)):
         raise ValueError(f"a carried block is scheduled for two blocks in one round: {wanted}")
+
+
+def initial_parameters(values):
+    """A block's initial parameters as its prepared data keeps them: all zero (a fit from
+    scratch), a read-only view of a single zero, so that the block holds no array of zeros of
+    its parameters' size beside its state (copy it to start from)."""
+    values = np.asarray(values, dtype=np.float64)
+    return values if values.any() else np.broadcast_to(np.float64(0.0), values.shape)

@@ -21,14 +21,14 @@ Full passes (the work that grows with the data) run once per round and in parall
 costs one Dask graph. Screening uses the gap of the previous round with the gradient a block
 kept from it, so it needs no extra round.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.columns import add_columns, column_stats
 from ..kernels.elastic_net import dot, gradient_and_scores, half_norm2, screen
-from .base import Program
+from .base import Program, initial_parameters
 from .working_set import Columns, duality_gap, join_columns, solve
 
 #: Working-set size of the first round, and the least of any round.
@@ -53,6 +53,29 @@ class BlockState:
     active: np.ndarray  # not screened out
     gradient: np.ndarray  # of the last full pass, for the next screening
     stage: int = 0  # of the penalties the screening was for
+
+
+@dataclass(frozen=True)
+class Nonzeros:
+    """The coefficients of an older round, kept by their non-zero entries: a block keeps the
+    few rounds a stop may still refer to at the cost of its support, not of its width."""
+
+    width: int
+    positions: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def of(cls, coef):
+        """``coef`` kept as its non-zero entries, or as it is where that is no smaller."""
+        positions = np.flatnonzero(coef)
+        if 2 * len(positions) >= len(coef):
+            return coef
+        return cls(len(coef), positions, coef[positions])
+
+    def __array__(self, dtype=None, copy=None):
+        coef = np.zeros(self.width, dtype=dtype or np.float64)
+        coef[self.positions] = self.values
+        return coef
 
 
 @dataclass(frozen=True)
@@ -130,7 +153,7 @@ class ElasticNetProgram(Program):
     # -- blocks -----------------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
         return BlockData(block_columns(raw["X"], raw["y"], raw["means"]),
-                         np.asarray(raw["coef"], dtype=np.float64))
+                         initial_parameters(raw["coef"]))
 
     def initial_shared(self):
         ws_size = WS_START if self.working_set else sum(self.widths)
@@ -268,6 +291,10 @@ class ElasticNetProgram(Program):
     def collect(self, data, state, shared):
         return _committed(state, shared)
 
+    def retained(self, state):
+        # the screening's mask and gradient serve the block's next push only
+        return replace(state, coef=Nonzeros.of(state.coef), active=None, gradient=None)
+
 
 def block_columns(X, y_centred, means):
     """A block's columns (a dense array or a CSC matrix) in the kernels' format, with their sums,
@@ -305,7 +332,7 @@ def _kernel_matrix(X):
 
 def _committed(state, shared):
     """The block's coefficients with the last pull's working-set values set."""
-    coef = state.coef.copy()
+    coef = np.array(state.coef)  # a copy, of a Nonzeros too
     if shared.changes:
         positions, values = shared.changes[state.block]
         coef[positions] = values

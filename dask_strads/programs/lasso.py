@@ -8,13 +8,13 @@ staleness the pull commits them in full when the objective goes down and average
 otherwise, which never increases it (convexity).
 """
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..kernels.columns import add_columns
 from ..kernels.lasso import CYCLIC, PRIORITY, RANDOM, full_pass, sub_rounds
-from .base import Program, round_seed
+from .base import Program, initial_parameters, round_seed
 from .elastic_net import block_columns
 
 SCHEDULES = {"priority": PRIORITY, "cyclic": CYCLIC, "random": RANDOM}
@@ -149,7 +149,8 @@ class LassoProgram(Program):
     def prepare_block(self, raw, block_id):
         columns = prepare_columns(raw)
         return LassoData(columns.X, columns.col_sums, columns.col_means, columns.col_norm2,
-                         columns.X_dot_y, raw["coef"], _cyclic_order(columns.width, self.seed))
+                         columns.X_dot_y, initial_parameters(raw["coef"]),
+                         _cyclic_order(columns.width, self.seed))
 
     def __getstate__(self):
         # y is needed on the client only, for the first residual: keep it out of every task
@@ -293,6 +294,9 @@ class LassoProgram(Program):
     def collect(self, data, state, shared):
         coef, _ = self._committed(state, shared)
         return coef
+
+    def retained(self, state):
+        return replace(state, priority=None)  # the next push's schedule, nothing later reads
 
     def _committed(self, state, shared):
         """The block's coefficients with the pull's weights applied to the updates it has

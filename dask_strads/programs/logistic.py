@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from ..kernels.columns import add_columns
 from ..kernels.logistic import column_dots, datafit, margin_derivatives, newton_direction
-from .base import Program
+from .base import Program, initial_parameters
 
 #: Smallest working set of a block and class; it grows to twice the block's nonzeros.
 MIN_WORKING_SET = 10
@@ -161,7 +161,7 @@ class LogisticProgram(Program):
                  X.data.astype(np.float64))
         else:
             X = np.asfortranarray(X, dtype=np.float64)
-        return LogisticData(block_id, X, coef, weight, self.fit_intercept)
+        return LogisticData(block_id, X, initial_parameters(coef), weight, self.fit_intercept)
 
     def initial_shared(self):
         z = np.repeat(self.intercept_init[:, None], self.Y.shape[1], axis=1)
