@@ -71,7 +71,7 @@ def lasso_fit(data, client, warm_up):
     X, y = data
     alpha = 0.1 * np.abs(X.T @ y).max() / X.shape[0]
     est = Lasso(alpha, fit_intercept=False, tol=1e-12, max_iter=2 if warm_up else 10,
-                checkpoint_interval=0)
+                n_blocks=len(client.scheduler_info()["workers"]), checkpoint_interval=0)
     est.client = client
     return est.fit(X, y)
 
