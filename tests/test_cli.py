@@ -13,7 +13,8 @@ import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
 import dask_strads
-from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
+from dask_strads import (ImplicitMatrixFactorization, Lasso, LatentDirichletAllocation,
+                         MatrixFactorization)
 from dask_strads.cli import main
 from test_io import triplet_table, write_bag_of_words
 
@@ -91,6 +92,29 @@ def test_matrix_factorization_on_a_dask_cluster_with_raw_ids(tmp_path, cli_clust
     np.testing.assert_allclose(predicted["prediction"], reference.predict_entries(
         np.searchsorted(reference.user_ids_, pairs["user"]),
         np.searchsorted(reference.item_ids_, pairs["item"])), atol=1e-10)
+
+
+def test_implicit_feedback_recommends_as_the_estimator_does(tmp_path):
+    table = triplet_table()
+    table.to_csv(tmp_path / "clicks.csv", index=False)
+    model_path = tmp_path / "implicit.npz"
+    assert main(["fit", "implicit", str(tmp_path / "clicks.csv"), "-o", str(model_path),
+                 "-p", "n_components=4", "-p", "max_iter=4", "-p", "random_state=0",
+                 "--quiet"]) == 0
+    users = ["u00003", "u00011"]
+    (tmp_path / "users.txt").write_text("\n".join(users) + "\n")
+    assert main(["recommend", str(model_path), "--users", str(tmp_path / "users.txt"), "-n", "5",
+                 "-o", str(tmp_path / "top.csv"), "--quiet"]) == 0
+
+    reference = ImplicitMatrixFactorization(4, max_iter=4, random_state=0).fit(table)
+    top = pd.read_csv(tmp_path / "top.csv")
+    for user, items in zip(users, reference.recommend(users, n=5)):
+        assert top[top.user == user].sort_values("rank")["item"].tolist() == items.tolist()
+    # an implicit model ranks items and predicts no values: a usage error, nothing written
+    (tmp_path / "pairs.csv").write_text("user,item\nu00003,101\n")
+    assert main(["predict", str(model_path), str(tmp_path / "pairs.csv"), "-o",
+                 str(tmp_path / "predicted.csv")]) == 2
+    assert not (tmp_path / "predicted.csv").exists()
 
 
 def test_topics_from_a_bag_of_words_keep_the_vocabulary(tmp_path, capsys):

@@ -13,6 +13,8 @@ from .parameters import UsageError, estimator_class, parse_parameters
 
 #: Estimators whose predictions are ``transform``'s rows rather than ``predict``'s values.
 TRANSFORMERS = {"LatentDirichletAllocation"}
+#: Estimators that recommend items to users.
+RECOMMENDERS = {"MatrixFactorization", "ImplicitMatrixFactorization"}
 
 
 def fit(args, client):
@@ -47,6 +49,9 @@ def predict(args, client):
     model, _ = read_model(args.model)
     model.client = client
     name = type(model).__name__
+    if name == "ImplicitMatrixFactorization":
+        raise UsageError(f"{args.model} holds an ImplicitMatrixFactorization, which predicts no "
+                         "values (it ranks items): use recommend")
     if name == "MatrixFactorization":
         pairs = io.read_table(args.input, ("user", "item"), format=args.format)
         users = as_ids(pairs["user"].to_numpy(), model.user_ids_, "user")
@@ -68,9 +73,9 @@ def predict(args, client):
 def recommend(args, client):
     check_output(args.output)
     model, _ = read_model(args.model)
-    if type(model).__name__ != "MatrixFactorization":
-        raise UsageError(f"recommend needs a MatrixFactorization model, {args.model} holds a "
-                         f"{type(model).__name__}")
+    if type(model).__name__ not in RECOMMENDERS:
+        raise UsageError(f"recommend needs a MatrixFactorization or ImplicitMatrixFactorization "
+                         f"model, {args.model} holds a {type(model).__name__}")
     users = read_ids(args.users, "user", model.user_ids_)
     top = model.recommend(users, n=args.n)
     found = filled(top)

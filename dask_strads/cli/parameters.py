@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import (InvalidParameterError,
 #: ``dask-strads fit`` names and the estimators they build.
 ESTIMATORS = {
     "elasticnet": "ElasticNet",
+    "implicit": "ImplicitMatrixFactorization",
     "lasso": "Lasso",
     "lda": "LatentDirichletAllocation",
     "logistic": "LogisticRegression",
