@@ -6,7 +6,8 @@ and predict.
     python examples/cluster_script.py                 # a local cluster of 2 worker processes
 
 With --data DIR it reads DIR/train.svm (Lasso), DIR/docword.NAME.txt[.gz] and its vocab.NAME.txt
-(LDA), DIR/ratings.parquet or DIR/ratings.csv with user, item, rating columns (MF); without, it
+(LDA), DIR/ratings.parquet or DIR/ratings.csv with user, item, rating columns (MF, and implicit
+MF with the ratings as interaction strengths); without, it
 writes small files of each format into a temporary folder first. The data must be readable
 from the workers (a shared file system or an fsspec URL); the models are written where this
 script runs.
@@ -19,7 +20,8 @@ import numpy as np
 from distributed import Client, LocalCluster
 
 import dask_strads
-from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization, io
+from dask_strads import (ImplicitMatrixFactorization, Lasso, LatentDirichletAllocation,
+                         MatrixFactorization, io)
 
 
 def connect(args):
@@ -108,12 +110,18 @@ def main():
         print(f"MF: {len(mf.user_ids_)} users x {len(mf.item_ids_)} items, "
               f"train RMSE {mf.history_[-1]['rmse']:.3f}")
 
+        # implicit feedback from the same table: each rating an interaction's strength
+        implicit = ImplicitMatrixFactorization(n_components=5, max_iter=10, random_state=0)
+        implicit.client = client
+        implicit.fit(table)
+
         # save, load (no pickle; no cluster needed to load), predict
-        for name, model in (("lasso", lasso), ("lda", lda), ("mf", mf)):
+        for name, model in (("lasso", lasso), ("lda", lda), ("mf", mf), ("implicit", implicit)):
             dask_strads.save(model, os.path.join(args.models, f"{name}.npz"))
         lasso2 = dask_strads.load(os.path.join(args.models, "lasso.npz"))
         lda2 = dask_strads.load(os.path.join(args.models, "lda.npz"))
         mf2 = dask_strads.load(os.path.join(args.models, "mf.npz"))
+        implicit2 = dask_strads.load(os.path.join(args.models, "implicit.npz"))
         rows, targets = client.compute([X[:500], y[:500]], sync=True)
         print("Lasso predictions:", np.round(lasso2.predict(rows[:4]), 3),
               f"R^2 on 500 rows: {lasso2.score(rows, targets):.3f}")
@@ -121,6 +129,7 @@ def main():
               np.round(lda2.transform(client.compute(counts[:1]).result())[0], 2))
         user = mf2.user_ids_[0]
         print(f"MF: best items for {user}:", list(mf2.recommend([user], n=3)[0]))
+        print(f"implicit MF: best items for {user}:", list(implicit2.recommend([user], n=3)[0]))
     finally:
         client.close()
         if cluster is not None:

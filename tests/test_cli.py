@@ -1,5 +1,6 @@
 """The ``dask-strads`` command: end to end in subprocesses (the embedded default and a
 ``dask scheduler`` / ``dask worker`` cluster), and its errors and exit codes in process."""
+import importlib.util
 import json
 import re
 import subprocess
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+from sklearn.linear_model import Lasso as SklearnLasso
 
 import dask_strads
 from dask_strads import (ImplicitMatrixFactorization, Lasso, LatentDirichletAllocation,
@@ -115,6 +117,30 @@ def test_implicit_feedback_recommends_as_the_estimator_does(tmp_path):
     assert main(["predict", str(model_path), str(tmp_path / "pairs.csv"), "-o",
                  str(tmp_path / "predicted.csv")]) == 2
     assert not (tmp_path / "predicted.csv").exists()
+
+
+def test_the_example_cluster_script_fits_every_model_on_a_dask_cluster(tmp_path, cli_cluster):
+    script = Path(__file__).resolve().parent.parent / "examples" / "cluster_script.py"
+    spec = importlib.util.spec_from_file_location("cluster_script", script)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    example.write_example_files(tmp_path)
+    done = subprocess.run([sys.executable, str(script), "--data", str(tmp_path), "--models",
+                           str(tmp_path), "--scheduler-address", cli_cluster.scheduler.address],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+    X, y = load_svmlight_file(str(tmp_path / "train.svm"))
+    lasso = dask_strads.load(tmp_path / "lasso.npz")
+    reference = SklearnLasso(alpha=1e-3, tol=1e-8).fit(X.toarray(), y)
+    np.testing.assert_allclose(lasso.coef_, reference.coef_, atol=1e-3)
+    table = pd.read_parquet(tmp_path / "ratings.parquet")
+    implicit = dask_strads.load(tmp_path / "implicit.npz")
+    expected = ImplicitMatrixFactorization(5, max_iter=10, random_state=0).fit(table)
+    user = implicit.user_ids_[0]
+    assert implicit.recommend([user], n=3)[0].tolist() == expected.recommend([user], n=3)[0].tolist()
+    assert f"implicit MF: best items for {user}: {list(expected.recommend([user], n=3)[0])}" in (
+        done.stdout)
 
 
 def test_topics_from_a_bag_of_words_keep_the_vocabulary(tmp_path, capsys):
