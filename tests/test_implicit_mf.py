@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 
 from conftest import fit_is_refused
 from dask_strads import ImplicitMatrixFactorization, run_sequential
+from dask_strads.kernels.implicit_mf import solve_rows
 from dask_strads.programs.implicit_mf import ImplicitMFProgram
 from dask_strads.programs.mf import ITEMS, USERS, fill_initial_user_factors, make_raw_block
 
@@ -185,3 +186,20 @@ def test_bad_input_leaves_a_fitted_model_intact(fitted_planted, client_factory):
     refused.client = client
     fit_is_refused(refused, client, (da.from_array(-tiny(), chunks=4),), ValueError,
                    "Negative values")
+
+
+@pytest.mark.parametrize("cg_steps", [0, 3])
+def test_the_kernel_gives_the_one_array_result_from_pieces(cg_steps):
+    """The other side's rows cut into pieces, as messages arrive: the same rows and loss."""
+    R = sp.csr_matrix(tiny(3, (30, 25)))
+    rng = np.random.default_rng(0)
+    Y, X = rng.random((25, 4)), rng.random((30, 4))
+    results = []
+    for other in (Y, np.split(Y, [3, 4, 17])):
+        F = X.copy()
+        loss = solve_rows(R.indptr.astype(np.int64), R.indices.astype(np.int64),
+                          ALPHA * R.data, F, other, Y.T @ Y, REG, cg_steps)
+        results.append((F, loss))
+    (whole, whole_loss), (pieced, pieced_loss) = results
+    np.testing.assert_array_equal(pieced, whole)
+    assert pieced_loss == whole_loss

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dask_strads.kernels.mf import update_rows
+from dask_strads.kernels.mf import _update_rows, update_rows
 
 
 def problem(n_rows=30, n_cols=20, d=5, density=0.3, seed=0):
@@ -17,9 +17,10 @@ def problem(n_rows=30, n_cols=20, d=5, density=0.3, seed=0):
     return X, F, G
 
 
-def kernel(X, F, G, coords, lam, sweeps, tol=0.0):
+def kernel(X, F, G, coords, lam, sweeps, tol=0.0, pieces=None):
     F = F.copy()
-    loss = update_rows(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data, F, G,
+    loss = update_rows(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data, F,
+                       G if pieces is None else pieces,
                        np.asarray(coords, dtype=np.int64), np.asarray(lam, dtype=np.float64),
                        sweeps, tol)
     return F, loss
@@ -96,3 +97,18 @@ def test_a_row_without_entries_gets_zero_even_without_penalty():
     X, F, G = problem()
     ours, _ = kernel(X, F, G, [0, 1, 2, 3, 4], np.zeros(5), sweeps=1)
     np.testing.assert_array_equal(ours[3], 0.0)
+
+
+@pytest.mark.parametrize("cuts", [[7], [1, 2, 11, 19], list(range(1, 20))],
+                         ids=["2 pieces", "5 uneven pieces", "20 pieces of a row"])
+def test_pieces_give_the_one_array_result(cuts):
+    """``G`` cut into pieces (as messages arrive): the same rows, the same loss, bit for bit;
+    the kernel compiles once for any number of pieces."""
+    X, F, G = problem()
+    coords, lam = [0, 1, 2, 3, 4], np.full(5, 0.5)
+    whole, whole_loss = kernel(X, F, G, coords, lam, 2)
+    compiled = len(_update_rows.signatures)
+    pieced, pieced_loss = kernel(X, F, G, coords, lam, 2, pieces=np.split(G, cuts))
+    np.testing.assert_array_equal(pieced, whole)
+    assert pieced_loss == whole_loss
+    assert len(_update_rows.signatures) == compiled

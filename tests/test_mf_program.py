@@ -1,4 +1,5 @@
 """The matrix-factorization program in a loop and on the engine."""
+import dask
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -118,6 +119,39 @@ def test_engine_matches_the_sequential_loop(client_factory, ratings, n_workers):
     assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
 
 
+@pytest.mark.parametrize("n_workers", [1, 2, 4, "synchronous"])
+def test_grouped_sends_with_sub_rounds_match_the_sequential_loop(client_factory, ratings,
+                                                                 n_workers):
+    """8 blocks a side, 2 sub-rounds, user block b and item block b on one worker (as the
+    estimator places them): several blocks of a side a worker, each push reading all 8 blocks
+    of the other side through one send task per worker that holds some of them."""
+    program, raw = setup(ratings[0], 8, 8)
+    program.sub_rounds = 2
+    rounds = 8
+    slots = list(range(8)) * 2
+    client = None if n_workers == "synchronous" else client_factory(n_workers)
+    with dask.config.set(scheduler="synchronous"):  # where no client is given
+        engine = Engine(program, client, max_rounds=rounds, checkpoint_interval=0)
+        graphs = []
+        submit = engine.executor.submit
+        engine.executor.submit = lambda graph: graphs.append(graph) or submit(graph)
+        result = engine.run(raw, slots)
+    if client is None:
+        assert engine.executor.local
+    params, reports = run_sequential(program, raw, rounds)
+    for ours, reference in zip(result.gather(), params):
+        np.testing.assert_array_equal(ours, reference)
+    assert [r.get("objective") for r in result.history] == [r.get("objective") for r in reports]
+    owners = result.param_workers
+    _, *round_graphs, _ = graphs
+    for t, graph in enumerate(round_graphs):
+        instructions = program.schedule(t, [])
+        pairs = {(owners[s], b) for b, instruction in instructions.items()
+                 for s in instruction.reads}
+        sends = [k for tasks in graph.values() for k in tasks if k.startswith("strads-mf-send")]
+        assert len(sends) == len(pairs) == len(instructions) * len(set(owners))
+
+
 def test_sub_rounds_give_the_same_factors_and_objectives(ratings):
     """Rows of one side are independent given the other: updating a side's blocks a few at a
     time changes nothing but the number of rounds."""
@@ -172,8 +206,13 @@ def test_sub_rounds_only_where_they_shrink_large_messages():
     assert sub_rounds_for(671, 9066, 100_004, 12, 4) == 1
     # 20 ratings a user: a block of any size meets most users, more rounds would move more
     assert sub_rounds_for(10**6, 10**5, 2 * 10**7, 12, 2) == 1
-    # 4 ratings a user, rank 64: each doubling cuts the messages until they fit the share
-    c = sub_rounds_for(200_000, 40_000, 800_000, 66, 4)
-    allowed = max(MESSAGE_SHARE * 8 * 66 * 240_000 / 4, SMALL_MESSAGES)
-    assert c > 1 and expected_message_bytes(200_000, 40_000, 800_000, 66, 4 * c) <= allowed
-    assert expected_message_bytes(200_000, 40_000, 800_000, 66, 2 * c) > allowed
+    # 16 ratings a user, rank 10: messages of about 9 MB stay in one round
+    assert sub_rounds_for(10**5, 10**4, 16 * 10**5, 12, 2) == 1
+    # 4 ratings a user, rank 64: the fewest rounds whose messages fit the share, also on one
+    # worker, where the first doubling cuts them only to 15/16
+    for n_workers in (1, 2, 4):
+        c = sub_rounds_for(200_000, 40_000, 800_000, 66, n_workers)
+        allowed = max(MESSAGE_SHARE * 8 * 66 * 240_000 / n_workers, SMALL_MESSAGES)
+        assert c > 1
+        assert expected_message_bytes(200_000, 40_000, 800_000, 66, n_workers * c) <= allowed
+        assert expected_message_bytes(200_000, 40_000, 800_000, 66, n_workers * c // 2) > allowed

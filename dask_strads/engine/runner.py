@@ -72,6 +72,7 @@ class _Run:
         self.disk_writes = []  # (round, handles of its writes) not yet marked complete
         self.guards = {}  # carried block -> the copy its next push must follow
         self.losses = {}  # block -> times its worker was lost
+        self.last_round_pushes = []  # the blocks pushed in the newest round submitted
 
     def key(self, kind, *parts):
         return "-".join(["strads", self.name, kind, *map(str, parts)])
@@ -307,12 +308,19 @@ class Engine:
         source = run.pulled[max(-1, t - 1 - self.staleness)]
         graph, pushes = {}, {}
         hand_offs = {}
+        # a worker sends after its pushes of the round before, whose messages are then gone:
+        # at most a round's messages at a time, not those of every round submitted
+        pushed_before = {}
+        for b in run.last_round_pushes:
+            pushed_before.setdefault(run.owners[b], []).append(run.pushed[b])
         for b, instruction in instructions.items():
             worker, c = run.owners[b], carried_id(instruction)
             extra = () if c is None else (run.carried[c],)
-            extra += tuple(self._task(graph, run.owners[s], run.key("send", s, b, t, run.id),
-                                      tasks.send, run.program, run.cells[s], run.pushed[s], b, t)
-                           for s in reads(instruction))
+            extra += tuple(self._task(graph, sender, run.key("send", sources[0], b, t, run.id),
+                                      tasks.send, run.program, [run.cells[s] for s in sources],
+                                      [run.pushed[s] for s in sources]
+                                      + pushed_before.get(sender, []), b, t)
+                           for sender, sources in by_owner(reads(instruction), run.owners))
             previous = run.pushed[b] if c not in run.guards else (run.pushed[b],
                                                                   run.guards.pop(c))
             pushes[b] = self._task(graph, worker, run.key("push", b, t, run.id), tasks.push,
@@ -341,6 +349,7 @@ class Engine:
             run.disk_writes.append((t, [handles[w.key] for w in writes]))
         for b, task in pushes.items():
             run.pushed[b] = handles[task.key]
+        run.last_round_pushes = list(pushes)
         for c, task in hand_offs.items():
             run.carried[c] = handles[task.key]
         run.pulled[t] = handles[pull.key]
@@ -447,6 +456,14 @@ class _RunningFit:
         refs = self._engine._collect_tasks(graph, run, "peek", run.submitted)
         handles = executor.submit(graph)
         return executor.as_array([handles[r.key] for r in refs], run.owners, axis)
+
+
+def by_owner(blocks, owners):
+    """``(worker, blocks it holds)`` for the workers holding ``blocks``, each in order."""
+    groups = {}
+    for b in blocks:
+        groups.setdefault(owners[b], []).append(b)
+    return groups.items()
 
 
 def _call(callback, record, running):

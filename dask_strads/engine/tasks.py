@@ -88,25 +88,30 @@ def initial_carried(program, carried_id):
 def push(program, cell, previous, pulled, instruction, round_index, keep_from, *inputs):
     """Round ``round_index`` of one block. ``previous`` (the block's last push) only orders the
     pushes of a block; ``inputs`` are the carried block the instruction asks for, if any, then
-    the messages it reads."""
+    the messages it reads, grouped by the worker that sent them (see :func:`send`)."""
     start = perf_counter()
     cell = opened(cell)
     c = carried_id(instruction)
-    carried, messages = (None, inputs) if c is None else (inputs[0], inputs[1:])
+    carried, sent = (None, inputs) if c is None else (inputs[0], inputs[1:])
+    received = {source: message for group in sent for source, message in group.items()}
     state, partial, new_carried = call_push(
         program, cell.block_id, cell.data, cell.latest(), instruction, pulled.shared, carried,
-        dict(zip(reads(instruction), messages)))
+        {source: received[source] for source in reads(instruction)})
     if c is not None:
         cell.outbox[c] = new_carried
     cell.record(round_index, state, keep_from, program.retained)
     return Pushed(partial, perf_counter() - start)
 
 
-def send(program, cell, last_push, to_block, round_index):
-    """Block ``cell.block_id``'s message to the push of ``to_block`` in round ``round_index``,
-    from its state after the round before (``last_push`` orders the read after it)."""
-    cell = opened(cell)
-    return program.message(cell.block_id, cell.data, cell.state_at(round_index - 1), to_block)
+def send(program, cells, after, to_block, round_index):
+    """The messages of the blocks of ``cells`` (all on this worker) to the push of ``to_block``
+    in round ``round_index``, ``{block: message}``, each from its block's state after the round
+    before (``after``, the blocks' last pushes and this worker's pushes of the round before,
+    only orders the task): one task a worker and push, however many of the worker's blocks the
+    push reads."""
+    return {cell.block_id: program.message(cell.block_id, cell.data,
+                                           cell.state_at(round_index - 1), to_block)
+            for cell in map(opened, cells)}
 
 
 def hand_off(cell, pushed, carried_id):

@@ -17,11 +17,13 @@ interactions is solved by ``x = 0``.
 runs ``s`` conjugate-gradient steps from the row's current value, as the ``implicit`` library
 does (O(s (k^2 + n_i k)) a row), each lowering the row's loss.
 
-``Y`` may come in pieces as in :mod:`dask_strads.kernels.mf`: the rows a block's interactions
-touch, as they arrive from the blocks that hold them.
+``Y`` may come in pieces (see :mod:`.row_pieces`): the rows a block's interactions touch, as
+they arrive from the blocks that hold them.
 """
 import numpy as np
 from numba import njit
+
+from .row_pieces import as_pieces, gather_rows
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -31,7 +33,6 @@ def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regulariz
     ``Y`` is row ``j - offsets[p]`` of ``pieces[p]``. Returns the interactions' part of the loss
     of the updated rows (see the module)."""
     n_rows, k = F.shape
-    single = len(pieces) == 1
     longest = 0
     for i in range(n_rows):
         longest = max(longest, indptr[i + 1] - indptr[i])
@@ -44,10 +45,7 @@ def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regulariz
     loss = 0.0
     for i in range(n_rows):
         start, n = indptr[i], indptr[i + 1] - indptr[i]
-        for e in range(n):
-            j = indices[start + e]
-            q = 0 if single else np.searchsorted(offsets, j, side="right") - 1
-            Y[e] = pieces[q][j - offsets[q]]
+        gather_rows(pieces, offsets, indices[start:start + n], Y)
         x = F[i]
         if n == 0:
             x[:] = 0.0
@@ -105,10 +103,8 @@ def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regulariz
 
 
 def solve_rows(indptr, indices, weights, F, Y, gramian, regularization, cg_steps):
-    """:func:`_solve_rows` of ``Y``, an array or a tuple of pieces (float rows, int steps)."""
-    pieces = tuple(np.ascontiguousarray(piece, dtype=np.float64)
-                   for piece in (Y if isinstance(Y, tuple) else (Y,)))
-    offsets = np.cumsum([0] + [len(piece) for piece in pieces])
-    return _solve_rows(indptr, indices, weights, F, pieces, offsets,
+    """:func:`_solve_rows` of ``Y``, an array or a sequence of pieces (float rows, int
+    steps)."""
+    return _solve_rows(indptr, indices, weights, F, *as_pieces(Y),
                        np.ascontiguousarray(gramian, dtype=np.float64), float(regularization),
                        int(cg_steps))

@@ -9,12 +9,13 @@ is set to the exact minimiser of::
 
 so no update raises the objective. Cost: O(nnz * d) per sweep.
 
-``G`` may come in pieces (a tuple of arrays with the same columns, stacked in order): the rows a
-block's ratings touch, as they arrive from the blocks that hold them, used where they are
-instead of copied into one array.
+``G`` may come in pieces (see :mod:`.row_pieces`): the rows a block's ratings touch, as they
+arrive from the blocks that hold them, used where they are instead of copied into one array.
 """
 import numpy as np
 from numba import njit
+
+from .row_pieces import as_pieces, gather_rows
 
 
 @njit(cache=True, nogil=True)
@@ -27,7 +28,6 @@ def _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, sweep
     ``sweeps``). Returns the squared error over the block's entries after the update.
     """
     n_rows, d = F.shape
-    single = len(pieces) == 1
     longest = 0
     for i in range(n_rows):
         longest = max(longest, indptr[i + 1] - indptr[i])
@@ -37,15 +37,11 @@ def _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, sweep
     loss = 0.0
     for i in range(n_rows):
         start, n = indptr[i], indptr[i + 1] - indptr[i]
+        gather_rows(pieces, offsets, indices[start:start + n], G_row[:, :n].T)
         for e in range(n):
-            j = indices[start + e]
-            p = 0 if single else np.searchsorted(offsets, j, side="right") - 1
-            G = pieces[p]
-            j -= offsets[p]
             fit = 0.0
             for c in range(d):
-                G_row[c, e] = G[j, c]
-                fit += F[i, c] * G[j, c]
+                fit += F[i, c] * G_row[c, e]
             residual[e] = values[start + e] - fit
         for c in coords:
             norm = 0.0
@@ -76,10 +72,7 @@ def _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, sweep
 
 
 def update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
-    """:func:`_update_rows` of ``G``, an array or a tuple of pieces, with int ``sweeps`` and
+    """:func:`_update_rows` of ``G``, an array or a sequence of pieces, with int ``sweeps`` and
     float ``tol`` (``tol=0`` would otherwise compile a second specialisation)."""
-    pieces = tuple(np.ascontiguousarray(piece, dtype=np.float64)
-                   for piece in (G if isinstance(G, tuple) else (G,)))
-    offsets = np.cumsum([0] + [len(piece) for piece in pieces])
-    return _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, int(sweeps),
+    return _update_rows(indptr, indices, values, F, *as_pieces(G), coords, lam, int(sweeps),
                         float(tol))

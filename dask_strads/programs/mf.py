@@ -43,10 +43,10 @@ USERS, ITEMS = "users", "items"
 #: Sub-rounds (see :func:`sub_rounds_for`): a block's messages are small enough once they are
 #: at most this share of a worker's own rows (``model / P``) or this many bytes.
 MESSAGE_SHARE = 0.15
-SMALL_MESSAGES = 32 * 2**20
-#: More sub-rounds must cut a block's messages by at least this factor a doubling, and may at
-#: most double the bytes an iteration moves in all.
+SMALL_MESSAGES = 10 * 2**20
+#: More sub-rounds must cut a block's messages by at least this factor a doubling.
 WORTHWHILE_CUT = 0.75
+#: An iteration is ``2 c`` rounds, each of a round's latency whatever its size.
 MAX_SUB_ROUNDS = 32
 #: Rows drawn from one seed for the initial user factors: the draw of a row does not depend on
 #: the block that holds it.
@@ -159,23 +159,26 @@ def expected_message_bytes(n_users, n_items, n_ratings, width, n_blocks):
 
 
 def sub_rounds_for(n_users, n_items, n_ratings, width, n_workers):
-    """``c``, the rounds each side's update is cut into (``c`` blocks a side a worker): doubled
-    from 1 while a block's expected messages (:func:`expected_message_bytes`) exceed both
-    ``MESSAGE_SHARE`` of a worker's rows and ``SMALL_MESSAGES``, as long as a doubling cuts them
-    to at most ``WORTHWHILE_CUT`` of what they were and the bytes all blocks receive in an
-    iteration stay within twice those with one block a worker (a row with many ratings touches
-    most blocks however small they are: there more rounds would only move more bytes), up to
-    ``MAX_SUB_ROUNDS`` and one row a block."""
+    """``c``, the rounds each side's update is cut into (``c`` blocks a side a worker), a power
+    of two up to ``MAX_SUB_ROUNDS`` and one row a block: the smallest whose expected block
+    messages (:func:`expected_message_bytes`) are within ``MESSAGE_SHARE`` of a worker's rows
+    or ``SMALL_MESSAGES``. Where none is, ``c`` is doubled from 1 as long as a doubling cuts
+    them to at most ``WORTHWHILE_CUT`` of what they were (a row with many ratings touches most
+    blocks however small they are: there more rounds would only move more bytes). A round's
+    tasks do not depend on ``c`` (a push receives one message a worker); the bytes an iteration
+    moves grow with it, up to a row per rating."""
     allowed = max(MESSAGE_SHARE * 8 * width * (n_users + n_items) / n_workers, SMALL_MESSAGES)
 
     def received(c):
         return expected_message_bytes(n_users, n_items, n_ratings, width, c * n_workers)
 
+    candidates = [c for c in 2 ** np.arange(int(np.log2(MAX_SUB_ROUNDS)) + 1)
+                  if c == 1 or c * n_workers <= min(n_users, n_items)]
+    within = [c for c in candidates if received(c) <= allowed]
+    if within:
+        return int(within[0])
     c = 1
-    while (received(c) > allowed and 2 * c <= MAX_SUB_ROUNDS
-           and 2 * c * n_workers <= min(n_users, n_items)
-           and received(2 * c) <= WORTHWHILE_CUT * received(c)
-           and 2 * c * received(2 * c) <= 2 * received(1)):
+    while 2 * c in candidates and received(2 * c) <= WORTHWHILE_CUT * received(c):
         c *= 2
     return c
 
