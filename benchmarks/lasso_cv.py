@@ -23,9 +23,16 @@ skglm with ``n_jobs=1`` (its ``tol`` bounds the optimality violation, not the du
 at its default). scikit-learn and dask_strads stop each alpha at the duality gap
 ``tol * ||y - mean(y)||^2 / n`` with ``tol=1e-4``, their default.
 
+With ``--client-workers N``: dask_strads alone, on a LocalCluster of N single-threaded worker
+processes (the client given), with ``n_jobs=1`` (one path at a time) and the default ``n_jobs``
+(one path per worker) taken in turn, the same folds and grid. Per setting it prints the median
+wall time, the median CPU seconds of the workers (their processes' user + system time) and of
+this process, and the chosen alpha's index.
+
 Usage
   python benchmarks/lasso_cv.py                            # news and tweets, lasso and enet
   python benchmarks/lasso_cv.py --problems news --estimators lasso --repeats 3 --markdown
+  python benchmarks/lasso_cv.py --estimators lasso --client-workers 2 --repeats 3
 """
 import os
 import statistics
@@ -33,6 +40,7 @@ import sys
 import time
 
 import numpy as np
+import psutil
 from sklearn.linear_model import ElasticNetCV as SklearnElasticNetCV
 from sklearn.linear_model import LassoCV as SklearnLassoCV
 from sklearn.model_selection import KFold
@@ -105,6 +113,46 @@ def run(X, y, kind, repeats, only):
     return {name: (statistics.median(t), len(t), chosen[name]) for name, t in times.items()}
 
 
+def workers_cpu(client):
+    """The CPU seconds (user + system) the cluster's worker processes have used."""
+    def used():
+        times = psutil.Process().cpu_times()
+        return times.user + times.system
+
+    return sum(client.run(used).values())
+
+
+def run_on_cluster(X, y, kind, repeats, client):
+    """n_jobs=1 against the default n_jobs on ``client``: name -> (median wall s, median
+    workers' CPU s, median CPU s of this process, alpha_ index)."""
+    grid = alpha_grid(X.tocsc(), y, L1_RATIO[kind], 1e-3, N_ALPHAS, True, False)
+    make = solvers(kind, grid)["dask_strads"]
+    settings = {"n_jobs=1": 1, f"n_jobs=None ({len(client.nthreads())})": None}
+    warm = make()
+    warm.client = client
+    warm.fit(X, y)  # compiles the kernels in the workers
+    runs = {name: [] for name in settings}
+    for _ in range(repeats):
+        for name, n_jobs in settings.items():
+            est = make().set_params(n_jobs=n_jobs)
+            est.client = client
+            workers_before, cpu_before = workers_cpu(client), time.process_time()
+            start = time.perf_counter()
+            est.fit(X, y)
+            runs[name].append((time.perf_counter() - start, workers_cpu(client) - workers_before,
+                               time.process_time() - cpu_before,
+                               int(np.argmin(np.abs(grid - est.alpha_)))))
+    return {name: (*(statistics.median(r[k] for r in rows) for k in range(3)), rows[-1][3])
+            for name, rows in runs.items()}
+
+
+def cluster_table(title, results, markdown):
+    head = ("n_jobs", "median wall s", "workers' CPU s", "this process CPU s", "alpha_ index")
+    rows = [(name, f"{wall:.2f}", f"{workers:.2f}", f"{own:.2f}", str(index))
+            for name, (wall, workers, own, index) in results.items()]
+    print_table(title, head, rows, markdown)
+
+
 def table(title, results, markdown):
     ours = results["dask_strads"][0]
     reference = results.get("sklearn", (None, 0, results["dask_strads"][2]))[2]
@@ -112,6 +160,10 @@ def table(title, results, markdown):
              f"{index - reference:+d}") for name, (seconds, runs, index) in results.items()]
     head = ("solver", "median s", "runs", "dask_strads / this", "alpha_ index",
             "steps from sklearn")
+    print_table(title, head, rows, markdown)
+
+
+def print_table(title, head, rows, markdown):
     print(f"\n{title}")
     if markdown:
         print("| " + " | ".join(head) + " |")
@@ -129,14 +181,35 @@ def main():
         ("--problems", {"default": "news,tweets"}),
         ("--estimators", {"default": "lasso,enet"}),
         ("--solvers", {"default": None, "help": "comma-separated subset (dask_strads always)"}),
+        ("--client-workers", {"type": int, "default": 0,
+                              "help": "dask_strads alone on a LocalCluster of that many worker "
+                                      "processes: n_jobs=1 against the default"}),
     ])
     only = None if args.solvers is None else {"dask_strads", *args.solvers.split(",")}
-    for key in args.problems.split(","):
-        X, y, description = PROBLEMS[key]()
-        for kind in args.estimators.split(","):
-            results = run(X, y, kind, args.repeats, only)
-            table(f"{description}: {kind} CV, {FOLDS} folds x {N_ALPHAS} alphas, "
-                  f"{args.repeats} repeats", results, args.markdown)
+    client = None
+    if args.client_workers:
+        from distributed import Client, LocalCluster
+
+        cluster = LocalCluster(n_workers=args.client_workers, threads_per_worker=1,
+                               processes=True, dashboard_address=":0")
+        client = Client(cluster)
+    try:
+        for key in args.problems.split(","):
+            X, y, description = PROBLEMS[key]()
+            for kind in args.estimators.split(","):
+                title = (f"{description}: {kind} CV, {FOLDS} folds x {N_ALPHAS} alphas, "
+                         f"{args.repeats} repeats")
+                if client is None:
+                    table(title, run(X, y, kind, args.repeats, only), args.markdown)
+                else:
+                    cluster_table(f"{title}, {args.client_workers} worker processes",
+                                  run_on_cluster(X, y, kind, args.repeats, client),
+                                  args.markdown)
+                print(f"load average: {os.getloadavg()}")
+    finally:
+        if client is not None:
+            client.close()
+            cluster.close()
 
 
 if __name__ == "__main__":
