@@ -403,7 +403,8 @@ class Engine:
         run.history.stats.rounds = last + 1
         kept = max(-1, last - (0 if program.updates_in_place else program.report_lag))
         graph = {}
-        params = self._collect_tasks(graph, run, "collect", kept)
+        # nothing reads a cell after this, unless a checkpoint is still being written from it
+        params = self._collect_tasks(graph, run, "collect", kept, release=not run.disk_writes)
         carried = [self._task(graph, w, run.key("collect-carried", c, run.id),
                               tasks.collect_carried, run.program, value, c)
                    for c, (w, value) in enumerate(zip(run.home, run.carried))]
@@ -420,10 +421,12 @@ class Engine:
         graph.setdefault(worker, {})[key] = Task(key, function, *map(parse_input, args))
         return TaskRef(key)
 
-    def _collect_tasks(self, graph, run, name, round_index):
-        """Add to ``graph`` a task per block giving its parameters after ``round_index``."""
+    def _collect_tasks(self, graph, run, name, round_index, release=False):
+        """Add to ``graph`` a task per block giving its parameters after ``round_index``
+        (``release``: and letting go of the block's states, see :func:`.tasks.collect`)."""
         return [self._task(graph, w, run.key(name, b, round_index, run.id), tasks.collect,
-                           run.program, cell, pushed, run.pulled[round_index], round_index)
+                           run.program, cell, pushed, run.pulled[round_index], round_index,
+                           release)
                 for b, (w, cell, pushed) in enumerate(zip(run.owners, run.cells, run.pushed))]
 
     def _stops(self, run, record):

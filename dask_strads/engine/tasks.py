@@ -132,10 +132,16 @@ def report(pulled):
     return pulled.report
 
 
-def collect(program, cell, last_push, pulled, round_index):
-    """The block's parameters at ``round_index`` (``last_push`` orders it after the pushes)."""
+def collect(program, cell, last_push, pulled, round_index, release=False):
+    """The block's parameters at ``round_index`` (``last_push`` orders it after the pushes).
+    With ``release`` (the fit's result, after which no task reads the cell) the cell lets go of
+    its states: a worker then never holds all its blocks' states and all their collected
+    parameters at once, which the client gathers only when every block is collected."""
     cell = opened(cell)
-    return program.collect(cell.data, cell.state_at(round_index), pulled.shared)
+    params = program.collect(cell.data, cell.state_at(round_index), pulled.shared)
+    if release:
+        cell.versions.clear()
+    return params
 
 
 def collect_carried(program, carried, carried_id):
