@@ -9,7 +9,6 @@ from sklearn.linear_model import enet_path as sk_enet_path
 from sklearn.linear_model import lasso_path as sk_lasso_path
 
 import dask_strads
-from dask_strads.estimators import paths
 from lasso_problems import ar1_design
 from test_elastic_net import sparse_problem
 
@@ -51,33 +50,6 @@ def test_coef_init_starts_the_path():
     alphas, cold, _ = dask_strads.lasso_path(X, y, alphas=4, tol=TOL)
     _, warm, _ = dask_strads.lasso_path(X, y, alphas=alphas, coef_init=cold[:, 0], tol=TOL)
     np.testing.assert_allclose(warm, cold, atol=COEF_ATOL)
-
-
-def test_a_feature_the_strong_rule_discards_enters_at_the_check(monkeypatch):
-    """Columns sharing one factor: at the seventh alpha, the sequential strong rule discards a
-    feature (by scikit-learn's solution at the sixth) that is non-zero at the seventh. The pass
-    over every feature finds it, the stage goes on and the path is scikit-learn's."""
-    rng = np.random.default_rng(26)
-    X = rng.standard_normal((20, 8)) + 2.0 * rng.standard_normal((20, 1))
-    y = X @ rng.standard_normal(8) + 0.5 * rng.standard_normal(20)
-    sk_alphas, sk_coefs, _ = sk_path(sk_lasso_path, X, y, alphas=8, eps=0.05)
-    correlation = np.abs(X.T @ (y - X @ sk_coefs[:, 5])) / len(y)
-    discarded = (correlation < 2 * sk_alphas[6] - sk_alphas[5]) & (sk_coefs[:, 5] == 0)
-    assert (discarded & (np.abs(sk_coefs[:, 6]) > 1e-2)).any()
-
-    records, solutions = [], paths.path_solutions
-
-    def recording(history, *args):
-        records.extend(history.records)
-        return solutions(history, *args)
-
-    monkeypatch.setattr(paths, "path_solutions", recording)
-    _, coefs, _ = dask_strads.lasso_path(X, y, alphas=8, eps=0.05, tol=TOL, n_blocks=2)
-    np.testing.assert_allclose(coefs, sk_coefs, atol=COEF_ATOL)
-    stage_6 = [r for r in records if r.get("stage") == 6]
-    assert not stage_6[0]["every_feature"]  # the strong set first
-    failed_checks = [r for r in stage_6 if r["every_feature"] and "path_coef" not in r]
-    assert failed_checks and failed_checks[0]["gap"] > TOL * (y @ y) / len(y)
 
 
 def test_path_on_a_process_cluster(client_factory):

@@ -4,17 +4,8 @@ Each alpha is a *stage*. The blocks keep their coefficients from one stage to th
 start) and their data stays where it was placed for the whole path. A stage ends when the
 duality gap at its alpha is at most the tolerance, or after ``stage_rounds`` rounds; the pull
 then records the solution the pushes saw (every non-zero coefficient is among the features a
-push sends) and moves on.
-
-From the second alpha on, a stage's first round passes over its *strong set* only (the
-sequential strong rule of Tibshirani et al. 2012, as glmnet): on its worker, each block keeps
-the features non-zero at the previous alpha and those whose ``|x~_j . r| / n`` at the previous
-solution (from the pass that ended its stage) is at least ``l1_ratio (2 alpha_k -
-alpha_(k-1))``, and its working set is chosen among them. Every later round passes over every
-feature, so the gap that ends a stage is the whole problem's: a feature the rule discarded
-that violates the optimality conditions enters there. Gap-safe screening starts afresh with
-the first of those rounds, from its gap: a feature proved zero at one alpha may be non-zero
-at a smaller one.
+push sends) and moves on. Gap-safe screening starts afresh at each alpha, from the gap of its
+first round: a feature proved zero at one alpha may be non-zero at a smaller one.
 
 A *fold* (``rows``: the training rows of a cross-validation split) runs on blocks placed with
 every row, which all the folds and the refit share: a block keeps its whole columns and computes
@@ -30,19 +21,13 @@ from ..kernels.columns import add_columns
 from ..kernels.elastic_net import dot
 from ..kernels.weighted_columns import take_csc_rows, weighted_column_stats
 from .elastic_net import (BlockData, BlockState, ElasticNetProgram, Shared, Start,
-                          _committed, _kernel_matrix, centred_columns)
+                          _kernel_matrix, centred_columns)
 from .working_set import Columns
 
 
 @dataclass(frozen=True)
 class PathShared(Shared):
     stage_round: int = 0  # rounds run at this stage
-    strong: bool = False  # the round passes over the stage's strong set only
-
-
-@dataclass(frozen=True)
-class PathBlockState(BlockState):
-    strong: bool = False  # ``active`` is a strong set (not every feature, less those screened)
 
 
 @dataclass(frozen=True)
@@ -111,32 +96,18 @@ class ElasticNetPathProgram(ElasticNetProgram):
 
     def init_block(self, data, block_id):
         if self.rows is None:
-            state, start = super().init_block(data, block_id)
-            return PathBlockState(**vars(state)), start
+            return super().init_block(data, block_id)
         columns, coef = data.columns, data.coef_init.copy()
         r_change = add_columns(columns.X, coef, np.zeros(len(columns.row_map)))[self.rows]
-        state = PathBlockState(block_id, coef, np.ones(columns.width, dtype=np.bool_),
-                               np.zeros(columns.width))
+        state = BlockState(block_id, coef, np.ones(columns.width, dtype=np.bool_),
+                           np.zeros(columns.width))
         return state, Start(r_change, -dot(coef, columns.col_means))
 
     def push(self, block_id, data, state, instruction, shared):
         if self.rows is not None:  # the full pass reads the fold's residual over all rows
             shared = replace(shared, r=data.columns.spread(shared.r + shared.offset),
                              offset=0.0)
-        if shared.strong:
-            state = replace(state, active=self._strong_set(state, shared), stage=shared.stage)
-        elif state.strong:  # every feature again, none screened yet
-            state = replace(state, active=np.ones(len(state.coef), dtype=np.bool_))
-        new, update = super().push(block_id, data, state, instruction, shared)
-        return PathBlockState(**vars(new), strong=shared.strong), update
-
-    def _strong_set(self, state, shared):
-        """The sequential strong rule: the features non-zero at the previous alpha and those
-        whose ``|x~_j . r|`` there (``state.gradient``, of the pass that ended it) is at least
-        ``2 l1 - l1_previous``."""
-        pushing = state.gradient if self.positive else np.abs(state.gradient)
-        threshold = 2.0 * self.l1[shared.stage] - self.l1[state.stage]
-        return (_committed(state, shared) != 0.0) | (pushing >= threshold)
+        return super().push(block_id, data, state, instruction, shared)
 
     def initial_shared(self):
         return PathShared(**vars(super().initial_shared()))
@@ -146,9 +117,7 @@ class ElasticNetPathProgram(ElasticNetProgram):
         if not report:  # the first pull, of the initial residual
             return PathShared(**vars(new)), report
         stage_round = shared.stage_round + 1
-        report.update(stage=shared.stage, every_feature=not shared.strong)
-        if shared.strong:  # its gap is the strong set's: every feature from the next round
-            return replace(_at(new, shared.stage, stage_round), gap=np.inf), report
+        report["stage"] = shared.stage
         if report["gap"] * self.n_samples > self.tolerance and stage_round < self.stage_rounds:
             return _at(new, shared.stage, stage_round), report
         updates = [partials[b] for b in range(len(self.widths))]
@@ -161,14 +130,12 @@ class ElasticNetPathProgram(ElasticNetProgram):
             report["path_done"] = True
             return _at(new, shared.stage, stage_round), report
         # the next alpha starts from this solution (and the working set's last changes, when
-        # the stage ran out of rounds), its first round on its strong set unless it is its last
-        return replace(_at(new, shared.stage + 1, 0), gap=np.inf,
-                       strong=self.stage_rounds > 1), report
+        # the stage ran out of rounds); the gap of this alpha screens nothing at the next
+        return replace(_at(new, shared.stage + 1, 0), gap=np.inf), report
 
     def converged(self, report):
         return report.get("path_done", False)
 
 
 def _at(shared, stage, stage_round):
-    return PathShared(**{**vars(shared), "stage": stage, "stage_round": stage_round,
-                         "strong": False})
+    return PathShared(**{**vars(shared), "stage": stage, "stage_round": stage_round})
