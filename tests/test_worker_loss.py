@@ -111,6 +111,36 @@ def test_a_fit_goes_on_after_a_killed_worker(three_workers, name, after_round):
     assert len(recovered.history_) == len(clean.history_)  # replayed rounds are recorded once
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_worker_lost_after_the_last_report_is_recovered_from_the_round_before(three_workers):
+    """With a checkpoint every round, the worker of block 0 killed once the last round's report
+    is read (before the parameters are collected): the result is the state that report measured,
+    one round back, which the last round's checkpoint no longer holds; the fit goes on from the
+    checkpoint before it, runs the last round again and ends with the clean run's model."""
+    client = three_workers
+    make, data = CASES["lasso"]
+    args = data()
+    clean = make().set_params(checkpoint_interval=1)
+    clean.client = client
+    clean.fit(*args)
+    last = clean.n_iter_ - 1
+    kill, state = _killer(client, last)
+
+    def callback(record):
+        if record["round"] == last and "killed" not in state:
+            time.sleep(1.0)  # the copies of the last rounds' checkpoints are made meanwhile
+        return kill(record)
+
+    recovered = make().set_params(checkpoint_interval=1, callback=callback)
+    recovered.client = client
+    recovered.fit(*args)
+    assert "killed" in state
+    (recovery,) = recovered.history_.stats.recoveries
+    assert recovery["round"] == last - 1
+    assert recovered.n_iter_ == clean.n_iter_
+    np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+
+
 def test_without_checkpoints_a_lost_worker_is_a_clear_error(three_workers):
     """The engine with recovery off stops within seconds, naming the worker and its blocks."""
     client = three_workers

@@ -8,6 +8,7 @@ a :class:`distributed.Future` and the value stays on its worker; locally it hold
 import weakref
 
 import dask
+import distributed
 import numpy as np
 from dask._task_spec import DataNode, TaskRef
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
@@ -117,6 +118,23 @@ class DistributedExecutor:
     def done(self, handle):
         return handle.done()
 
+    def wait(self, handles, owners=()):
+        """Wait until ``handles`` are computed, their values left where they are, as long as
+        the workers in ``owners`` are alive (else :class:`ClusterError`, as :meth:`result`)."""
+        for handle in handles:
+            while not handle.done():
+                try:
+                    with self.client.as_current():  # distributed.wait asks the default client
+                        distributed.wait(handle, timeout=POLL_SECONDS)
+                except TimeoutError:
+                    self.check(owners)
+                except Exception as error:  # cancelled: the scheduler forgot a lost key
+                    self.check(owners, error)
+                    raise
+            if handle.status == "error":
+                self.check(owners, handle.exception())
+                raise handle.exception()
+
     def gather(self, handles, owners=()):
         try:
             return self.client.gather(list(handles))
@@ -201,6 +219,9 @@ class LocalExecutor:
 
     def done(self, handle):
         return True
+
+    def wait(self, handles, owners=()):
+        """Values here are computed when their handle exists."""
 
     def gather(self, handles, owners=()):
         return [h.value for h in handles]

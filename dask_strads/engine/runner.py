@@ -162,13 +162,15 @@ class Engine:
             while True:
                 try:
                     self._rounds(run, watching)
-                    break
+                    # a worker lost before its blocks' parameters are out is recovered too
+                    result = self.collect(run)
+                    self.executor.wait(result.params + result.carried, run.owners)
+                    return result
                 except WorkerLost as error:
                     run = self._recover(run, blocks, slots, error)
         finally:
             for watcher in watching:
                 watcher.close(run)
-        return self.collect(run)
 
     def _saved(self, blocks):
         """The newest checkpoint of this fit in ``checkpoint_dir``, as ``start`` restores it."""
