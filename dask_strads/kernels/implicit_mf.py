@@ -103,8 +103,8 @@ def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regulariz
 
 
 def solve_rows(indptr, indices, weights, F, Y, gramian, regularization, cg_steps):
-    """:func:`_solve_rows` of ``Y``, an array or a sequence of pieces (float rows, int
-    steps)."""
-    return _solve_rows(indptr, indices, weights, F, *as_pieces(Y),
+    """:func:`_solve_rows` of ``Y``, an array or a sequence of pieces (int32 indices, float
+    rows, int steps: one compiled specialisation whatever the caller passes)."""
+    return _solve_rows(indptr, np.asarray(indices, dtype=np.int32), weights, F, *as_pieces(Y),
                        np.ascontiguousarray(gramian, dtype=np.float64), float(regularization),
                        int(cg_steps))

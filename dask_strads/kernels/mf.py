@@ -72,7 +72,7 @@ def _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, sweep
 
 
 def update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
-    """:func:`_update_rows` of ``G``, an array or a sequence of pieces, with int ``sweeps`` and
-    float ``tol`` (``tol=0`` would otherwise compile a second specialisation)."""
-    return _update_rows(indptr, indices, values, F, *as_pieces(G), coords, lam, int(sweeps),
-                        float(tol))
+    """:func:`_update_rows` of ``G``, an array or a sequence of pieces, with int32 ``indices``,
+    int ``sweeps`` and float ``tol`` (one compiled specialisation whatever the caller passes)."""
+    return _update_rows(indptr, np.asarray(indices, dtype=np.int32), values, F, *as_pieces(G),
+                        coords, lam, int(sweeps), float(tol))

@@ -144,7 +144,10 @@ def touched_rows(indptr, indices, other_edges):
     other_block = np.searchsorted(other_edges, indices, side="right") - 1
     pairs = np.unique(other_block * n_rows + np.repeat(np.arange(n_rows), np.diff(indptr)))
     send_ptr = np.searchsorted(pairs, np.arange(len(other_edges)) * n_rows)
-    return local.astype(np.int64), piece_edges, send_ptr, pairs % max(n_rows, 1)
+    # int32 (a block's rows and the rows it touches are far fewer than 2^31): 4 bytes a
+    # rating less than int64, in the largest arrays a block keeps
+    return (local.astype(np.int32), piece_edges, send_ptr,
+            (pairs % max(n_rows, 1)).astype(np.int32))
 
 
 def expected_message_bytes(n_users, n_items, n_ratings, width, n_blocks):
