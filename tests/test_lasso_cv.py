@@ -75,6 +75,23 @@ def test_a_grid_of_alphas_on_a_process_cluster_places_the_data_once(client_facto
     assert not hasattr(ours, "l1_ratio_")  # as scikit-learn's LassoCV
 
 
+def test_concurrent_paths_on_one_block_solve_on_every_worker(client_factory):
+    """A one-block problem on two worker processes: a copy of the block on the second worker,
+    so that the two paths in flight solve (pull) on different workers; the same selection as
+    scikit-learn's."""
+    from distributed import get_task_stream
+
+    X, y = sparse_problem(seed=10, n=90, p=60)
+    client = client_factory(2)
+    ours = dask_strads.LassoCV(alphas=6, cv=4, tol=TOL, n_jobs=2)
+    ours.client = client
+    with get_task_stream(client) as stream:
+        ours.fit(X, y)
+    assert_same_selection(ours, sk_fit(SkLassoCV, X, y, alphas=6, cv=4))
+    pulls = {task["worker"] for task in stream.data if "-pull-" in str(task["key"])}
+    assert pulls == set(client.scheduler_info()["workers"])
+
+
 def test_no_intercept_positive_on_rows_of_a_sparse_matrix_in_any_order():
     """Folds given as shuffled indices of uneven size, on a CSR matrix with int32 indices: the
     row masks select what scikit-learn's copies of the rows hold."""

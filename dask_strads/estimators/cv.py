@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
 from sklearn.utils.extmath import safe_sparse_dot
 
-from ..engine.blocks import PlacedBlocks
+from ..engine.blocks import PlacedBlocks, place_blocks
 from ..engine.runtime import default_cluster_size
 from ..log import logger
 from ..partition import block_edges
@@ -141,9 +141,11 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         placed = PlacedBlocks.on(executor, blocks_along(X, edges, make_block, axis=1),
                                  prefix="strads-cv-data")
         paths = [(i, f) for i in range(len(l1_ratios)) for f in range(len(folds))]
+        n_jobs = min(self.n_jobs or self._concurrent_paths(executor), len(paths))
+        placements = _per_worker(placed, executor, n_jobs)
 
-        def test_errors(path):
-            i, f = path
+        def test_errors(k):
+            i, f = paths[k]
             train, test = folds[f]
             logger.info("%s: the path of %d alphas on fold %d of %d%s", type(self).__name__,
                         len(grids[i]), f + 1, len(folds),
@@ -154,7 +156,7 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                 widths, y_fold, grids[i], l1_ratios[i], self.positive,
                 gap_target(self.tol, y_fold), self.max_iter, rows=train,
                 y_shift=y_shift, seed=self._seed(), sparse=sparse)
-            result = self._run_engine(program, placed, executor,
+            result = self._run_engine(program, placements[k % len(placements)], executor,
                                       len(grids[i]) * self.max_iter + 1, (X, y))
             coefs, _, _ = path_solutions(result.history, program, X.shape[1], grids[i])
             support = np.flatnonzero(coefs.any(axis=1))
@@ -163,9 +165,8 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                           if self.fit_intercept else 0.0)
             return ((fitted[test] + intercepts - y[test][:, None]) ** 2).mean(axis=0)
 
-        n_jobs = self.n_jobs or self._concurrent_paths(executor)
-        with ThreadPoolExecutor(min(n_jobs, len(paths))) as pool:
-            errors = list(pool.map(test_errors, paths))
+        with ThreadPoolExecutor(n_jobs) as pool:
+            errors = list(pool.map(test_errors, range(len(paths))))
         mse = np.reshape(errors, (len(l1_ratios), len(folds), -1))
         mean_mse = mse.mean(axis=1)
         best = np.unravel_index(np.argmin(mean_mse), mean_mse.shape)  # the first of the least
@@ -224,6 +225,21 @@ class LassoCV(ElasticNetCV):
                          random_state=random_state, n_blocks=n_blocks,
                          keep_on_cluster=keep_on_cluster,
                          checkpoint_interval=checkpoint_interval, progress=progress)
+
+
+def _per_worker(placed, executor, n_paths):
+    """Where the paths run: ``placed``, and when it is one block on a cluster and several paths
+    run at once, a copy of it on as many other workers as they can use. A path's solve (its
+    pull) runs on the worker of its first block: paths on one placement would all queue there."""
+    if executor.local or len(placed) > 1 or n_paths < 2:
+        return [placed]
+    others = [w for w in executor.workers if w != placed.owners[0]][:n_paths - 1]
+    if others:
+        logger.info("placing a copy of the data on %d more workers, one path on each",
+                    len(others))
+    copies = [place_blocks(executor.client, placed.blocks, [worker], prefix="strads-cv-data")[0]
+              for worker in others]
+    return [placed] + [PlacedBlocks([c.future], [c.worker], placed.blocks) for c in copies]
 
 
 def _stored(X):
