@@ -14,6 +14,8 @@ Problems (chosen so that the model dominates the data):
   mf   make_ratings users x items, ratings, rank k; model (users + items) x (k + 2) float64
        (factors, bias and the constant of the other side's bias); data 2 layouts of 16 bytes a
        rating
+  implicit_mf  the mf matrix as interactions (|rating| + 1), rank k; model (users + items) x k
+       float64, data as mf's
   lda  make_lda_corpus, K topics over V words; model V x K word-topic counts (int32 plus the
        nonzero-topic lists), the documents' D x K table counted with the data shard
   lasso make_sparse_regression n x p (CSC), alpha = 0.1 alpha_max, no intercept; model the p
@@ -36,7 +38,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 from _common import arguments  # noqa: E402
-from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization  # noqa: E402
+from dask_strads import (ImplicitMatrixFactorization, Lasso,  # noqa: E402
+                         LatentDirichletAllocation, MatrixFactorization)
 from dask_strads.datasets import (make_lda_corpus, make_ratings,  # noqa: E402
                                  make_sparse_regression)
 from dask_strads.kernels.lda import row_bytes  # noqa: E402
@@ -72,6 +75,7 @@ class MFProblem:
 
     def __init__(self, args):
         self.rank = args.mf_rank
+        self.width = self.rank + 2
         self.X, _, _ = make_ratings(n_users=int(args.mf_users), n_items=int(args.mf_items),
                                     n_ratings=int(args.mf_ratings), rank=5, random_state=0)
         self.iterations = args.iterations
@@ -85,8 +89,8 @@ class MFProblem:
         ratings as the estimator cuts them (c sub-rounds, c x P blocks a side): its rows
         (model / P), the user rows its item block's ratings touch (received) and the copies of
         its user rows that the round's item blocks' ratings touch (sent)."""
-        X, Xc, row = self.X.tocsr(), self.X.tocsc(), (self.rank + 2) * 8
-        c = sub_rounds_for(*X.shape, X.nnz, self.rank + 2, n_workers)
+        X, Xc, row = self.X.tocsr(), self.X.tocsc(), self.width * 8
+        c = self.sub_rounds(n_workers)
         users = block_edges(X.shape[0], c * n_workers, np.diff(X.indptr))
         items = block_edges(X.shape[1], c * n_workers, np.diff(Xc.indptr))
         own = X[users[0]:users[c]].tocsc()
@@ -97,10 +101,37 @@ class MFProblem:
         return (f"c = {c}; worker 0, item round: rows {held * row / MB:.0f} MB, received "
                 f"{received * row / MB:.0f} MB, sent {sent * row / MB:.0f} MB")
 
+    def sub_rounds(self, n_workers):
+        return sub_rounds_for(*self.X.shape, self.X.nnz, self.width, n_workers)
+
     def fit(self, client, n_workers, warm_up=False):
         X = self.X[:2000, :500] if warm_up else self.X
         est = MatrixFactorization(self.rank, max_iter=1 if warm_up else self.iterations, tol=0,
                                   random_state=0, checkpoint_interval=0)
+        est.client = client
+        est.fit(X)
+
+
+class ImplicitMFProblem(MFProblem):
+    """The MF problem's matrix as interactions (every rating positive), rank k without biases;
+    one block a side a worker (no sub-rounds), a push solving a copy of its rows."""
+
+    name = "implicit_mf"
+
+    def __init__(self, args):
+        super().__init__(args)
+        self.X.data = np.abs(self.X.data) + 1.0
+        self.width = self.rank
+        self.model_bytes = sum(self.X.shape) * self.rank * 8
+        self.describe = "implicit " + self.describe
+
+    def sub_rounds(self, n_workers):
+        return 1
+
+    def fit(self, client, n_workers, warm_up=False):
+        X = self.X[:2000, :500] if warm_up else self.X
+        est = ImplicitMatrixFactorization(self.rank, max_iter=1 if warm_up else self.iterations,
+                                          tol=0, random_state=0, checkpoint_interval=0)
         est.client = client
         est.fit(X)
 
@@ -151,7 +182,8 @@ class LassoProblem:
         est.fit(X, self.y)
 
 
-PROBLEMS = {"mf": MFProblem, "lda": LDAProblem, "lasso": LassoProblem}
+PROBLEMS = {"mf": MFProblem, "implicit_mf": ImplicitMFProblem, "lda": LDAProblem,
+            "lasso": LassoProblem}
 
 
 def measure(problem, n_workers, memory_limit):
