@@ -56,8 +56,9 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     n_jobs : int or None
         Paths (folds, l1_ratios) fitted at the same time, each from a thread of this process;
         None: one per worker of the cluster (in this process: per core). A path spends much of
-        a round in one task (the working set's solve), so concurrent paths keep the other
-        workers busy.
+        a round in one task (the working set's solve, on the worker of its first block), so
+        concurrent paths keep the other workers busy; data in one block are copied to the
+        workers the paths in flight use, one path on each.
     n_blocks : int or None
         Feature blocks; None: one per ten million stored values of X (non-zeros, or entries of
         a dense X), at least one and at most one per worker.
