@@ -83,7 +83,7 @@ def run_cells(program, raw_blocks, rounds, staleness=0, keep=0):
         for b, instruction in program.schedule(t, reports).items():
             c = carried_id(instruction)
             extra = () if c is None else (carried[c],)
-            extra += tuple(tasks.send(program, cells[s], pushed[s], b, t)
+            extra += tuple(tasks.send(program, [cells[s]], [pushed[s]], b, t)
                            for s in reads(instruction))
             pushes[b] = tasks.push(program, cells[b], pushed[b], source, instruction, t,
                                    t - keep, *extra)
