@@ -15,7 +15,7 @@ from ..engine.blocks import PlacedBlocks, place_blocks
 from ..engine.runtime import default_cluster_size
 from ..log import logger
 from ..partition import block_edges
-from ..programs.elastic_net import ElasticNetProgram
+from ..programs.elastic_net import ElasticNetProgram, kernel_csc
 from ..programs.elastic_net_path import ElasticNetPathProgram
 from ..programs.lasso import make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
@@ -249,15 +249,15 @@ def _stored(X):
 
 def _placeable(X):
     """X as the blocks of every fold read it without copies: a Fortran array, or a CSC matrix
-    in canonical format with int64 indices (the kernels' types), whose column blocks are views."""
+    in canonical format with the kernels' index types (see ``kernel_csc``), whose column
+    blocks are views."""
     if not sp.issparse(X):
         return np.asfortranarray(X)
     X = X.tocsc(copy=True)
     X.sum_duplicates()
     placeable = sp.csc_matrix(X.shape, dtype=X.dtype)
-    # set, not passed to the constructor, which would make the indices int32 again
-    placeable.data = X.data
-    placeable.indices = X.indices.astype(np.int64, copy=False)
-    placeable.indptr = X.indptr.astype(np.int64, copy=False)
+    # set, not passed to the constructor, which would give both arrays one type
+    placeable.indptr, placeable.indices, placeable.data = kernel_csc(X.indptr, X.indices, X.data,
+                                                                     X.shape[0])
     placeable.has_canonical_format = True
     return placeable

@@ -176,7 +176,7 @@ def _compressed_slice(X, lo, hi):
     part = type(X)(shape, dtype=X.dtype)
     # set, not passed to the constructor: its format check copies a view of a larger array
     part.data, part.indices = X.data[start:stop], X.indices[start:stop]
-    part.indptr = (X.indptr[lo:hi + 1] - start).astype(X.indices.dtype)
+    part.indptr = X.indptr[lo:hi + 1] - start
     part.has_canonical_format = True
     return part
 

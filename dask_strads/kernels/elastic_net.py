@@ -113,7 +113,7 @@ def take_csc(indptr, indices, data, positions):
     for k in range(positions.shape[0]):
         j = positions[k]
         new_indptr[k + 1] = new_indptr[k] + indptr[j + 1] - indptr[j]
-    new_indices = np.empty(new_indptr[-1], dtype=np.int64)
+    new_indices = np.empty(new_indptr[-1], dtype=indices.dtype)
     new_data = np.empty(new_indptr[-1])
     for k in range(positions.shape[0]):
         start = indptr[positions[k]]

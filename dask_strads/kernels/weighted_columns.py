@@ -113,7 +113,7 @@ def take_csc_rows(indptr, indices, data, positions, row_map):
         for p in range(indptr[positions[k]], indptr[positions[k] + 1]):
             kept += row_map[indices[p]] >= 0
         new_indptr[k + 1] = new_indptr[k] + kept
-    new_indices = np.empty(new_indptr[-1], dtype=np.int64)
+    new_indices = np.empty(new_indptr[-1], dtype=indices.dtype)
     new_data = np.empty(new_indptr[-1])
     for k in range(positions.shape[0]):
         q = new_indptr[k]

@@ -321,13 +321,21 @@ def centred_columns(X_kernel, col_sums, norms2, X_dot_y, n_samples, y_sum, means
 
 
 def _kernel_matrix(X):
-    """A Fortran float64 array, or a CSC triple with int64 indices: the copies the kernels'
-    compiled types need, no others."""
+    """A Fortran float64 array, or a CSC triple (see :func:`kernel_csc`): the copies the
+    kernels' compiled types need, no others."""
     if isinstance(X, np.ndarray):
         return np.asfortranarray(X, dtype=np.float64)
     X = X.tocsc()
-    return (X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False),
-            X.data.astype(np.float64, copy=False))
+    return kernel_csc(X.indptr, X.indices, X.data, X.shape[0])
+
+
+def kernel_csc(indptr, indices, data, n_rows):
+    """A CSC matrix in the kernels' types: 64-bit column pointers (any number of stored
+    values), 32-bit row indices where the rows allow (half the bytes of the largest array
+    after the values, and scipy's own type, so that they are not copied), float64 values."""
+    index_type = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
+    return (indptr.astype(np.int64, copy=False), indices.astype(index_type, copy=False),
+            data.astype(np.float64, copy=False))
 
 
 def _committed(state, shared):

@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from ..kernels.columns import add_columns
 from ..kernels.logistic import column_dots, datafit, margin_derivatives, newton_direction
 from .base import Program, initial_parameters
+from .elastic_net import kernel_csc
 
 #: Smallest working set of a block and class; it grows to twice the block's nonzeros.
 MIN_WORKING_SET = 10
@@ -157,8 +158,7 @@ class LogisticProgram(Program):
         if sp.issparse(X):
             X = X.tocsc()
             X.sum_duplicates()
-            X = (X.indptr.astype(np.int64), X.indices.astype(np.int64),
-                 X.data.astype(np.float64))
+            X = kernel_csc(X.indptr, X.indices, X.data, X.shape[0])
         else:
             X = np.asfortranarray(X, dtype=np.float64)
         return LogisticData(block_id, X, initial_parameters(coef), weight, self.fit_intercept)
