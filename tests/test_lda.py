@@ -145,13 +145,16 @@ def test_vocabulary_blocks_within_memory_are_the_asked_ones():
 
 def test_default_vocabulary_blocks_keep_the_block_in_flight_within_a_quarter_share(
         corpus, monkeypatch):
-    assert default_vocab_blocks(4 * SMALL_SHARE, 4) == 4  # 32 MiB a shard: one block each
+    memory = 2**30
+    share = SMALL_SHARE * memory  # a shard's share of the table up to which one block each
+    assert default_vocab_blocks(4 * share, 4, memory) == 4
+    assert default_vocab_blocks(4 * share + 4, 4, memory) == 16
     for shards in (1, 2, 3, 4):
-        table = 10 * SMALL_SHARE
-        blocks = default_vocab_blocks(table, shards)
+        table = 10 * share
+        blocks = default_vocab_blocks(table, shards, memory)
         assert table / blocks <= IN_FLIGHT_SHARE * table / shards < table / (blocks - 1)
     # the estimator takes it: with a threshold below this table, 4 blocks for the one shard
     X = corpus[0]
-    monkeypatch.setattr(lda_estimator, "SMALL_SHARE", X.shape[1] * row_bytes(K) - 1)
+    monkeypatch.setattr(lda_estimator, "SMALL_SHARE", 1e-12)
     model = LatentDirichletAllocation(K, max_iter=1, random_state=0).fit(X)
     assert model.n_vocab_blocks_ == 4 and model.history_.stats.rounds == 4
