@@ -63,7 +63,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         Gibbs iterations (each samples every token once).
     n_vocab_blocks : int or None
         Vocabulary blocks U >= number of workers; None: one per worker, or four per worker when
-        a worker's share of the word-topic table (about V x K x 6 bytes / P) exceeds 32 MiB, so
+        a worker's share of the word-topic table (about V x K x 6 bytes / P) exceeds 1/16 of its
+        memory (``SMALL_SHARE``; its memory limit, or this machine's memory in process), so
         that the block a worker receives while sampling is at most a quarter of its share (its
         peak is then about 1.25 x table / P + its shard, see docs/lda.md). Capped at the number
         of words that occur in X and at ``MAX_VOCAB_BLOCKS_PER_SHARD`` (8) per shard: each
