@@ -35,10 +35,10 @@ def tiny(seed=0, shape=(7, 6)):
     return np.where(rng.random(shape) < 0.35, rng.integers(1, 4, shape), 0).astype(float)
 
 
-def sequential(R, k, seed, rounds, cg_steps):
+def sequential(R, k, seed, rounds, cg_steps, tol=0.0):
     """The program on one user block and one item block, in a plain loop."""
     nu, ni = R.shape
-    program = ImplicitMFProgram(k, [0, nu], [0, ni], ALPHA, REG, cg_steps=cg_steps, tol=0.0,
+    program = ImplicitMFProgram(k, [0, nu], [0, ni], ALPHA, REG, cg_steps=cg_steps, tol=tol,
                                 seed=seed)
     blocks = [make_raw_block(sp.csr_matrix(R), USERS, 0),
               make_raw_block(sp.csc_matrix(R), ITEMS, 0)]
@@ -83,6 +83,21 @@ def test_the_engine_on_worker_processes_equals_the_sequential_run(client_factory
     np.testing.assert_allclose(est.user_factors_, users, atol=1e-10)
     np.testing.assert_allclose(est.components_.T, items, atol=1e-10)
     assert est.history_.records[-1]["objective"] == pytest.approx(reports[-1]["objective"])
+
+
+def test_a_stop_on_tol_gives_the_sequential_runs_factors(client_factory):
+    """The rows are solved in place: the rounds submitted behind the stop change nothing."""
+    R = tiny(3, (40, 30))
+    est = ImplicitMatrixFactorization(3, alpha=ALPHA, regularization=REG, max_iter=100,
+                                      tol=1e-3, random_state=0)
+    est.client = client_factory(2)
+    est.fit(sp.csr_matrix(R))
+    seed = check_random_state(0).randint(2**31 - 1)
+    users, items, reports = sequential(R, 3, seed, rounds=200, cg_steps=3, tol=1e-3)
+    iterations = sum(r["side"] == USERS for r in reports)
+    assert 1 < est.n_iter_ == iterations < 100
+    np.testing.assert_allclose(est.user_factors_, users, atol=1e-10)
+    np.testing.assert_allclose(est.components_.T, items, atol=1e-10)
 
 
 def planted(seed=0, n_users=240, n_items=120, groups=4):

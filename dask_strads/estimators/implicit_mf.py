@@ -293,10 +293,11 @@ def _interaction_counts(block, axis):
 
 
 def _per_iteration(history):
-    """One record per iteration: its closing round, the user round."""
+    """One record per iteration: its closing round, the user round (not the rounds submitted
+    behind a stop, which change nothing)."""
     history.records[:] = [
         {"round": r["round"], "iteration": r["round"] // 2, "time": r["time"],
          "objective": r["objective"], "rmse": r["rmse"],
          "relative_decrease": r["relative_decrease"]}
-        for r in history.records if r["side"] == USERS]
+        for r in history.records if r["side"] == USERS and "objective" in r]
     return history

@@ -17,8 +17,12 @@ round, as a sum of per-block Gramians. The dense user x item matrix is never for
 Each row's problem given the other side is solved exactly (``cg_steps=0``) or by a few
 conjugate-gradient steps from its current value; either way no push raises the objective, and
 rows of one side are independent, so the result does not depend on the blocks.
+
+A push solves its rows in place (one copy of a block's rows on its worker). A stop on ``tol``
+is exact as in :mod:`dask_strads.programs.mf`: the pull that meets it marks the shared value
+stopped, and the pushes submitted behind it leave their rows as they are.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -46,6 +50,7 @@ class SharedGramian:
     gramian: np.ndarray
     penalty: float
     iteration_objective: float
+    stopped: bool = False
 
 
 def positive_entries(indptr, indices, values):
@@ -62,6 +67,7 @@ class ImplicitMFProgram(UserItemBlocks):
 
     name = "implicit_mf"
     kernels = ("implicit_mf",)
+    updates_in_place = True  # a block's rows are read by the sends of the round after its push
 
     def __init__(self, n_components, user_edges, item_edges, alpha, regularization,
                  cg_steps=3, tol=1e-4, init_scale=0.01, seed=0):
@@ -117,13 +123,17 @@ class ImplicitMFProgram(UserItemBlocks):
             raise RuntimeError("implicit matrix factorization alternates users and items and "
                                "needs the other side's Gramian of the previous round: run it "
                                "with staleness 0")
-        factor = state.copy()
-        loss = self.solve(data.indptr, data.indices, data.values, factor,
+        if shared.stopped:
+            return state, None
+        loss = self.solve(data.indptr, data.indices, data.values, state,
                           tuple(messages[b] for b in instruction.reads), shared.gramian,
                           self.cg_steps)
-        return factor, self._report(data.side, factor, loss, shared.gramian)
+        return state, self._report(data.side, state, loss, shared.gramian)
 
     def pull(self, partials, shared):
+        if shared.stopped:
+            side = USERS if shared.side == ITEMS else ITEMS
+            return replace(shared, side=side), {"side": side, "after_stop": True}
         blocks = [p for p in partials.values() if p is not None]
         side = blocks[0].side
         loss = sum(block.loss for block in blocks)
@@ -136,7 +146,7 @@ class ImplicitMFProgram(UserItemBlocks):
             report["relative_decrease"] = relative_decrease(iteration_objective, objective)
             iteration_objective = objective
         return (SharedGramian(side, sum(block.gramian for block in blocks), side_penalty,
-                              iteration_objective), report)
+                              iteration_objective, stopped=self.converged(report)), report)
 
     def converged(self, report):
         return report.get("relative_decrease", np.inf) <= self.tol
