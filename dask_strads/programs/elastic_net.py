@@ -161,10 +161,14 @@ class ElasticNetProgram(Program):
 
     def init_block(self, data, block_id):
         columns, coef = data.columns, data.coef_init.copy()
-        r_change = add_columns(columns.X, coef, np.zeros(self.n_samples))
+        r_change = self._product(columns, coef)
         state = BlockState(block_id, coef, np.ones(columns.width, dtype=np.bool_),
                            np.zeros(columns.width))
         return state, Start(r_change, -dot(coef, columns.col_means))
+
+    def _product(self, columns, coef):
+        """``X coef`` over the rows the program fits."""
+        return add_columns(columns.X, coef, np.zeros(self.n_samples))
 
     # -- schedule / push / pull -------------------------------------------------------------------
     def schedule(self, round_index, history):

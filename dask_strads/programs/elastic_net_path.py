@@ -18,10 +18,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..kernels.columns import add_columns
-from ..kernels.elastic_net import dot
 from ..kernels.weighted_columns import take_csc_rows, weighted_column_stats
-from .elastic_net import (BlockData, BlockState, ElasticNetProgram, Shared, Start,
-                          _kernel_matrix, centred_columns)
+from .base import initial_parameters
+from .elastic_net import BlockData, ElasticNetProgram, Shared, _kernel_matrix, centred_columns
 from .working_set import Columns
 
 
@@ -92,16 +91,12 @@ class ElasticNetPathProgram(ElasticNetProgram):
         row_map = np.full(len(raw["y"]), -1, dtype=np.int64)
         row_map[rows] = np.arange(len(rows))
         return BlockData(FoldColumns(**vars(columns), rows=rows, row_map=row_map),
-                         np.asarray(raw["coef"], dtype=np.float64))
+                         initial_parameters(raw["coef"]))
 
-    def init_block(self, data, block_id):
+    def _product(self, columns, coef):
         if self.rows is None:
-            return super().init_block(data, block_id)
-        columns, coef = data.columns, data.coef_init.copy()
-        r_change = add_columns(columns.X, coef, np.zeros(len(columns.row_map)))[self.rows]
-        state = BlockState(block_id, coef, np.ones(columns.width, dtype=np.bool_),
-                           np.zeros(columns.width))
-        return state, Start(r_change, -dot(coef, columns.col_means))
+            return super()._product(columns, coef)
+        return add_columns(columns.X, coef, np.zeros(len(columns.row_map)))[self.rows]
 
     def push(self, block_id, data, state, instruction, shared):
         if self.rows is not None:  # the full pass reads the fold's residual over all rows
