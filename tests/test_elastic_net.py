@@ -136,7 +136,8 @@ def test_default_blocks_follow_the_stored_values(client_factory, monkeypatch, pe
 
 def test_block_columns_match_numpy():
     """A block's column sums, means, centred squared norms and x~_j . y, from one pass, against
-    numpy on the dense matrix, whatever form the block comes in."""
+    numpy on the dense matrix, whatever form the block comes in; columns not centred (means
+    all zero) keep no sums and means."""
     X, y = sparse_problem(seed=7, n=60, p=30)
     y_centred = y - y.mean()
     dense = X.toarray()
@@ -144,9 +145,11 @@ def test_block_columns_match_numpy():
     for given in (dense, np.asfortranarray(dense), X, X.tocsr(), split_entries(X)):
         for means, expected in ((None, centred), (np.zeros(30), dense)):
             columns = block_columns(given, y_centred, means)
-            np.testing.assert_allclose(columns.col_sums, dense.sum(axis=0), atol=1e-12)
-            np.testing.assert_allclose(columns.col_means, dense.mean(axis=0) if means is None
-                                       else 0.0, atol=1e-12)
+            if means is None:
+                np.testing.assert_allclose(columns.col_sums, dense.sum(axis=0), atol=1e-12)
+                np.testing.assert_allclose(columns.col_means, dense.mean(axis=0), atol=1e-12)
+            else:
+                assert len(columns.col_sums) == len(columns.col_means) == 0
             np.testing.assert_allclose(columns.col_norm2, (expected**2).sum(axis=0),
                                        rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(columns.X_dot_y, expected.T @ y_centred, atol=1e-10)
@@ -191,9 +194,9 @@ def test_a_small_problem_takes_two_rounds():
 
 
 # -- the program's parts: each one can be switched off, the optimum stays ----------------------
-def run_program(X, y, alpha, l1_ratio, n_blocks, tol=TOL, rounds=300, **parts):
+def run_program(X, y, alpha, l1_ratio, n_blocks, tol=TOL, rounds=300, means=None, **parts):
     y_centred = y - y.mean()
-    means = np.asarray(X.mean(axis=0)).ravel()
+    means = np.asarray(X.mean(axis=0)).ravel() if means is None else means
     edges = block_edges(X.shape[1], n_blocks)
     blocks = [make_raw_block(X[:, lo:hi], y_centred, np.zeros(hi - lo), means[lo:hi], False)
               for lo, hi in zip(edges[:-1], edges[1:])]
@@ -218,6 +221,26 @@ def test_each_part_reaches_the_optimum(parts):
     assert abs(ours - theirs) <= OBJECTIVE_RTOL * theirs
     if not parts.get("screening", True):
         assert all(r["screened"] == 0 for r in reports)
+
+
+def test_a_block_not_centred_beside_a_centred_one():
+    """A block whose columns are given zero means keeps no sums and means; the working set
+    joins its columns with those of a block centred implicitly, and the fit with an intercept
+    is scikit-learn's."""
+    X, y = sparse_problem(seed=5, n=100, p=200)
+    dense = X.toarray()
+    design = np.hstack([dense[:, :100] - dense[:, :100].mean(axis=0), dense[:, 100:]])
+    means = np.concatenate([np.zeros(100), dense[:, 100:].mean(axis=0)])
+    alpha, l1_ratio = 0.02, 0.9
+    ref = reference(design, y, alpha, l1_ratio)
+    coef, intercept, reports = run_program(np.asfortranarray(design), y, alpha, l1_ratio, 2,
+                                           means=means)
+    assert reports[-1]["gap"] <= TOL * np.var(y)
+    assert max(r["working_set"] for r in reports if "working_set" in r) > 0
+    ours = enet_objective(design, y, coef, intercept, alpha, l1_ratio)
+    theirs = enet_objective(design, y, ref.coef_, ref.intercept_, alpha, l1_ratio)
+    assert abs(ours - theirs) <= OBJECTIVE_RTOL * theirs
+    assert np.count_nonzero(coef[:100]) and np.count_nonzero(coef[100:])
 
 
 def test_screening_drops_only_features_zero_at_the_optimum():

@@ -2,15 +2,24 @@
 coordinate-descent epochs over a working set.
 
 Notation as in :mod:`dask_strads.kernels.lasso`: the residual is ``r + offset``, columns are
-centred implicitly by ``col_means``; ``l1 = alpha * l1_ratio * n`` and
+centred implicitly by ``col_means``; columns that are not centred (no intercept) come with empty
+``col_sums`` and ``col_means``, and their residual's offset stays 0; ``l1 = alpha * l1_ratio * n`` and
 ``l2 = alpha * (1 - l1_ratio) * n`` are the penalties of the n-times-larger objective
 ``1/2 ||r||^2 + l1 ||w||_1 + l2/2 ||w||^2``.
 """
 import numpy as np
 from numba import njit
 
-from .columns import column_axpy
+from .columns import column_axpy, column_dot
 from .lasso import centred_dot, coordinate_minimiser
+
+
+@njit(cache=True, nogil=True, fastmath=True, inline="always")
+def _gradient_term(X, j, r, offset, col_sums, col_means, r_total, centred):
+    """``x~_j . (r + offset)``; without centring the offset is 0 and there are no means."""
+    if centred:
+        return centred_dot(X, j, r, offset, col_sums, col_means, r_total)
+    return column_dot(X, j, r)
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -24,6 +33,7 @@ def _gradient_and_scores(X, coef, active, r, offset, col_sums, col_means, col_no
     features at zero, l1 norm, squared l2 norm of coef)``."""
     n = r.shape[0]
     r_total = r.sum() + offset * n
+    centred = col_means.shape[0] > 0
     dual_norm = 0.0
     gradient_norm2 = 0.0
     violating = 0
@@ -36,7 +46,7 @@ def _gradient_and_scores(X, coef, active, r, offset, col_sums, col_means, col_no
             gradient[j] = 0.0
             score[j] = -np.inf
             continue
-        g = centred_dot(X, j, r, offset, col_sums, col_means, r_total) - l2 * coef[j]
+        g = _gradient_term(X, j, r, offset, col_sums, col_means, r_total, centred) - l2 * coef[j]
         gradient[j] = g
         gradient_norm2 += g * g
         pushing = g if positive else abs(g)
@@ -74,6 +84,7 @@ def _epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive
     ``coef`` and ``r``. Returns ``(offset, largest |change| of the last sweep)``."""
     n = r.shape[0]
     r_total = r.sum() + offset * n
+    centred = col_means.shape[0] > 0
     largest = 0.0
     for _ in range(n_epochs):
         largest = 0.0
@@ -82,13 +93,15 @@ def _epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive
             if norm2 <= 0.0:
                 continue
             old = coef[j]
-            z = centred_dot(X, j, r, offset, col_sums, col_means, r_total) + col_norm2[j] * old
+            z = (_gradient_term(X, j, r, offset, col_sums, col_means, r_total, centred)
+                 + col_norm2[j] * old)
             new = coordinate_minimiser(z, norm2, l1, positive)
             if new != old:
                 change = new - old
                 column_axpy(X, j, -change, r)
-                offset += change * col_means[j]
-                r_total -= change * (col_sums[j] - n * col_means[j])
+                if centred:
+                    offset += change * col_means[j]
+                    r_total -= change * (col_sums[j] - n * col_means[j])
                 coef[j] = new
                 largest = max(largest, abs(change))
     return offset, largest
@@ -98,10 +111,12 @@ def _epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive
 def _move(X, change, r, offset, col_means):
     """The residual after the coefficients move by ``change``: in place on ``r``; returns the
     new offset."""
+    centred = col_means.shape[0] > 0
     for j in range(change.shape[0]):
         if change[j] != 0.0:
             column_axpy(X, j, -change[j], r)
-            offset += change[j] * col_means[j]
+            if centred:
+                offset += change[j] * col_means[j]
     return offset
 
 

@@ -164,7 +164,7 @@ class ElasticNetProgram(Program):
         r_change = self._product(columns, coef)
         state = BlockState(block_id, coef, np.ones(columns.width, dtype=np.bool_),
                            np.zeros(columns.width))
-        return state, Start(r_change, -dot(coef, columns.col_means))
+        return state, Start(r_change, -dot(coef, columns.col_means) if columns.centred else 0.0)
 
     def _product(self, columns, coef):
         """``X coef`` over the rows the program fits."""
@@ -317,7 +317,10 @@ def block_columns(X, y_centred, means):
 def centred_columns(X_kernel, col_sums, norms2, X_dot_y, n_samples, y_sum, means):
     """The :class:`Columns` of ``n_samples`` rows whose raw sums, squared norms and dot products
     with ``y`` (summing to ``y_sum``) are given, centred implicitly by ``means`` (None: their
-    own)."""
+    own; all zero: not centred, without sums and means)."""
+    if means is not None and not np.any(means):
+        nothing = np.zeros(0)
+        return Columns(X_kernel, nothing, nothing, norms2, X_dot_y)
     means = col_sums / n_samples if means is None else np.asarray(means, dtype=np.float64)
     col_norm2 = np.maximum(norms2 - n_samples * means**2, 0.0)
     X_dot_y -= means * y_sum

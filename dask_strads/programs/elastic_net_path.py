@@ -43,8 +43,8 @@ class FoldColumns(Columns):
             X = np.asfortranarray(self.X[np.ix_(self.rows, positions)])
         else:
             X = take_csc_rows(*self.X, np.asarray(positions, dtype=np.int64), self.row_map)
-        return Columns(X, self.col_sums[positions], self.col_means[positions],
-                       self.col_norm2[positions], self.X_dot_y[positions])
+        return Columns(X, *self.centring_at(positions), self.col_norm2[positions],
+                       self.X_dot_y[positions])
 
     def spread(self, r):
         """The fold's vector ``r`` over all rows, zero off the fold."""

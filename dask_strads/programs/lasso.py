@@ -148,8 +148,7 @@ class LassoProgram(Program):
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
         columns = prepare_columns(raw)
-        return LassoData(columns.X, columns.col_sums, columns.col_means, columns.col_norm2,
-                         columns.X_dot_y, initial_parameters(raw["coef"]),
+        return LassoData(columns.X, *columns.centring(), columns.col_norm2, columns.X_dot_y, initial_parameters(raw["coef"]),
                          _cyclic_order(columns.width, self.seed))
 
     def __getstate__(self):

@@ -24,7 +24,9 @@ PRECISION = 1e-14
 
 @dataclass(frozen=True)
 class Columns:
-    """Some columns of the design and what the solver needs of each."""
+    """Some columns of the design and what the solver needs of each. Columns that are not
+    centred (no intercept) have empty ``col_sums`` and ``col_means``: their residual's offset
+    stays 0, and sums would serve nothing."""
 
     X: object
     col_sums: np.ndarray
@@ -35,13 +37,28 @@ class Columns:
     def take(self, positions):
         if len(positions) == self.width:  # positions are sorted and distinct: all of them
             return self
-        return Columns(take_columns(self.X, positions), self.col_sums[positions],
-                       self.col_means[positions], self.col_norm2[positions],
-                       self.X_dot_y[positions])
+        return Columns(take_columns(self.X, positions), *self.centring_at(positions),
+                       self.col_norm2[positions], self.X_dot_y[positions])
+
+    def centring_at(self, positions):
+        """``(col_sums, col_means)`` of the columns ``positions`` (empty when not centred)."""
+        if not self.centred:
+            return self.col_sums, self.col_means
+        return self.col_sums[positions], self.col_means[positions]
+
+    def centring(self):
+        """``(col_sums, col_means)``, zeros where the columns are not centred."""
+        if self.centred:
+            return self.col_sums, self.col_means
+        return np.zeros(self.width), np.zeros(self.width)
+
+    @property
+    def centred(self):
+        return len(self.col_means) > 0
 
     @property
     def width(self):
-        return len(self.col_sums)
+        return len(self.col_norm2)
 
 
 def take_columns(X, positions):
@@ -64,8 +81,12 @@ def join_columns(parts):
         indptr = np.concatenate([[0]] + [b[0][1:] + s for b, s in zip(blocks, shifts)])
         X = (indptr.astype(np.int64), np.concatenate([b[1] for b in blocks]),
              np.concatenate([b[2] for b in blocks]))
-    return Columns(X, *(np.concatenate([getattr(p, name) for p in parts])
-                        for name in ("col_sums", "col_means", "col_norm2", "X_dot_y")))
+    if any(p.centred for p in parts):
+        sums, means = (np.concatenate(c) for c in zip(*(p.centring() for p in parts)))
+    else:
+        sums, means = first.col_sums, first.col_means
+    return Columns(X, sums, means, *(np.concatenate([getattr(p, name) for p in parts])
+                                     for name in ("col_norm2", "X_dot_y")))
 
 
 def primal(r, offset, coef, l1, l2):
