@@ -113,8 +113,8 @@ class MFProblem:
 
 
 class ImplicitMFProblem(MFProblem):
-    """The MF problem's matrix as interactions (every rating positive), rank k without biases;
-    one block a side a worker (no sub-rounds), a push solving a copy of its rows."""
+    """The MF problem's matrix as interactions (every rating positive), rank k without biases,
+    cut into blocks and sub-rounds as the estimator cuts it."""
 
     name = "implicit_mf"
 
@@ -124,9 +124,6 @@ class ImplicitMFProblem(MFProblem):
         self.width = self.rank
         self.model_bytes = sum(self.X.shape) * self.rank * 8
         self.describe = "implicit " + self.describe
-
-    def sub_rounds(self, n_workers):
-        return 1
 
     def fit(self, client, n_workers, warm_up=False):
         X = self.X[:2000, :500] if warm_up else self.X

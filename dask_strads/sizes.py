@@ -24,7 +24,6 @@ from dask.sizeof import sizeof
 MODULES = (
     "dask_strads.engine.tasks",
     "dask_strads.programs.elastic_net",
-    "dask_strads.programs.implicit_mf",
     "dask_strads.programs.lasso",
     "dask_strads.programs.lda",
     "dask_strads.programs.logistic",

@@ -1,6 +1,6 @@
 """ImplicitMatrixFactorization: the ALS step and objective against a dense numpy reference, the
-engine against a sequential run on 1 and 2 worker processes, a planted problem recovered,
-answers by ids, and refused input."""
+engine against a sequential run on 1 and 2 worker processes, sub-rounds against one block a
+side, a planted problem recovered, answers by ids, and refused input."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,9 +9,12 @@ from sklearn.metrics.pairwise import cosine_similarity
 from sklearn.utils import check_random_state
 
 from conftest import fit_is_refused
-from dask_strads import ImplicitMatrixFactorization, run_sequential
+from dask_strads import Engine, ImplicitMatrixFactorization, run_sequential
+from dask_strads.estimators.factor_blocks import user_item_blocks
 from dask_strads.kernels.implicit_mf import solve_rows
 from dask_strads.programs.implicit_mf import ImplicitMFProgram
+from dask_strads.partition import block_edges
+from dask_strads.programs import mf
 from dask_strads.programs.mf import ITEMS, USERS, fill_initial_user_factors, make_raw_block
 
 ALPHA, REG = 3.0, 0.5
@@ -30,9 +33,9 @@ def dense_objective(R, X, Y, alpha, reg):
     return float((C * (P - X @ Y.T) ** 2).sum() + reg * ((X ** 2).sum() + (Y ** 2).sum()))
 
 
-def tiny(seed=0, shape=(7, 6)):
+def tiny(seed=0, shape=(7, 6), density=0.35):
     rng = np.random.default_rng(seed)
-    return np.where(rng.random(shape) < 0.35, rng.integers(1, 4, shape), 0).astype(float)
+    return np.where(rng.random(shape) < density, rng.integers(1, 4, shape), 0).astype(float)
 
 
 def sequential(R, k, seed, rounds, cg_steps, tol=0.0):
@@ -98,6 +101,65 @@ def test_a_stop_on_tol_gives_the_sequential_runs_factors(client_factory):
     assert 1 < est.n_iter_ == iterations < 100
     np.testing.assert_allclose(est.user_factors_, users, atol=1e-10)
     np.testing.assert_allclose(est.components_.T, items, atol=1e-10)
+
+
+def in_sub_rounds(R, k, seed, n_blocks, sub_rounds, tol=0.0):
+    """The program on ``n_blocks`` blocks a side updated ``n_blocks / sub_rounds`` at a time."""
+    user_edges, item_edges = block_edges(R.shape[0], n_blocks), block_edges(R.shape[1], n_blocks)
+    program = ImplicitMFProgram(k, user_edges, item_edges, ALPHA, REG, tol=tol, seed=seed,
+                                sub_rounds=sub_rounds)
+    return (program, *user_item_blocks(sp.csr_matrix(R), user_edges, item_edges))
+
+
+def test_sub_rounds_give_one_block_a_sides_factors_and_objectives():
+    """Rows of a side are independent given the other side and its Gramian: solving a side's
+    blocks a few at a time, the Gramian summed over the side's rounds, changes nothing but the
+    number of rounds."""
+    R = tiny(4, (40, 30))
+    users, items, whole = sequential(R, 3, seed=1, rounds=6, cg_steps=3)
+    program, raw, _ = in_sub_rounds(R, 3, seed=1, n_blocks=6, sub_rounds=3)
+    params, reports = run_sequential(program, raw, 18)
+    np.testing.assert_allclose(np.vstack(params[:6]), users, atol=1e-12)
+    np.testing.assert_allclose(np.vstack(params[6:]), items, atol=1e-12)
+    assert [r["side"] for r in reports[:6]] == [ITEMS] * 3 + [USERS] * 3
+    complete = [r["objective"] for r in reports if "objective" in r]
+    assert complete == pytest.approx([r["objective"] for r in whole], rel=1e-12)
+
+
+def test_sub_rounds_on_worker_processes_stop_where_the_sequential_loop_does(client_factory):
+    client = client_factory(2)
+    program, raw, slots = in_sub_rounds(tiny(5, (40, 30)), 3, seed=2, n_blocks=4, sub_rounds=2,
+                                        tol=1e-3)
+    result = Engine(program, client, max_rounds=400, checkpoint_interval=0).run(raw, slots)
+    params, reports = run_sequential(program, raw, 400)
+    assert len(reports) < 400 and result.history.stats.converged
+    for ours, reference in zip(client.gather(result.params), params):
+        np.testing.assert_allclose(ours, reference, atol=1e-12)
+    ran = [r["objective"] for r in result.history if "objective" in r]
+    assert ran == pytest.approx([r["objective"] for r in reports if "objective" in r],
+                                rel=1e-12)
+
+
+def test_the_estimator_cuts_a_side_into_sub_rounds_where_messages_are_large(client_factory,
+                                                                             monkeypatch):
+    """With the message allowance shrunk to nothing, the estimator takes the most sub-rounds
+    it may (2 here) where they cut the messages; the factors are still the one-block-a-side
+    loop's."""
+    monkeypatch.setattr(mf, "SMALL_MESSAGES", 0)
+    monkeypatch.setattr(mf, "MESSAGE_SHARE", 0.0)
+    monkeypatch.setattr(mf, "MAX_SUB_ROUNDS", 2)
+    R = tiny(6, (200, 150), density=0.02)
+    est = ImplicitMatrixFactorization(3, alpha=ALPHA, regularization=REG, max_iter=3, tol=0.0,
+                                      random_state=0)
+    est.client = client_factory(2)
+    est.fit(sp.csr_matrix(R))
+    assert est._program.sub_rounds == 2
+    seed = check_random_state(0).randint(2**31 - 1)
+    users, items, reports = sequential(R, 3, seed, rounds=6, cg_steps=3)
+    np.testing.assert_allclose(est.user_factors_, users, atol=1e-10)
+    np.testing.assert_allclose(est.components_.T, items, atol=1e-10)
+    assert [r["iteration"] for r in est.history_.records] == [0, 1, 2]
+    assert est.history_.records[-1]["objective"] == pytest.approx(reports[-1]["objective"])
 
 
 def planted(seed=0, n_users=240, n_items=120, groups=4):

@@ -21,7 +21,7 @@ from dask_strads.engine.cells import opened
 from dask_strads.engine.tasks import BlockCell, Pulled, Pushed
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
-from dask_strads.programs import implicit_mf, lasso, lda, logistic, mf
+from dask_strads.programs import lasso, lda, logistic, mf
 from dask_strads.programs.base import carried_id, reads
 
 #: Allowed beyond the arrays: a few percent, and this many bytes per Python object held (the
@@ -143,7 +143,7 @@ def test_every_task_value_class_is_registered():
                lasso.Pending, lasso.BlockUpdate, lda.Shard, lda.ShardState, lda.WordBlock,
                lda.SampleReport, mf.Ratings, mf.BlockObjective, mf.SharedFactor,
                logistic.LogisticData, logistic.BlockState, logistic.BlockUpdate,
-               logistic.Margins, implicit_mf.SharedGramian, implicit_mf.BlockReport]
+               logistic.Margins]
     assert [c for c in classes if sizeof.dispatch(c) is not sizes.sizeof_dataclass] == []
 
 

@@ -11,15 +11,15 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ..io.triplets import is_triplet_frame
 from ..kernels.compilation import announce_compiling
 from ..log import logger
-from ..partition import block_edges
 from ..programs.implicit_mf import ImplicitMFProgram, positive_entries
-from ..programs.mf import ITEMS, USERS, observed
+from ..programs.mf import observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .inputs import (blocks_along, check_dask_matrix, check_positive_int,
+from .inputs import (check_dask_matrix, check_positive_int,
                      check_user_item_matrix, is_dask_array, ratings_of_triplets, stored_values,
                      to_scipy_if_pydata)
-from .mf import _block_maker, _contiguous
+from .factor_blocks import block_layout, per_iteration, user_item_blocks
+from .mf import _contiguous
 from .mf_pairs import ids_of, known_positions, pairs_of
 from .ranking import seen_pattern, similar_ids, top_items, triplet_rows
 
@@ -133,15 +133,13 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         executor = executor or self._fit_executor(int(per_user.sum()))
         n_workers = len(executor.workers)
         n_users, n_items = checked.shape
-        user_edges = block_edges(n_users, n_workers, per_user)
-        item_edges = block_edges(n_items, n_workers, per_item)
+        c, user_edges, item_edges = block_layout(per_user, per_item, self.n_components,
+                                                 n_workers)
         program = ImplicitMFProgram(self.n_components, user_edges, item_edges, self.alpha,
                                     self.regularization, cg_steps=self.cg_steps, tol=self.tol,
-                                    seed=self._seed())
-        raw = (blocks_along(checked, user_edges, _block_maker(USERS), axis=0)
-               + blocks_along(checked, item_edges, _block_maker(ITEMS), axis=1))
-        slots = list(range(len(user_edges) - 1)) + list(range(len(item_edges) - 1))
-        result = self._run_engine(program, raw, executor, 2 * self.max_iter, (checked,),
+                                    seed=self._seed(), sub_rounds=c)
+        raw, slots = user_item_blocks(checked, user_edges, item_edges)
+        result = self._run_engine(program, raw, executor, 2 * c * self.max_iter, (checked,),
                                   slots=slots)
         rows = self._parameters(result)  # users, then items
         finite = (executor.compute(da.isfinite(rows).all())[0] if is_dask_array(rows)
@@ -156,7 +154,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         self.components_ = _contiguous(rows[n_users:].T)
         self.user_ids_ = ratings.user_ids if ratings is not None else np.arange(n_users)
         self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(n_items)
-        self.history_ = _per_iteration(result.history)
+        self.history_ = per_iteration(result.history, c)
         self.n_iter_ = len(self.history_)
         self._program = program
         self._seen = seen
@@ -290,14 +288,3 @@ def _interaction_counts(block, axis):
     block = to_scipy_if_pydata(block)
     counts = np.asarray((block > 0).sum(axis=1 - axis)).ravel()
     return counts[:, None] if axis == 0 else counts[None, :]
-
-
-def _per_iteration(history):
-    """One record per iteration: its closing round, the user round (not the rounds submitted
-    behind a stop, which change nothing)."""
-    history.records[:] = [
-        {"round": r["round"], "iteration": r["round"] // 2, "time": r["time"],
-         "objective": r["objective"], "rmse": r["rmse"],
-         "relative_decrease": r["relative_decrease"]}
-        for r in history.records if r["side"] == USERS and "objective" in r]
-    return history

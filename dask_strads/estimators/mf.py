@@ -14,14 +14,13 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ..io.triplets import is_triplet_frame
 from ..kernels.compilation import announce_compiling
 from ..log import logger
-from ..partition import block_edges
-from ..programs.mf import (ITEMS, USERS, MFProgram, make_raw_block, observed,
-                           sub_rounds_for)
+from ..programs.mf import ITEMS, USERS, MFProgram, observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .inputs import (blocks_along, check_dask_matrix, check_positive_int,
+from .inputs import (check_dask_matrix, check_positive_int,
                      check_user_item_matrix, is_dask_array, ratings_of_triplets, stored_values,
                      to_scipy_if_pydata)
+from .factor_blocks import block_layout, per_iteration, user_item_blocks
 from .mf_pairs import check_pairs, ids_of, known_positions, pairs_of, positions
 from .ranking import pattern, seen_pattern, similar_ids, top_items, triplet_rows
 
@@ -182,20 +181,14 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         executor = executor or self._fit_executor(n_ratings)
         n_workers = len(executor.workers)
         n_users, n_items = checked.shape
-        width = self.n_components + 2 * self.biases
-        c = sub_rounds_for(n_users, n_items, n_ratings, width, n_workers)
-        # blocks of about equal numbers of ratings: a push costs O(ratings x k)
-        user_edges = block_edges(n_users, c * n_workers, per_user)
-        item_edges = block_edges(n_items, c * n_workers, per_item)
+        c, user_edges, item_edges = block_layout(per_user, per_item,
+                                                 self.n_components + 2 * self.biases, n_workers)
         program = MFProgram(
             self.n_components, user_edges, item_edges, n_ratings, self.alpha_W,
             self.alpha_W if self.alpha_H == "same" else self.alpha_H, self.alpha_bias,
             self.biases, total / n_ratings if self.biases else 0.0, sweeps=self.inner_iter,
             tol=self.tol, seed=self._seed(), sub_rounds=c)
-        raw = (blocks_along(checked, user_edges, _block_maker(USERS), axis=0)
-               + blocks_along(checked, item_edges, _block_maker(ITEMS), axis=1))
-        # user block b and item block b on one worker, c blocks of a side a worker in runs
-        slots = list(range(len(user_edges) - 1)) + list(range(len(item_edges) - 1))
+        raw, slots = user_item_blocks(checked, user_edges, item_edges)
         result = self._run_engine(program, raw, executor, 2 * c * self.max_iter, (checked,),
                                   slots=slots)
         rows = self._parameters(result)  # users then items: factors, then the bias
@@ -217,7 +210,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         self.user_ids_ = ratings.user_ids if ratings is not None else np.arange(n_users)
         self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(n_items)
         self.fitted_on_pairs_ = pairs is not None
-        self.history_ = _per_iteration(result.history, c)
+        self.history_ = per_iteration(result.history, c)
         self.n_iter_ = len(self.history_)
         self._program = program
         self._seen = seen
@@ -426,30 +419,9 @@ def _stored_counts(block, axis):
     return counts[:, None] if axis == 0 else counts[None, :]
 
 
-def _block_maker(side):
-    def make_block(part, lo, hi):
-        return make_raw_block(part, side, int(lo))
-    return make_block
-
-
 def _stored_entries(chunk):
     return observed(chunk, axis=0)[:2]
 
 
 def _contiguous(array):
     return array if is_dask_array(array) else np.ascontiguousarray(array)
-
-
-def _per_iteration(history, sub_rounds):
-    """One record per iteration, from its closing round (the users' last sub-round; not the
-    rounds submitted behind a stop, which change nothing)."""
-    records = []
-    for record in history.records:
-        if record["side"] == USERS and "objective" in record:
-            records.append({"round": record["round"],
-                            "iteration": record["round"] // (2 * sub_rounds),
-                            "time": record["time"],
-                            "objective": record["objective"], "rmse": record["rmse"],
-                            "relative_decrease": record["relative_decrease"]})
-    history.records[:] = records
-    return history

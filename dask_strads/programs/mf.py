@@ -75,26 +75,32 @@ class Ratings:
 
 @dataclass(frozen=True)
 class BlockObjective:
-    """A push's partial: the squared error over the block's ratings and its factor's penalty."""
+    """A push's partial: the loss over the block's ratings and its factor's penalty (and, where
+    the program needs it, the Gramian of its rows); partials add up field by field."""
 
     side: str
     loss: float
     penalty: float
+    gramian: object = 0.0
+
+    def __add__(self, other):
+        return BlockObjective(self.side, self.loss + other.loss, self.penalty + other.penalty,
+                              self.gramian + other.gramian)
 
 
 @dataclass(frozen=True)
 class SharedFactor:
-    """What the next pushes see: the side and sub-round the last round updated, the penalty of
-    the side whose update was completed last (``penalty``), the sums of the loss and penalty of
-    the blocks updated so far in the current side's update, the objective after the last
-    complete iteration, and whether the fit has stopped."""
+    """What the next pushes see: the side and sub-round the last round updated, the penalty and
+    Gramian of the side whose update was completed last, the objective after the last complete
+    iteration, the sum of the partials of the blocks updated so far in the current side's
+    update (None at its start), and whether the fit has stopped."""
 
     side: str
     sub_round: int
     penalty: float
     iteration_objective: float
-    loss_so_far: float = 0.0
-    penalty_so_far: float = 0.0
+    gramian: object = 0.0
+    so_far: object = None
     stopped: bool = False
 
 
@@ -211,12 +217,23 @@ class UserItemBlocks(Program):
     """The block layout of the factorization programs: users in row blocks (ids ``0 .. U-1``)
     and items in column blocks (ids ``U .. U+I-1``) cut at ``user_edges`` / ``item_edges``;
     a block holds its side's :class:`Ratings` and sends the other side's blocks the rows of its
-    factor their ratings touch."""
+    factor their ratings touch. An iteration updates the items, then the users, each side in
+    ``sub_rounds`` rounds; the pushes return :class:`BlockObjective` partials, which the pulls
+    add up over a side's rounds into the objective reported when the side is complete.
+    A subclass sets ``title``, ``tol`` and ``n_loss_terms`` (the terms of the loss: its
+    ``rmse`` is the root of their mean)."""
 
-    def __init__(self, user_edges, item_edges):
+    updates_in_place = True  # a block's rows are read by the sends of the round after its push
+
+    def __init__(self, user_edges, item_edges, sub_rounds=1):
         self.user_edges = np.asarray(user_edges)
         self.item_edges = np.asarray(item_edges)
         self.n_user_blocks = len(self.user_edges) - 1
+        self.sub_rounds = int(sub_rounds)
+        if self.n_user_blocks % self.sub_rounds or (len(self.item_edges) - 1) % self.sub_rounds:
+            raise ValueError(f"sub_rounds={sub_rounds} must divide the numbers of user blocks "
+                             f"({self.n_user_blocks}) and item blocks "
+                             f"({len(self.item_edges) - 1})")
 
     @property
     def n_blocks(self):
@@ -247,6 +264,67 @@ class UserItemBlocks(Program):
         b = self._index_on_side(to_block)
         return state[data.send_rows[data.send_ptr[b]:data.send_ptr[b + 1]]]
 
+    # -- schedule / pull ----------------------------------------------------------------------
+    def initial_shared(self):
+        # the initial pull completes the users' update: the round before it is the one before
+        # the users' last sub-round
+        c = self.sub_rounds
+        return SharedFactor(*((USERS, c - 2) if c > 1 else (ITEMS, 0)), 0.0, np.inf)
+
+    def side_of(self, round_index):
+        """The side a round updates (items first), and the round's place among its side's."""
+        sub_round = round_index % self.sub_rounds
+        return (ITEMS if round_index % (2 * self.sub_rounds) < self.sub_rounds else USERS,
+                sub_round)
+
+    def following(self, side, sub_round):
+        """The side and sub-round of the round after one of ``side`` and ``sub_round``."""
+        if sub_round < self.sub_rounds - 1:
+            return side, sub_round + 1
+        return (USERS if side == ITEMS else ITEMS), 0
+
+    def schedule(self, round_index, history):
+        side, sub_round = self.side_of(round_index)
+        other = USERS if side == ITEMS else ITEMS
+        blocks = list(self.block_ids(side))[sub_round::self.sub_rounds]
+        return dict.fromkeys(blocks, Update(tuple(self.block_ids(other))))
+
+    def check_turn(self, block_id, data, shared):
+        """Refuse a push that does not follow the round before it: the rows are updated in
+        place, so a push that ran before the sends of the round before it had read them would
+        change what they send."""
+        own_round = data.side, self._index_on_side(block_id) % self.sub_rounds
+        if self.following(shared.side, shared.sub_round) != own_round:
+            raise RuntimeError(f"{self.title} alternates users and items and needs the other "
+                               "side's rows of the previous round: run it with staleness 0")
+
+    def pull(self, partials, shared):
+        """Adds up a side's :class:`BlockObjective` over its sub-rounds; the round that completes
+        the side reports the objective (the initial pull completes the users)."""
+        side, sub_round = self.following(shared.side, shared.sub_round)
+        if shared.stopped:
+            return replace(shared, side=side, sub_round=sub_round), {"side": side,
+                                                                    "after_stop": True}
+        blocks = [p for p in partials.values() if p is not None]
+        if shared.so_far is not None:
+            blocks.append(shared.so_far)
+        total = sum(blocks[1:], blocks[0])
+        if sub_round < self.sub_rounds - 1:
+            return (replace(shared, side=side, sub_round=sub_round, so_far=total),
+                    {"side": side, "sub_round": sub_round})
+        objective = total.loss + total.penalty + shared.penalty
+        report = {"side": side, "objective": objective, "loss": total.loss,
+                  "rmse": float(np.sqrt(max(total.loss, 0.0) / self.n_loss_terms))}
+        iteration_objective = shared.iteration_objective
+        if side == USERS:
+            report["relative_decrease"] = relative_decrease(iteration_objective, objective)
+            iteration_objective = objective
+        return SharedFactor(side, sub_round, total.penalty, iteration_objective, total.gramian,
+                            stopped=self.converged(report)), report
+
+    def converged(self, report):
+        return report.get("relative_decrease", np.inf) <= self.tol
+
 
 class MFProgram(UserItemBlocks):
     """Matrix factorization of an ``n_users x n_items`` ratings matrix (see the module).
@@ -258,20 +336,15 @@ class MFProgram(UserItemBlocks):
     """
 
     name = "mf"
+    title = "matrix factorization"
     kernels = ("mf",)
-    updates_in_place = True  # a block's rows are read by the sends of the round after its push
 
     def __init__(self, n_components, user_edges, item_edges, n_ratings, alpha_W, alpha_H,
                  alpha_bias, biases, mean, sweeps=1, tol=1e-4, init_scale=0.1, seed=0,
                  sub_rounds=1):
-        super().__init__(user_edges, item_edges)
+        super().__init__(user_edges, item_edges, sub_rounds)
         self.n_components = n_components
-        self.sub_rounds = int(sub_rounds)
-        if self.n_user_blocks % self.sub_rounds or (len(self.item_edges) - 1) % self.sub_rounds:
-            raise ValueError(f"sub_rounds={sub_rounds} must divide the numbers of user blocks "
-                             f"({self.n_user_blocks}) and item blocks "
-                             f"({len(self.item_edges) - 1})")
-        self.n_ratings = n_ratings
+        self.n_loss_terms = n_ratings
         self.biases = biases
         self.mean = mean
         self.sweeps = sweeps
@@ -333,13 +406,6 @@ class MFProgram(UserItemBlocks):
         indptr, indices, values = self.stored_entries(raw)
         return self.ratings(raw, indptr, indices, values - self.mean)
 
-    def initial_shared(self):
-        # the initial pull completes the users' update: the round before it is the one before
-        # the users' last sub-round; items start at zero (their ones column meets zero user
-        # biases), so they add nothing
-        c = self.sub_rounds
-        return SharedFactor(*((USERS, c - 2) if c > 1 else (ITEMS, 0)), 0.0, np.inf)
-
     def init_block(self, data, block_id):
         rows = len(data.indptr) - 1
         if data.side == ITEMS:
@@ -351,33 +417,9 @@ class MFProgram(UserItemBlocks):
         loss = float(np.dot(data.values, data.values))
         return factor, BlockObjective(USERS, loss, penalty(factor, self.sides[USERS].lam))
 
-    # -- schedule / push / pull ---------------------------------------------------------------
-    def side_of(self, round_index):
-        """The side a round updates (items first), and the round's place among its side's."""
-        sub_round = round_index % self.sub_rounds
-        return (ITEMS if round_index % (2 * self.sub_rounds) < self.sub_rounds else USERS,
-                sub_round)
-
-    def following(self, side, sub_round):
-        """The side and sub-round of the round after one of ``side`` and ``sub_round``."""
-        if sub_round < self.sub_rounds - 1:
-            return side, sub_round + 1
-        return (USERS if side == ITEMS else ITEMS), 0
-
-    def schedule(self, round_index, history):
-        side, sub_round = self.side_of(round_index)
-        other = USERS if side == ITEMS else ITEMS
-        blocks = list(self.block_ids(side))[sub_round::self.sub_rounds]
-        return dict.fromkeys(blocks, Update(tuple(self.block_ids(other))))
-
+    # -- push -------------------------------------------------------------------------------
     def push(self, block_id, data, state, instruction, shared, messages):
-        own_round = data.side, self._index_on_side(block_id) % self.sub_rounds
-        if self.following(shared.side, shared.sub_round) != own_round:
-            # the rows are updated in place: a push that ran before the sends of the round
-            # before it had read them would change what they send
-            raise RuntimeError("matrix factorization alternates users and items and needs the "
-                               "other side's factor of the previous round: run it with "
-                               "staleness 0")
+        self.check_turn(block_id, data, shared)
         if shared.stopped:
             return state, None
         side = self.sides[data.side]
@@ -385,34 +427,6 @@ class MFProgram(UserItemBlocks):
         loss = update_rows(data.indptr, data.indices, data.values, state, rows,
                            side.coords, side.lam, self.sweeps, 0.0)
         return state, BlockObjective(data.side, loss, penalty(state, side.lam))
-
-    def pull(self, partials, shared):
-        """Adds up a side's loss and penalty over its sub-rounds; the round that completes the
-        side reports the objective (the initial pull completes the users)."""
-        blocks = [p for p in partials.values() if p is not None]
-        side, sub_round = self.following(shared.side, shared.sub_round)
-        if shared.stopped:
-            return replace(shared, side=side, sub_round=sub_round), {"side": side,
-                                                                    "after_stop": True}
-        first = sub_round == 0
-        loss = (0.0 if first else shared.loss_so_far) + sum(block.loss for block in blocks)
-        side_penalty = ((0.0 if first else shared.penalty_so_far)
-                        + sum(block.penalty for block in blocks))
-        if sub_round < self.sub_rounds - 1:
-            return replace(shared, side=side, sub_round=sub_round, loss_so_far=loss,
-                           penalty_so_far=side_penalty), {"side": side, "sub_round": sub_round}
-        objective = loss + side_penalty + shared.penalty
-        report = {"side": side, "objective": objective, "loss": loss,
-                  "rmse": float(np.sqrt(loss / self.n_ratings))}
-        iteration_objective = shared.iteration_objective
-        if side == USERS:
-            report["relative_decrease"] = relative_decrease(iteration_objective, objective)
-            iteration_objective = objective
-        return SharedFactor(side, sub_round, side_penalty, iteration_objective,
-                            stopped=self.converged(report)), report
-
-    def converged(self, report):
-        return report.get("relative_decrease", np.inf) <= self.tol
 
     def collect(self, data, state, shared):
         """The block's factor rows, then their biases (zero without biases): k + 1 columns."""
