@@ -12,6 +12,7 @@ from sklearn.utils.estimator_checks import check_param_validation
 
 import dask_strads
 from dask_strads.estimators import base
+from dask_strads.estimators.elastic_net import gap_target
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
 from dask_strads.programs.base import run_sequential
@@ -107,6 +108,59 @@ def test_on_a_process_cluster(client_factory):
     ref = reference(X, y, alpha, l1_ratio)
     est = fit(X, y, alpha, l1_ratio, client=client_factory(2), n_blocks=2)
     assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
+
+
+def no_intercept_program(X, y, alpha, l1_ratio, n_blocks):
+    """The program and raw blocks ElasticNet(fit_intercept=False, tol=TOL) fits on X, y."""
+    edges = block_edges(X.shape[1], n_blocks)
+    blocks = [make_raw_block(X[:, lo:hi], y, np.zeros(hi - lo), np.zeros(hi - lo), False)
+              for lo, hi in zip(edges[:-1], edges[1:])]
+    program = ElasticNetProgram(np.diff(edges), y, alpha, l1_ratio, False, gap_target(TOL, y),
+                                sparse=sp.issparse(X))
+    return program, blocks
+
+
+def test_in_place_stop_gives_the_sequential_runs_coefficients(client_factory):
+    """Pushes update the blocks in place and rounds run behind the stop (pipelined): on two
+    worker processes the fit still returns the coefficients, rounds and reports of the plain
+    sequential loop, which stops at the first report that meets the tolerance."""
+    X, y = sparse_problem(seed=8, n=150, p=500)
+    alpha, l1_ratio = 0.03, 0.8
+    program, blocks = no_intercept_program(X, y, alpha, l1_ratio, 2)
+    params, reports = run_sequential(program, blocks, 200)
+    est = fit(X, y, alpha, l1_ratio, client=client_factory(2), n_blocks=2, fit_intercept=False)
+    np.testing.assert_array_equal(est.coef_, np.concatenate(params))
+    assert est.n_iter_ == len(reports) == len(est.history_)
+    assert [r["objective"] for r in est.history_] == [r["objective"] for r in reports]
+    assert est.dual_gap_ == reports[-1]["gap"]
+
+
+def test_rounds_behind_the_stop_change_nothing():
+    """After the report that meets the tolerance, further rounds leave every block as it was:
+    the collected coefficients are those whose objective that report gave (numpy's)."""
+    X, y = sparse_problem(seed=9, n=150, p=500)
+    alpha, l1_ratio = 0.03, 0.8
+    program, blocks = no_intercept_program(X, y, alpha, l1_ratio, 2)
+    data = [program.prepare_block(raw, b) for b, raw in enumerate(blocks)]
+    started = [program.init_block(d, b) for b, d in enumerate(data)]
+    states = [state for state, _ in started]
+    shared, _ = program.pull(dict(enumerate(p for _, p in started)), program.initial_shared())
+    reports = []
+    for _ in range(200):
+        if sum(r.get("after_stop", False) for r in reports) == 2:
+            break
+        partials = {}
+        for b, d in enumerate(data):
+            states[b], partials[b] = program.push(b, d, states[b], None, shared)
+        shared, report = program.pull(partials, shared)
+        reports.append(report)
+        if program.converged(report):
+            at_stop = [program.collect(d, s, shared) for d, s in zip(data, states)]
+    stop = next(r for r in reports if program.converged(r))
+    coef = np.concatenate([program.collect(d, s, shared) for d, s in zip(data, states)])
+    np.testing.assert_array_equal(coef, np.concatenate(at_stop))
+    objective = enet_objective(X, y, coef, 0.0, alpha, l1_ratio)
+    assert objective == pytest.approx(stop["objective"], rel=1e-12)
 
 
 def split_entries(X):

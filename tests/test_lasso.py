@@ -113,7 +113,8 @@ def test_formats_match_sklearn(client_factory, fmt, fit_intercept):
         assert est.intercept_ == 0.0
     assert 0 <= est.dual_gap_ <= TOL * np.sum((y - y.mean() * fit_intercept) ** 2) / len(y)
     assert est.n_features_in_ == X.shape[1]
-    assert est.n_iter_ == len(est.history_) == est.history_.stats.rounds
+    # the rounds submitted behind the stop (pipelined) run, and are not the fit's
+    assert est.n_iter_ == len(est.history_) <= est.history_.stats.rounds
     assert_objective_monotone(est)
 
 

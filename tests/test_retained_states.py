@@ -1,6 +1,7 @@
 """The older states a block keeps for a stop that may refer to them (a program that builds new
-states each round): the engine keeps them as ``Program.retained`` makes them, which must give
-the same collected parameters as the whole states at a fraction of their memory."""
+states each round, as the STRADS Lasso): the engine keeps them as ``Program.retained`` makes
+them, which must give the same collected parameters as the whole states at a fraction of their
+memory."""
 import numpy as np
 import scipy.sparse as sp
 from dask.sizeof import sizeof
@@ -9,12 +10,12 @@ from dask_strads.datasets import make_sparse_regression
 from dask_strads.engine import tasks
 from dask_strads.engine.tasks import Pulled
 from dask_strads.partition import block_edges
-from dask_strads.programs import elastic_net, lasso
+from dask_strads.programs import lasso
 
 KEEP = 3  # older rounds kept, as with the engine's default pipeline depth and a lag of one
 
 
-class WholeStates(elastic_net.ElasticNetProgram):
+class WholeStates(lasso.LassoProgram):
     """The same program keeping its older states whole: the reference."""
 
     def retained(self, state):
@@ -30,20 +31,21 @@ def run(program_class, rounds=6):
     edges = block_edges(X.shape[1], 2)
     raw = [lasso.make_raw_block(X[:, lo:hi], y_centred, np.zeros(hi - lo), np.zeros(hi - lo),
                                 False) for lo, hi in zip(edges[:-1], edges[1:])]
-    program = program_class(np.diff(edges), y_centred, alpha, 1.0, False, 0.0, sparse=True)
+    program = program_class(np.diff(edges), y_centred, alpha, False, 0.0, sparse=True)
     ids = list(range(len(raw)))
     cells = [tasks.prepare(program, block, b) for b, block in zip(ids, raw)]
     pushed = [tasks.initial_partial(cell) for cell in cells]
     pulled = {-1: tasks.pull(program, Pulled(program.initial_shared(), {}), ids, *pushed)}
     for t in range(rounds):
-        pushed = [tasks.push(program, cells[b], pushed[b], pulled[t - 1], t, t, t - KEEP)
-                  for b in ids]
+        instructions = program.schedule(t, [])
+        pushed = [tasks.push(program, cells[b], pushed[b], pulled[t - 1], instructions[b], t,
+                             t - KEEP) for b in ids]
         pulled[t] = tasks.pull(program, pulled[t - 1], ids, *pushed)
     return program, cells, pulled
 
 
 def test_older_states_collect_the_same_coefficients_as_whole_states():
-    program, cells, pulled = run(elastic_net.ElasticNetProgram)
+    program, cells, pulled = run(lasso.LassoProgram)
     _, reference_cells, _ = run(WholeStates)
     for cell, reference in zip(cells, reference_cells):
         assert sorted(cell.versions) == sorted(reference.versions)
@@ -55,28 +57,14 @@ def test_older_states_collect_the_same_coefficients_as_whole_states():
         assert np.count_nonzero(cell.latest().coef) > 0
 
 
-def test_older_states_hold_their_non_zero_coefficients_only():
-    _, cells, _ = run(elastic_net.ElasticNetProgram)
+def test_older_states_drop_what_only_the_next_push_reads():
+    _, cells, _ = run(lasso.LassoProgram)
     _, reference_cells, _ = run(WholeStates)
     for cell, reference in zip(cells, reference_cells):
         newest = max(cell.versions)
         for t, state in cell.versions.items():
-            if t == newest:  # the next push screens with its gradient
-                assert state.gradient is not None and state.active is not None
-                continue
-            assert state.gradient is None and state.active is None
-            assert isinstance(state.coef, elastic_net.Nonzeros)
-            assert len(state.coef.values) == np.count_nonzero(reference.versions[t].coef)
+            assert (state.priority is not None) == (t == newest)
         width = len(cell.latest().coef)
-        # the whole states cost (8 + 8 + 1) bytes a feature each; the kept ones a few bytes
+        # the priorities cost 8 bytes a feature in each older state
         saved = sizeof(reference) - sizeof(cell)
-        assert saved > KEEP * 17 * width * 0.9
-
-
-def test_nonzeros_keeps_a_dense_vector_as_it_is():
-    dense = np.arange(1.0, 11.0)
-    assert elastic_net.Nonzeros.of(dense) is dense
-    sparse_coef = np.zeros(10)
-    sparse_coef[[2, 7]] = [1.5, -2.0]
-    kept = elastic_net.Nonzeros.of(sparse_coef)
-    np.testing.assert_array_equal(np.array(kept), sparse_coef)
+        assert saved > KEEP * 8 * width * 0.9

@@ -19,7 +19,7 @@ from ..programs.elastic_net import ElasticNetProgram, kernel_csc
 from ..programs.elastic_net_path import ElasticNetPathProgram
 from ..programs.lasso import make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
-from .elastic_net import ElasticNet, gap_target, solution
+from .elastic_net import ElasticNet, gap_target, rounds_to_stop, solution
 from .inputs import blocks_along, check_in_memory_design
 from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
 
@@ -186,7 +186,7 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.mse_path_ = np.squeeze(np.moveaxis(mse, 2, 1))
         self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
                                                                executor)
-        self.n_iter_ = result.history.stats.rounds
+        self.n_iter_ = rounds_to_stop(result.history)
         self._executor = executor
         if not result.history.stats.converged:
             warnings.warn(f"The refit at alpha={alpha:.3e} did not converge in {self.n_iter_} "

@@ -90,8 +90,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     n_blocks_ : int
         The feature blocks the fit used.
     history_ : dask_strads.engine.History
-        One record per round (round, time, objective, gap, working-set size, features screened
-        out, ...) and ``history_.stats`` (rounds, wall and compute seconds, overhead share).
+        One record per round up to the stop (round, time, objective, gap, working-set size,
+        features screened out, ...) and ``history_.stats`` (the rounds run, with the working-set
+        schedule the few submitted behind the stop too; wall and compute seconds, overhead
+        share).
 
     The client is not a parameter: set ``est.client = client`` (it is not pickled or cloned).
     """
@@ -190,7 +192,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self._reset_features(given)
         self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
                                                                executor)
-        self.n_iter_ = history.stats.rounds
+        self.n_iter_ = rounds_to_stop(history)
         self.n_blocks_ = len(edges) - 1
         self.history_ = history
         self._executor = executor
@@ -246,6 +248,15 @@ def gap_target(tol, y_centred):
     """The duality gap (divided by n) a fit stops at: ``tol`` in scikit-learn's meaning, a
     fraction of ``||y||^2 / n``."""
     return tol * dot(y_centred, y_centred) / len(y_centred)
+
+
+def rounds_to_stop(history):
+    """The rounds up to the stop; ``history`` loses the records of the rounds submitted behind
+    it, which change nothing (the working-set program updates in place and stops exactly)."""
+    kept = [r for r in history.records if not r.get("after_stop")]
+    behind = len(history.records) - len(kept)
+    history.records[:] = kept
+    return history.stats.rounds - behind
 
 
 def solution(estimator, result, X, means, y_mean, executor):

@@ -105,6 +105,8 @@ def path_solutions(history, program, n_features, alphas):
     dual_gaps = np.empty(len(alphas))
     n_iters = np.zeros(len(alphas), dtype=np.int64)
     for record in history.records:
+        if record.get("after_stop"):  # a round submitted behind the last alpha's
+            continue
         stage = record["stage"]
         n_iters[stage] += 1
         if "path_coef" in record:

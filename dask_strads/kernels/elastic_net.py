@@ -65,17 +65,16 @@ def _gradient_and_scores(X, coef, active, r, offset, col_sums, col_means, col_no
 
 @njit(cache=True, nogil=True)
 def _screen(active, coef, gradient, col_norm2, scale, gap, l1, l2, positive):
-    """The gap-safe rule: ``(active features left, how many were dropped)``; a feature at zero
-    is dropped when ``scale |gradient_j| + sqrt(2 gap (col_norm2_j + l2)) < l1``."""
-    left = active.copy()
+    """The gap-safe rule, in place on ``active``: a feature at zero is dropped when
+    ``scale |gradient_j| + sqrt(2 gap (col_norm2_j + l2)) < l1``. Returns how many were."""
     dropped = 0
     for j in range(active.shape[0]):
         if active[j] and coef[j] == 0.0:
             pushing = gradient[j] if positive else abs(gradient[j])
             if scale * pushing + np.sqrt(2.0 * gap * (col_norm2[j] + l2)) < l1:
-                left[j] = False
+                active[j] = False
                 dropped += 1
-    return left, dropped
+    return dropped
 
 
 @njit(cache=True, nogil=True, fastmath=True)

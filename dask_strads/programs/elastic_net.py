@@ -20,8 +20,15 @@ working-set solver (as celer and skglm), spread over the blocks:
 Full passes (the work that grows with the data) run once per round and in parallel; a round
 costs one Dask graph. Screening uses the gap of the previous round with the gradient a block
 kept from it, so it needs no extra round.
+
+A push updates its block's state in place (``updates_in_place``): a worker holds one state per
+block, its coefficients, gradient and screening mask. A report measures the coefficients its
+round's pushes saw, which are the block's coefficients after those pushes (a push changes them
+only by the previous pull's working-set values). The pull that meets the tolerance marks the
+shared value stopped, and the rounds submitted behind it change nothing: the fit's result is
+the state the stopping report measured.
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,36 +53,15 @@ class BlockData:
     coef_init: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass
 class BlockState:
+    """A block's state, which its pushes update in place."""
+
     block: int
     coef: np.ndarray
     active: np.ndarray  # not screened out
     gradient: np.ndarray  # of the last full pass, for the next screening
     stage: int = 0  # of the penalties the screening was for
-
-
-@dataclass(frozen=True)
-class Nonzeros:
-    """The coefficients of an older round, kept by their non-zero entries: a block keeps the
-    few rounds a stop may still refer to at the cost of its support, not of its width."""
-
-    width: int
-    positions: np.ndarray
-    values: np.ndarray
-
-    @classmethod
-    def of(cls, coef):
-        """``coef`` kept as its non-zero entries, or as it is where that is no smaller."""
-        positions = np.flatnonzero(coef)
-        if 2 * len(positions) >= len(coef):
-            return coef
-        return cls(len(coef), positions, coef[positions])
-
-    def __array__(self, dtype=None, copy=None):
-        coef = np.zeros(self.width, dtype=dtype or np.float64)
-        coef[self.positions] = self.values
-        return coef
 
 
 @dataclass(frozen=True)
@@ -91,6 +77,7 @@ class Shared:
     dual_scale: float
     ws_size: int
     stage: int = 0  # which penalties apply (a path's alpha)
+    stopped: bool = False  # a report met the stopping test: later rounds change nothing
 
 
 @dataclass(frozen=True)
@@ -129,6 +116,7 @@ class ElasticNetProgram(Program):
 
     name = "lasso"
     report_lag = 1  # a report measures the state its round's pushes saw
+    updates_in_place = True  # one state a block (see the module's docstring for the stop)
 
     def __init__(self, widths, y_centred, alpha, l1_ratio, positive, gap_tolerance, seed=0,
                  sparse=False, working_set=True, anderson=True, screening=True):
@@ -175,10 +163,12 @@ class ElasticNetProgram(Program):
         return dict.fromkeys(range(len(self.widths)), round_index)
 
     def push(self, block_id, data, state, instruction, shared):
-        columns = data.columns
-        coef = _committed(state, shared)
-        active = self._screen(columns, state, coef, shared)
-        gradient, score = np.empty(columns.width), np.empty(columns.width)
+        if shared.stopped:
+            return state, None
+        columns, coef = data.columns, state.coef
+        _commit(state, shared)
+        self._screen(columns, state, shared)
+        active, gradient, score = state.active, state.gradient, np.empty(columns.width)
         l1, l2 = self.penalties(shared)
         dual_norm, gradient_norm2, violating, l1_norm, coef_norm2 = gradient_and_scores(
             columns.X, coef, active, shared.r, shared.offset, columns.col_sums,
@@ -198,28 +188,29 @@ class ElasticNetProgram(Program):
             positions, score[positions], coef[positions], columns.take(positions), n_active,
             violating, l1_norm, coef_norm2, dot(coef, columns.X_dot_y), dual_norm,
             gradient_norm2)
-        return BlockState(block_id, coef, active, gradient, shared.stage), update
+        state.stage = shared.stage
+        return state, update
 
     def penalties(self, shared):
         """``(l1, l2)`` of the round (a path program changes them with ``shared.stage``)."""
         return self.l1, self.l2
 
-    def _screen(self, columns, state, coef, shared):
-        """The block's features left once those the gap-safe rule (Fercoq, Gramfort, Salmon
-        2015, on the elastic net as a Lasso of augmented data) proves zero are dropped: those
-        with ``scale |g_j| + sqrt(2 gap (||x~_j||^2 + l2)) < l1``, ``g`` and the gap taken at the
-        same earlier state. Only features at zero now are dropped (no residual to fix); a
-        block's screening is dropped when the penalties change (a path's next alpha)."""
-        active = (state.active if state.stage == shared.stage
-                  else np.ones(columns.width, dtype=np.bool_))
+    def _screen(self, columns, state, shared):
+        """Drop from the block's active features (in place) those the gap-safe rule (Fercoq,
+        Gramfort, Salmon 2015, on the elastic net as a Lasso of augmented data) proves zero:
+        those with ``scale |g_j| + sqrt(2 gap (||x~_j||^2 + l2)) < l1``, ``g`` and the gap taken
+        at the same earlier state. Only features at zero now are dropped (no residual to fix);
+        a block's screening starts again when the penalties change (a path's next alpha)."""
+        if state.stage != shared.stage:
+            state.active[:] = True
         l1, l2 = self.penalties(shared)
-        if not (self.screening and np.isfinite(shared.gap) and l1 > 0.0):
-            return active
-        left, dropped = screen(active, coef, state.gradient, columns.col_norm2,
-                               shared.dual_scale, max(shared.gap, 0.0), l1, l2, self.positive)
-        return left if dropped else active
+        if self.screening and np.isfinite(shared.gap) and l1 > 0.0:
+            screen(state.active, state.coef, state.gradient, columns.col_norm2,
+                   shared.dual_scale, max(shared.gap, 0.0), l1, l2, self.positive)
 
     def pull(self, partials, shared):
+        if shared.stopped:  # a round submitted before the stop was read
+            return shared, {"after_stop": True}
         if all(isinstance(p, Start) for p in partials.values()):
             r = shared.r - np.sum([p.r for p in partials.values()], axis=0)
             offset = shared.offset - sum(p.offset for p in partials.values())
@@ -227,7 +218,8 @@ class ElasticNetProgram(Program):
         updates = [partials[b] for b in range(len(self.widths))]
         gap, scale, report = self._gap(shared, updates)
         if gap <= self.tolerance:
-            return Shared(shared.r, shared.offset, (), gap, scale, shared.ws_size), report
+            return Shared(shared.r, shared.offset, (), gap, scale, shared.ws_size,
+                          stopped=self.converged(report)), report
         chosen = self._working_set(shared, updates)
         columns = join_columns([u.columns.take(c) for u, c in zip(updates, chosen)])
         coef = np.concatenate([u.coef[c] for u, c in zip(updates, chosen)])
@@ -293,11 +285,9 @@ class ElasticNetProgram(Program):
         return "gap" in report and report["gap"] <= self.tolerance / self.n_samples
 
     def collect(self, data, state, shared):
-        return _committed(state, shared)
-
-    def retained(self, state):
-        # the screening's mask and gradient serve the block's next push only
-        return replace(state, coef=Nonzeros.of(state.coef), active=None, gradient=None)
+        # the coefficients the last report measured (not yet the last pull's working set: the
+        # result is always a state a report describes)
+        return state.coef.copy()
 
 
 def block_columns(X, y_centred, means):
@@ -345,10 +335,8 @@ def kernel_csc(indptr, indices, data, n_rows):
             data.astype(np.float64, copy=False))
 
 
-def _committed(state, shared):
-    """The block's coefficients with the last pull's working-set values set."""
-    coef = np.array(state.coef)  # a copy, of a Nonzeros too
+def _commit(state, shared):
+    """Set the last pull's working-set values in the block's coefficients."""
     if shared.changes:
         positions, values = shared.changes[state.block]
-        coef[positions] = values
-    return coef
+        state.coef[positions] = values

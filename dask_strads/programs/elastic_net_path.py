@@ -99,7 +99,8 @@ class ElasticNetPathProgram(ElasticNetProgram):
         return add_columns(columns.X, coef, np.zeros(len(columns.row_map)))[self.rows]
 
     def push(self, block_id, data, state, instruction, shared):
-        if self.rows is not None:  # the full pass reads the fold's residual over all rows
+        if self.rows is not None and not shared.stopped:
+            # the full pass reads the fold's residual over all rows
             shared = replace(shared, r=data.columns.spread(shared.r + shared.offset),
                              offset=0.0)
         return super().push(block_id, data, state, instruction, shared)
@@ -109,7 +110,7 @@ class ElasticNetPathProgram(ElasticNetProgram):
 
     def pull(self, partials, shared):
         new, report = super().pull(partials, shared)
-        if not report:  # the first pull, of the initial residual
+        if not report or shared.stopped:  # the initial residual's pull, or one behind the stop
             return PathShared(**vars(new)), report
         stage_round = shared.stage_round + 1
         report["stage"] = shared.stage
@@ -123,7 +124,7 @@ class ElasticNetPathProgram(ElasticNetProgram):
             np.concatenate([u.coef[nz] for u, nz in zip(updates, nonzero)]))
         if shared.stage + 1 == len(self.l1):
             report["path_done"] = True
-            return _at(new, shared.stage, stage_round), report
+            return replace(_at(new, shared.stage, stage_round), stopped=True), report
         # the next alpha starts from this solution (and the working set's last changes, when
         # the stage ran out of rounds); the gap of this alpha screens nothing at the next
         return replace(_at(new, shared.stage + 1, 0), gap=np.inf), report
