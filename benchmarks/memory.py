@@ -20,6 +20,8 @@ Problems (chosen so that the model dominates the data):
        nonzero-topic lists), the documents' D x K table counted with the data shard
   lasso make_sparse_regression n x p (CSC), alpha = 0.1 alpha_max, no intercept; model the p
        float64 coefficients; data the CSC arrays (values, row indices, column pointers)
+  logistic  the lasso problem's X with classes y > median(y), L1 penalty, C ten times the
+       smallest with a non-zero coefficient, no intercept; model and data as lasso's
 
 Usage
   python benchmarks/memory.py                                     # small: both, P = 1, 2, 4
@@ -39,7 +41,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 from _common import arguments  # noqa: E402
 from dask_strads import (ImplicitMatrixFactorization, Lasso,  # noqa: E402
-                         LatentDirichletAllocation, MatrixFactorization)
+                         LatentDirichletAllocation, LogisticRegression, MatrixFactorization)
 from dask_strads.datasets import (make_lda_corpus, make_ratings,  # noqa: E402
                                  make_sparse_regression)
 from dask_strads.kernels.lda import row_bytes  # noqa: E402
@@ -179,8 +181,30 @@ class LassoProblem:
         est.fit(X, self.y)
 
 
+class LogisticProblem(LassoProblem):
+    """The Lasso problem's design with the signs of its targets as classes, L1-penalised
+    logistic regression (C such that about as many features enter as in the Lasso)."""
+
+    name = "logistic"
+
+    def __init__(self, args):
+        super().__init__(args)
+        self.y = (self.y > np.median(self.y)).astype(int)
+        # ten times the smallest C with a non-zero coefficient (no intercept: the loss's
+        # gradient at w = 0 is X^T (1/2 - y))
+        self.C = 10 / np.abs(self.X.T @ (self.y - 0.5)).max()
+        self.describe = self.describe.replace("Lasso", "L1 logistic regression")
+
+    def fit(self, client, n_workers, warm_up=False):
+        X = self.X[:, :20000] if warm_up else self.X
+        est = LogisticRegression(C=self.C, fit_intercept=False, n_blocks=n_workers,
+                                 checkpoint_interval=0)
+        est.client = client
+        est.fit(X, self.y)
+
+
 PROBLEMS = {"mf": MFProblem, "implicit_mf": ImplicitMFProblem, "lda": LDAProblem,
-            "lasso": LassoProblem}
+            "lasso": LassoProblem, "logistic": LogisticProblem}
 
 
 def measure(problem, n_workers, memory_limit):
