@@ -154,6 +154,38 @@ def test_two_blocks_on_a_cluster_match_the_sequential_run(client_factory):
     assert len(reports) == model.n_iter_[0]
 
 
+def test_rounds_behind_the_stop_change_nothing():
+    """Pushes update the blocks in place; after the report that meets the tolerance, further
+    rounds leave every block as it was, and the collected coefficients and intercept are those
+    whose objective that report gave (computed here in numpy)."""
+    X, y = problem(n_samples=300, n_features=60, sparse=True, seed=7, redundant=0)
+    C, l1_ratio = 0.3, 0.4
+    Y = np.where(y == 1, 1.0, -1.0)[:, None]
+    program = LogisticProgram(2, Y, C, l1_ratio, 1 - l1_ratio, True, 1e-5, sparse=True)
+    X_csc = X.tocsc()
+    data = [program.prepare_block(make_raw_block(X_csc[:, lo:lo + 30], np.zeros((1, 30))), b)
+            for b, lo in enumerate((0, 30))]
+    started = [program.init_block(d, b) for b, d in enumerate(data)]
+    states = [state for state, _ in started]
+    shared, _ = program.pull(dict(enumerate(p for _, p in started)), program.initial_shared())
+    reports = []
+    while sum(r.get("after_stop", False) for r in reports) < 2:
+        partials = {}
+        for b, d in enumerate(data):
+            states[b], partials[b] = program.push(b, d, states[b], None, shared)
+        shared, report = program.pull(partials, shared)
+        reports.append(report)
+        if program.converged(report):
+            at_stop = np.concatenate([program.collect(d, s, shared)
+                                      for d, s in zip(data, states)])
+        assert len(reports) < 300
+    collected = np.concatenate([program.collect(d, s, shared) for d, s in zip(data, states)])
+    np.testing.assert_array_equal(collected, at_stop)
+    stop = next(r for r in reports if program.converged(r))
+    assert objective(X, Y[:, 0], collected[1:, 0], collected[0, 0], C, l1_ratio) == (
+        pytest.approx(stop["objective"], rel=1e-12))
+
+
 def test_warm_start_resumes_from_the_previous_fit():
     X, y = problem(seed=11)
     cold = ours("l1", C=0.5).fit(X, y)

@@ -16,6 +16,7 @@ from ..partition import block_edges
 from ..programs.logistic import LogisticProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
+from .elastic_net import rounds_to_stop
 from .inputs import blocks_along, to_scipy_if_pydata
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
@@ -68,9 +69,10 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         As in scikit-learn: ``coef_`` has shape ``(1, n_features)`` for two classes,
         ``(n_classes, n_features)`` otherwise.
     n_iter_ : ndarray of shape (1,)
-        Rounds run.
+        Rounds up to the stop.
     history_ : dask_strads.engine.History
-        One record per round (objective, relative violation, step, Newton steps).
+        One record per round up to the stop (objective, relative violation, step, Newton
+        steps) and ``history_.stats`` (the rounds run, the few submitted behind the stop too).
 
     The client is not a parameter: set ``est.client = client``.
     """
@@ -137,13 +139,13 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         parameters = np.concatenate(result.gather())  # the intercepts, then the coefficients
         self.intercept_ = parameters[0]
         self.coef_ = np.ascontiguousarray(parameters[1:].T)
-        self.n_iter_ = np.array([history.stats.rounds])
+        self.n_iter_ = np.array([rounds_to_stop(history)])
         self.history_ = history
         self._executor = executor
         if not history.stats.converged and self.callback is None:
             violations = [r["violation"] for r in history if "violation" in r]
             warnings.warn(
-                f"LogisticRegression did not converge in {history.stats.rounds} rounds "
+                f"LogisticRegression did not converge in {self.n_iter_[0]} rounds "
                 f"(relative violation {violations[-1] if violations else np.inf:.2e}, tol "
                 f"{self.tol:.1e}). Consider increasing max_iter.", ConvergenceWarning)
         return self

@@ -50,7 +50,7 @@ _LASSO = (("columns", "column_stats"), ("columns", "add_columns"), ("lasso", "_f
 KERNEL_SETS["lasso"] = tuple((module, name, _dense) for module, name in _LASSO)
 KERNEL_SETS["lasso_sparse"] = tuple((module, name, _sparse) for module, name in _LASSO)
 _ENET = (("columns", "column_stats"), ("columns", "add_columns"),
-         ("elastic_net", "_gradient_and_scores"), ("elastic_net", "_epochs"))
+         ("elastic_net", "_gradient"), ("elastic_net", "_epochs"))
 KERNEL_SETS["enet"] = tuple((module, name, _dense) for module, name in _ENET)
 KERNEL_SETS["enet_sparse"] = tuple((module, name, _sparse) for module, name in _ENET)
 # a fold of a cross-validation on blocks that hold every row: its column statistics
@@ -63,8 +63,10 @@ KERNEL_SETS["lda_inference"] = (("lda_inference", "_infer_documents", _any),)
 KERNEL_SETS["mf"] = (("mf", "_update_rows", _any),)
 KERNEL_SETS["implicit_mf"] = (("implicit_mf", "_solve_rows", _any),)
 # the block kernels compile a variant per block layout, the vector ones serve both
-_LOGISTIC_BLOCK = (("logistic", "_column_dots"), ("logistic", "_newton_direction"))
-_LOGISTIC_VECTOR = (("logistic", "_datafit", _any), ("logistic", "_margin_derivatives", _any))
+_LOGISTIC_BLOCK = (("logistic", "_column_dots"), ("logistic", "_all_column_dots"),
+                   ("logistic", "_newton_direction"))
+_LOGISTIC_VECTOR = (("logistic", "_datafit", _any), ("logistic", "_margin_derivatives", _any),
+                    ("logistic", "_violations", _any))
 KERNEL_SETS["logistic"] = (tuple((module, name, _dense) for module, name in _LOGISTIC_BLOCK)
                            + _LOGISTIC_VECTOR)
 KERNEL_SETS["logistic_sparse"] = (tuple((module, name, _sparse)

@@ -8,7 +8,7 @@ A block is a dense (Fortran float64) array or the ``(indptr, indices, data)`` of
 import numpy as np
 from numba import njit
 
-from .columns import column_axpy, column_dot
+from .columns import column_axpy, column_dot, n_columns
 from .weighted_columns import column_weighted_dot, column_weighted_sq_norm
 
 
@@ -17,6 +17,14 @@ def _column_dots(X, columns, g, out):
     """out[k] = X[:, columns[k]] . g"""
     for k in range(columns.shape[0]):
         out[k] = column_dot(X, columns[k], g)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _all_column_dots(X, g, out):
+    """out[j] = X[:, j] . g for every column (no array of their indices)"""
+    for j in range(n_columns(X)):
+        out[j] = column_dot(X, j, g)
     return out
 
 
@@ -54,44 +62,62 @@ def _soft_threshold(x, threshold):
 
 
 @njit(cache=True, nogil=True)
-def _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, weight, curvature, d, q):
+def _violations(grad, coef, l1, l2, free, out):
+    """out[k] = how far coordinate k is from its optimality condition: the distance of
+    ``-grad_k - l2 coef_k`` to ``l1`` times the subdifferential of |.| at ``coef_k``; coordinate
+    ``free`` (-1: none) is unpenalised. ``out`` may be ``grad``."""
+    for k in range(grad.shape[0]):
+        weight = 0.0 if k == free else 1.0
+        full = grad[k] + l2 * weight * coef[k]
+        if coef[k] > 0.0:
+            out[k] = abs(full + l1 * weight)
+        elif coef[k] < 0.0:
+            out[k] = abs(full - l1 * weight)
+        else:
+            out[k] = max(abs(full) - l1 * weight, 0.0)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, free, curvature, d, q):
     """One sweep of coordinate descent over ``ws`` (only its nonzero coordinates when
     ``active_only``); returns the largest step times its curvature."""
     largest = 0.0
     for k in range(ws.shape[0]):
         a = curvature[k]
-        j = ws[k]
-        old = coef[j] + d[j]
+        old = coef[k] + d[k]
         if a <= 0.0 or (active_only and old == 0.0):  # an empty unpenalised column: no move
             continue
-        slope = grad[j] + column_weighted_dot(X, j, h, q) + l2 * weight[j] * old
-        new = _soft_threshold(old - slope / a, l1 * weight[j] / a)
+        weight = 0.0 if k == free else 1.0
+        slope = grad[k] + column_weighted_dot(X, ws[k], h, q) + l2 * weight * old
+        new = _soft_threshold(old - slope / a, l1 * weight / a)
         if new != old:
-            d[j] += new - old
-            column_axpy(X, j, new - old, q)
+            d[k] += new - old
+            column_axpy(X, ws[k], new - old, q)
             largest = max(largest, a * abs(new - old))
     return largest
 
 
 @njit(cache=True, nogil=True)
-def _newton_direction(X, ws, coef, grad, h, l1, l2, weight, max_sweeps, tol, d, q):
-    """Minimise the quadratic model of the datafit plus the penalty over the coordinates ``ws``,
+def _newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol, d, q):
+    """Minimise the quadratic model of the datafit plus the penalty over the columns ``ws``,
 
-        grad . d + 1/2 (X d)' diag(h) (X d) + sum_j weight_j (l1 |c_j| + l2/2 c_j^2),
+        grad . d + 1/2 (X_ws d)' diag(h) (X_ws d) + sum_k (l1 |c_k| + l2/2 c_k^2),
 
-    with ``c = coef + d`` (``weight`` 0 leaves a coordinate unpenalised: the intercept),
+    with ``c = coef + d`` (the coordinate ``free``, -1 for none, unpenalised: the intercept),
     by cyclic coordinate descent, in place on ``d`` (the direction, zero on entry) and
-    ``q = X d``. ``grad`` is the datafit's gradient ``X' g`` of the block. As glmnet: sweeps over
-    the nonzero coordinates until no step times its curvature exceeds ``tol``, then a sweep over
-    all of ``ws``; done when that one moves nothing more, or after ``max_sweeps``. Returns the
-    sweeps run.
+    ``q = X_ws d``. ``coef``, ``grad`` (the datafit's gradient ``X_ws' g``) and ``d`` are of the
+    working set's coordinates, in the order of ``ws``. As glmnet: sweeps over the nonzero
+    coordinates until no step times its curvature exceeds ``tol``, then a sweep over all of
+    ``ws``; done when that one moves nothing more, or after ``max_sweeps``. Returns the sweeps
+    run.
     """
     curvature = np.empty(ws.shape[0])
     for k in range(ws.shape[0]):
-        curvature[k] = column_weighted_sq_norm(X, ws[k], h) + l2 * weight[ws[k]]
+        curvature[k] = column_weighted_sq_norm(X, ws[k], h) + (0.0 if k == free else l2)
     active_only = False
     for sweep in range(max_sweeps):
-        largest = _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, weight, curvature, d, q)
+        largest = _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, free, curvature, d, q)
         if largest <= tol:
             if not active_only:
                 return sweep + 1
@@ -107,6 +133,11 @@ def column_dots(X, columns, g):
     return _column_dots(X, columns, g, np.empty(columns.shape[0]))
 
 
+def all_column_dots(X, g, width):
+    """``X.T @ g`` of a block of ``width`` columns."""
+    return _all_column_dots(X, g, np.empty(width))
+
+
 def datafit(z, y, C):
     """``C sum_i log(1 + exp(-y_i z_i))``."""
     return _datafit(z, y, float(C))
@@ -119,11 +150,19 @@ def margin_derivatives(z, y, C):
     return g, h
 
 
-def newton_direction(X, ws, coef, grad, h, l1, l2, weight, max_sweeps, tol):
-    """``(d, q, sweeps)``: the prox-Newton direction ``d`` on ``ws`` (see
-    :func:`_newton_direction`), its margins ``q = X d`` and the sweeps it took."""
-    d = np.zeros(coef.shape[0])
+def violations(grad, coef, l1, l2, free=-1, out=None):
+    """How far each coordinate is from its optimality condition (see :func:`_violations`), into
+    ``out`` (a new array by default; ``grad`` itself to save one)."""
+    out = np.empty(grad.shape[0]) if out is None else out
+    return _violations(grad, coef, float(l1), float(l2), int(free), out)
+
+
+def newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol):
+    """``(d, q, sweeps)``: the prox-Newton direction ``d`` on the columns ``ws`` (``coef``,
+    ``grad`` and ``d`` of those coordinates; see :func:`_newton_direction`), its margins
+    ``q = X_ws d`` and the sweeps it took."""
+    d = np.zeros(ws.shape[0])
     q = np.zeros(h.shape[0])
-    sweeps = _newton_direction(X, ws, coef, grad, h, float(l1), float(l2), weight,
+    sweeps = _newton_direction(X, ws, coef, grad, h, float(l1), float(l2), int(free),
                                int(max_sweeps), float(tol), d, q)
     return d, q, sweeps

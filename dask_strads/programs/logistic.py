@@ -18,14 +18,23 @@ twice): the pull weighs each block's change by a factor in [0, 1] and chooses on
 shift, on the second-order model of the objective in the span of the changes, checked on a convex
 upper bound of the objective (see :meth:`LogisticProgram._combine`). The next push commits its
 factor to the block's coefficients.
+
+Memory: a push updates its block's state in place (``updates_in_place``): the coefficients
+and the last change, kept as its working set's positions and values. A push works on the
+working set's coordinates only; of the block's width it holds one array, the gradient, which it
+turns into the violations in place. A report measures the coefficients at the start of its
+round's pushes (``report_lag`` 1); the pull that meets the tolerance gives the blocks' changes a
+factor of 0 and marks the shared value stopped, and the rounds submitted behind it change
+nothing, so the result is the state the stopping report measured.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.columns import add_columns
-from ..kernels.logistic import column_dots, datafit, margin_derivatives, newton_direction
+from ..kernels.logistic import (all_column_dots, column_dots, datafit, margin_derivatives,
+                                newton_direction, violations)
 from .base import Program, initial_parameters
 from .elastic_net import kernel_csc
 
@@ -57,15 +66,17 @@ class Margins:
     intercept: np.ndarray
     step: np.ndarray
     scale: object = None
+    stopped: bool = False  # a report met the tolerance: later rounds change nothing
 
 
-@dataclass(frozen=True)
+@dataclass
 class BlockState:
-    """Coefficients (classes x columns of the block) up to the last push, and that push's
-    change, to be committed times the step of the pull that took it."""
+    """A block's coefficients (classes x columns), committed up to the pull before its last
+    push, and that push's change per class as ``(positions, values)``, to be committed times
+    the step of the pull that took it. Pushes update it in place."""
 
     coef: np.ndarray
-    change: np.ndarray
+    changes: list
 
 
 @dataclass(frozen=True)
@@ -100,22 +111,22 @@ class LogisticData:
     block: int
     X: object  # Fortran float64 array, or (indptr, indices, data) of a CSC matrix
     coef_init: np.ndarray  # classes x columns of the block
-    weight: np.ndarray  # per column: 1 penalised, 0 the intercept's column of ones
     has_intercept: bool  # the last column is a column of ones, for the intercept shift
+
+    @property
+    def width(self):
+        return self.coef_init.shape[1]
+
+    def free_position(self, columns):
+        """Where the intercept's column (unpenalised) is among the sorted ``columns``, or -1."""
+        last = self.width - 1
+        return (int(np.searchsorted(columns, last)) if self.has_intercept and len(columns)
+                and columns[-1] == last else -1)
 
 
 def make_raw_block(X, coef_init):
     """The data of one feature block as sent to its worker."""
     return {"X": X, "coef": coef_init}
-
-
-def violations(grad, coef, l1, l2):
-    """How far each coordinate is from its optimality condition: the distance of ``-grad - l2
-    coef`` to ``l1`` times the subdifferential of |.| at ``coef`` (``l1``, ``l2``: scalars or
-    per coordinate)."""
-    full = grad + l2 * coef
-    return np.where(coef != 0.0, np.abs(full + l1 * np.sign(coef)),
-                    np.maximum(np.abs(full) - l1, 0.0))
 
 
 class LogisticProgram(Program):
@@ -127,6 +138,7 @@ class LogisticProgram(Program):
 
     name = "logistic"
     report_lag = 1  # the violation is measured at the start of a push
+    updates_in_place = True  # one state a block (see the module's docstring for the stop)
 
     def __init__(self, n_blocks, Y, C, l1, l2, fit_intercept, tolerance, intercept_init=None,
                  sparse=False):
@@ -142,26 +154,31 @@ class LogisticProgram(Program):
         self.seed = 0  # deterministic: nothing is drawn at random
         self.kernels = ("logistic_sparse" if sparse else "logistic",)
 
-    def penalty(self, coef, weight):
-        """Each class's penalty of ``coef`` (classes x columns, or one class's row)."""
-        return (weight * (self.l1 * np.abs(coef) + 0.5 * self.l2 * coef * coef)).sum(axis=-1)
+    def penalty(self, coef, free=-1):
+        """The penalty of one class's coefficients ``coef``, the coordinate ``free`` (the
+        intercept's column, -1: none) unpenalised."""
+        terms = self.l1 * np.abs(coef) + 0.5 * self.l2 * coef * coef
+        return float(terms.sum() - (terms[free] if free >= 0 else 0.0))
+
+    def block_penalty(self, coef):
+        """The penalty of one class's committed coefficients of a block, from its non-zero
+        ones (the intercept's column is zero there)."""
+        return self.penalty(coef[np.flatnonzero(coef)])
 
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
         X, coef = raw["X"], np.asarray(raw["coef"], dtype=np.float64)
-        weight = np.ones(coef.shape[1])
         if self.fit_intercept:
             ones = np.ones((X.shape[0], 1))
             X = sp.hstack([X, ones]) if sp.issparse(X) else np.hstack([X, ones])
             coef = np.hstack([coef, np.zeros((len(coef), 1))])
-            weight = np.append(weight, 0.0)
         if sp.issparse(X):
             X = X.tocsc()
             X.sum_duplicates()
             X = kernel_csc(X.indptr, X.indices, X.data, X.shape[0])
         else:
             X = np.asfortranarray(X, dtype=np.float64)
-        return LogisticData(block_id, X, initial_parameters(coef), weight, self.fit_intercept)
+        return LogisticData(block_id, X, initial_parameters(coef), self.fit_intercept)
 
     def initial_shared(self):
         z = np.repeat(self.intercept_init[:, None], self.Y.shape[1], axis=1)
@@ -170,11 +187,12 @@ class LogisticProgram(Program):
     def init_block(self, data, block_id):
         coef = data.coef_init.copy()
         dz = np.array([add_columns(data.X, c, np.zeros(self.Y.shape[1])) for c in coef])
-        features = np.flatnonzero(data.weight)
-        scale = max(np.abs(column_dots(data.X, features, -0.5 * self.C * y)).max(initial=0.0)
-                    for y in self.Y)
-        penalty = self.penalty(coef, data.weight)
-        return (BlockState(coef, np.zeros_like(coef)),
+        features = data.width - data.has_intercept
+        scale = max(np.abs(all_column_dots(data.X, -0.5 * self.C * y, data.width)[:features])
+                    .max(initial=0.0) for y in self.Y)
+        penalty = np.array([self.block_penalty(c) for c in coef])
+        nothing = (np.zeros(0, dtype=np.int64), np.zeros(0))
+        return (BlockState(coef, [nothing] * len(coef)),
                 BlockUpdate(dz, np.zeros(len(coef)), penalty, penalty, np.zeros(len(coef)), 0.0,
                             scale=scale))
 
@@ -183,75 +201,87 @@ class LogisticProgram(Program):
         return {b: None for b in range(self.n_blocks)}
 
     def push(self, block_id, data, state, instruction, shared):
-        coef = state.coef + shared.step[:, block_id, None] * state.change
-        new = coef.copy()  # the intercept shift's column, if any, starts at 0 in every push
+        if shared.stopped:
+            return state, None
+        _commit(state, shared.step[:, block_id])
+        n_classes = len(state.coef)
         dz = np.zeros_like(shared.z)
-        slope = np.zeros(len(coef))
+        shift, slope = np.zeros(n_classes), np.zeros(n_classes)
+        before, after = np.zeros(n_classes), np.zeros(n_classes)
         violation, steps = 0.0, 0
         for k, y in enumerate(self.Y):
+            coef = state.coef[k]
             g, _ = margin_derivatives(shared.z[k], y, self.C)
-            dz[k], worst, steps_k = self._newton_steps(data, new[k], shared.z[k], y,
-                                                       self.tolerance * shared.scale)
+            ws, new, dz[k], worst, steps_k = self._newton_steps(
+                data, coef, shared.z[k], y, self.tolerance * shared.scale)
             violation, steps = max(violation, worst), steps + steps_k
-            if data.has_intercept:
-                dz[k] -= new[k, -1]
-            slope[k] = float(np.dot(g, dz[k]))
-        shift = np.zeros(len(coef))
-        if data.has_intercept:
-            shift = new[:, -1].copy()
-            new[:, -1] = 0.0
-        before, after = self.penalty(coef, data.weight), self.penalty(new, data.weight)
-        update = BlockUpdate(dz, shift, before, after, slope + after - before, violation, steps)
-        return BlockState(coef, new - coef), update
+            free = data.free_position(ws)
+            if free >= 0:  # the intercept's column moved the margins by its shift
+                shift[k] = new[free]
+                dz[k] -= shift[k]
+                new[free] = 0.0
+            before[k] = self.block_penalty(coef)
+            after[k] = before[k] + self.penalty(new, free) - self.penalty(coef[ws], free)
+            slope[k] = float(np.dot(g, dz[k])) + after[k] - before[k]
+            moved = new != coef[ws]
+            state.changes[k] = (ws[moved], (new - coef[ws])[moved])
+        return state, BlockUpdate(dz, shift, before, after, slope, violation, steps)
 
     def _newton_steps(self, data, coef, z, y, floor):
-        """Prox-Newton steps on a working set of one class, in place on ``coef``, until the
-        set's violation is at most ``INNER_SHARE`` of the block's (or ``floor``). Returns the
-        change of the margins, the block's largest violation at ``z`` and the steps taken."""
-        X, weight = data.X, data.weight
-        l1, l2 = self.l1 * weight, self.l2 * weight
+        """Prox-Newton steps of one class on a working set of the block's coordinates, from
+        the committed ``coef`` (not modified), until the set's violation is at most
+        ``INNER_SHARE`` of the block's (or ``floor``). Returns the working set, its new
+        coefficients, the change of the margins, the block's largest violation at ``z`` and
+        the steps taken."""
+        X = data.X
         z_start = z
         g, h = margin_derivatives(z, y, self.C)
-        grad = column_dots(X, np.arange(len(coef)), g)
-        score = violations(grad, coef, l1, l2)
+        # the gradient, turned into the violations in place: one array of the block's width
+        score = all_column_dots(X, g, data.width)
+        violations(score, coef, self.l1, self.l2, data.width - 1 if data.has_intercept else -1,
+                   out=score)
         worst = float(score.max(initial=0.0))
         target = max(INNER_SHARE * worst, floor)
         ws = _working_set(score, coef)
-        grad_block = np.zeros(len(coef))
+        del score
+        new = coef[ws]
+        free = data.free_position(ws)
         steps = 0
         max_steps = MAX_NEWTON_STEPS if self.n_blocks == 1 else 1
         while steps < max_steps and len(ws):
-            grad_ws = grad[ws] if steps == 0 else column_dots(X, ws, g)
-            ws_violation = violations(grad_ws, coef[ws], l1[ws], l2[ws]).max()
+            grad = column_dots(X, ws, g)
+            ws_violation = violations(grad, new, self.l1, self.l2, free).max()
             if ws_violation <= target:
                 break
-            grad_block[ws] = grad_ws
-            d, q, _ = newton_direction(X, ws, coef, grad_block, h, self.l1, self.l2, weight,
-                                       MAX_SWEEPS, INNER_SHARE * ws_violation)
-            t = self._line_search(z, q, y, coef[ws], d[ws], g, weight[ws])
+            d, q, _ = newton_direction(X, ws, new, grad, h, self.l1, self.l2, free, MAX_SWEEPS,
+                                       INNER_SHARE * ws_violation)
+            t = self._line_search(z, q, y, new, d, g, free)
             if t == 0.0:
                 break
-            coef += t * d
+            new += t * d
             z = z + t * q
             g, h = margin_derivatives(z, y, self.C)
             steps += 1
-        return z - z_start, worst, steps
+        return ws, new, z - z_start, worst, steps
 
-    def _line_search(self, z, q, y, coef, d, g, weight):
+    def _line_search(self, z, q, y, coef, d, g, free):
         """The largest step in 1, 1/2, 1/4, ... with sufficient decrease of the objective
-        (``coef``, ``d``, ``weight``: of the working set, where ``d`` lives)."""
-        penalty = self.penalty(coef, weight)
+        (``coef``, ``d``: of the working set, where ``d`` lives; ``free``: its unpenalised
+        coordinate)."""
+        penalty = self.penalty(coef, free)
         before = datafit(z, y, self.C) + penalty
-        slope = float(np.dot(g, q)) + self.penalty(coef + d, weight) - penalty
+        slope = float(np.dot(g, q)) + self.penalty(coef + d, free) - penalty
         t = 1.0
         while t >= MIN_STEP:
-            after = datafit(z + t * q, y, self.C) + self.penalty(coef + t * d, weight)
+            after = datafit(z + t * q, y, self.C) + self.penalty(coef + t * d, free)
             if after <= before + ARMIJO * t * slope:
                 return t
             t *= 0.5
         return 0.0
 
     def pull(self, partials, shared):
+        if shared.stopped:  # a round submitted before the stop was read
+            return shared, {"after_stop": True}
         blocks = list(partials)
         updates = [partials[b] for b in blocks]
         if shared.scale is None:  # the initial pull: warm-start coefficients, taken whole
@@ -277,6 +307,8 @@ class LogisticProgram(Program):
                   "violation": max(u.violation for u in updates) / shared.scale,
                   "step": float(step[:, blocks].min()),
                   "newton_steps": sum(u.newton_steps for u in updates)}
+        if self.converged(report):  # the result is what the pushes started from
+            return replace(shared, step=np.zeros_like(shared.step), stopped=True), report
         return Margins(z, intercept, step, shared.scale), report
 
     def _combine(self, z, y, change, fit):
@@ -321,17 +353,27 @@ class LogisticProgram(Program):
     def collect(self, data, state, shared):
         """The block's coefficients, features x classes; block 0's chunk starts with the
         intercepts."""
-        coef = (state.coef + shared.step[:, data.block, None] * state.change).T
+        coef = state.coef.copy()
+        for k, (positions, values) in enumerate(state.changes):
+            coef[k, positions] += shared.step[k, data.block] * values
+        coef = coef.T
         if data.has_intercept:
             coef = coef[:-1]
         return np.vstack([shared.intercept, coef]) if data.block == 0 else coef
 
 
+def _commit(state, steps):
+    """Commit each class's last change times its pull's step (in place)."""
+    for k, (positions, values) in enumerate(state.changes):
+        state.coef[k, positions] += steps[k] * values
+
+
 def _working_set(score, coef):
     """The nonzero coefficients and the worst violators: twice as many coordinates as
-    nonzeros, at least ``MIN_WORKING_SET``, none that satisfies its condition."""
+    nonzeros, at least ``MIN_WORKING_SET``, none that satisfies its condition (sorted; the
+    nonzero coefficients' scores are set to infinity in place)."""
     size = max(MIN_WORKING_SET, 2 * np.count_nonzero(coef))
-    score = np.where(coef != 0.0, np.inf, score)
+    score[coef != 0.0] = np.inf
     candidates = np.flatnonzero(score > 0.0)
     if len(candidates) > size:
         candidates = np.sort(candidates[np.argpartition(-score[candidates], size - 1)[:size]])
