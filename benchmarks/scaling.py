@@ -34,6 +34,7 @@ Problems (small, so that 16 processes on 2 cores stay quick):
   logistic  the same design, y = (Xw + noise > median), C = 1, P feature blocks, 6 rounds
   lda       make_lda_corpus 2,000 documents x 20,000 words, 200k tokens, K = 100, 2 iterations
   mf        make_ratings 20,000 x 4,000, 200k ratings, rank 16, 5 iterations (10 rounds)
+  implicit_mf  the mf matrix as interactions (|rating| + 1), rank 16, 5 iterations
 
 Usage
   python benchmarks/scaling.py --repeats 3 --markdown
@@ -51,8 +52,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 from _common import arguments  # noqa: E402
-from dask_strads import (Lasso, LatentDirichletAllocation, LogisticRegression,  # noqa: E402
-                         MatrixFactorization)
+from dask_strads import (ImplicitMatrixFactorization, Lasso,  # noqa: E402
+                         LatentDirichletAllocation, LogisticRegression, MatrixFactorization)
 from dask_strads.datasets import make_lda_corpus, make_ratings, make_sparse_regression  # noqa: E402
 
 CORES = os.cpu_count()
@@ -110,15 +111,26 @@ def mf_data():
     return X
 
 
-def mf_fit(X, client, warm_up):
-    est = MatrixFactorization(16, max_iter=1 if warm_up else 5, tol=0, random_state=0,
-                              checkpoint_interval=0)
+def mf_fit(X, client, warm_up, estimator=MatrixFactorization):
+    est = estimator(16, max_iter=1 if warm_up else 5, tol=0, random_state=0,
+                    checkpoint_interval=0)
     est.client = client
     return est.fit(X)
 
 
+def implicit_mf_data():
+    X = mf_data()
+    X.data = np.abs(X.data) + 1.0
+    return X
+
+
+def implicit_mf_fit(X, client, warm_up):
+    return mf_fit(X, client, warm_up, ImplicitMatrixFactorization)
+
+
 PROGRAMS = {"lasso": (lasso_data, lasso_fit), "logistic": (logistic_data, logistic_fit),
-            "lda": (lda_data, lda_fit), "mf": (mf_data, mf_fit)}
+            "lda": (lda_data, lda_fit), "mf": (mf_data, mf_fit),
+            "implicit_mf": (implicit_mf_data, implicit_mf_fit)}
 
 
 def round_kind(key):
@@ -235,7 +247,7 @@ def fit_costs(rows):
 
 def main():
     args = arguments(__doc__, 3, [
-        ("--programs", {"default": "lasso,logistic,lda,mf"}),
+        ("--programs", {"default": "lasso,logistic,lda,mf,implicit_mf"}),
         ("--workers", {"default": "1,2,4,8,16"}),
     ])
     names = args.programs.split(",")
