@@ -33,6 +33,7 @@ Usage
   python benchmarks/lasso_cv.py                            # news and tweets, lasso and enet
   python benchmarks/lasso_cv.py --problems news --estimators lasso --repeats 3 --markdown
   python benchmarks/lasso_cv.py --estimators lasso --client-workers 2 --repeats 3
+  python benchmarks/lasso_cv.py --problems news --estimators lasso --client-workers 2 --blocks 2
 """
 import os
 import statistics
@@ -122,11 +123,16 @@ def workers_cpu(client):
     return sum(client.run(used).values())
 
 
-def run_on_cluster(X, y, kind, repeats, client):
-    """n_jobs=1 against the default n_jobs on ``client``: name -> (median wall s, median
-    workers' CPU s, median CPU s of this process, alpha_ index)."""
+def run_on_cluster(X, y, kind, repeats, client, n_blocks=None):
+    """n_jobs=1 against the default n_jobs on ``client`` (with ``n_blocks`` feature blocks):
+    name -> (median wall s, median workers' CPU s, median CPU s of this process, alpha_
+    index)."""
     grid = alpha_grid(X.tocsc(), y, L1_RATIO[kind], 1e-3, N_ALPHAS, True, False)
-    make = solvers(kind, grid)["dask_strads"]
+    ours = solvers(kind, grid)["dask_strads"]
+
+    def make():
+        return ours().set_params(n_blocks=n_blocks)
+
     settings = {"n_jobs=1": 1, f"n_jobs=None ({len(client.nthreads())})": None}
     warm = make()
     warm.client = client
@@ -184,6 +190,9 @@ def main():
         ("--client-workers", {"type": int, "default": 0,
                               "help": "dask_strads alone on a LocalCluster of that many worker "
                                       "processes: n_jobs=1 against the default"}),
+        ("--blocks", {"type": int, "default": None,
+                      "help": "with --client-workers: the feature blocks (default: the "
+                              "estimator's)"}),
     ])
     only = None if args.solvers is None else {"dask_strads", *args.solvers.split(",")}
     client = None
@@ -202,8 +211,9 @@ def main():
                 if client is None:
                     table(title, run(X, y, kind, args.repeats, only), args.markdown)
                 else:
-                    cluster_table(f"{title}, {args.client_workers} worker processes",
-                                  run_on_cluster(X, y, kind, args.repeats, client),
+                    blocks = f", {args.blocks} blocks" if args.blocks else ""
+                    cluster_table(f"{title}, {args.client_workers} worker processes{blocks}",
+                                  run_on_cluster(X, y, kind, args.repeats, client, args.blocks),
                                   args.markdown)
                 print(f"load average: {os.getloadavg()}")
     finally:

@@ -11,6 +11,7 @@ from dask_strads.engine import (
 )
 from dask_strads.engine import runtime
 from dask_strads.engine.blocks import PinnedBlock, PlacedBlocks, place_blocks
+from dask_strads.engine.hubs import release_hub
 from dask_strads.programs import BlockJacobi, jacobi_blocks, run_sequential
 
 N, N_BLOCKS = 40, 4
@@ -66,6 +67,7 @@ class WhereJacobi(BlockJacobi):
     def pull(self, partials, shared):
         shared, report = super().pull({b: p for b, (p, _) in partials.items()}, shared)
         report["pushed_on"] = {b: where for b, (_, where) in partials.items()}
+        report["pulled_on"] = _worker_address()
         return shared, report
 
 
@@ -269,6 +271,27 @@ def test_runs_from_blocks_placed_once(client_factory, system):
     assert first.param_workers == lagged.param_workers == placed.owners
     data_keys = {key for key in client.who_has() if key.startswith("strads-jacobi-data-")}
     assert data_keys == {handle.key for handle in placed.handles}
+
+
+def test_a_run_started_while_another_is_in_progress_pulls_on_another_worker(client_factory,
+                                                                            system):
+    """Runs in progress at once on the same blocks (cross-validation's paths) spread their
+    pulls over the blocks' workers; a lone run pulls on its first block's worker."""
+    A, b, program, raw = system
+    client = client_factory(2, processes=True)
+    where = WhereJacobi(program.row_starts)
+    engine = Engine(where, client=client, max_rounds=ROUNDS)
+    placed = PlacedBlocks.on(engine.executor, raw, prefix="strads-jacobi-data")
+    assert len(set(placed.owners)) == 2
+    lone = engine.run(placed)
+    in_progress = engine.start(placed)
+    try:
+        second = Engine(where, max_rounds=ROUNDS, executor=engine.executor).run(placed)
+    finally:
+        release_hub(in_progress.hub)
+    assert set(lone.history.column("pulled_on")) == {placed.owners[0]} == {in_progress.hub}
+    assert set(second.history.column("pulled_on")) == set(placed.owners) - {placed.owners[0]}
+    assert_same_run(client, second, run_sequential(program, raw, ROUNDS))
 
 
 def test_place_blocks_persists_lazy_blocks(client_factory):

@@ -14,6 +14,7 @@ from ..log import logger
 from ..programs.base import carried_id, check_carried_assignment, check_reads, reads
 from . import disk, tasks
 from .history import History
+from .hubs import claim_hub, release_hub
 from .blocks import PlacedBlocks
 from .executors import ClusterError, WorkerLost
 from .progress import watchers
@@ -61,7 +62,7 @@ class _Run:
     def __init__(self, name, owners, start):
         self.name = name
         self.owners = owners
-        self.hub = owners[0]
+        self.hub = claim_hub(owners)
         self.start = start
         self.history = History()
         self.pending = deque()  # (round, report handle), oldest first
@@ -82,8 +83,8 @@ class Engine:
     """Runs a :class:`~dask_strads.programs.Program` on Dask, one task graph per round.
 
     Every block has a cell (its data and state) on one worker for the whole fit. A round is one
-    graph: a push task per scheduled block, pinned to the block's worker; one pull on the first
-    block's worker; one task that extracts the report for the client; and, for programs with
+    graph: a push task per scheduled block, pinned to the block's worker; one pull on the run's hub (one
+    of its blocks' workers, see :mod:`.hubs`); one task that extracts the report for the client; and, for programs with
     carried blocks, one hand-off task per carried block, which Dask then moves to the next
     worker that asks for it. Keys read ``strads-<program>-<kind>-<block>-<round>-<run>``. The
     client may submit ``pipeline_depth`` rounds beyond the newest report it has read, so that
@@ -169,6 +170,7 @@ class Engine:
                 except WorkerLost as error:
                     run = self._recover(run, blocks, slots, error)
         finally:
+            release_hub(run.hub)
             for watcher in watching:
                 watcher.close(run)
 
@@ -291,6 +293,7 @@ class Engine:
         if isinstance(blocks, PlacedBlocks):  # some of them were on the worker lost
             blocks, slots = blocks.blocks, blocks.slots
         new = self.start(blocks, slots, restore)
+        release_hub(run.hub)
         new.start, new.history, new.losses = run.start, run.history, run.losses
         new.history.truncate(resumed)
         new.history.stats.recoveries.append({

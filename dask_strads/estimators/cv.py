@@ -231,7 +231,7 @@ class LassoCV(ElasticNetCV):
 def _per_worker(placed, executor, n_paths):
     """Where the paths run: ``placed``, and when it is one block on a cluster and several paths
     run at once, a copy of it on as many other workers as they can use. A path's solve (its
-    pull) runs on the worker of its first block: paths on one placement would all queue there."""
+    pull) runs on one of its blocks' workers: paths on one block would all queue there."""
     if executor.local or len(placed) > 1 or n_paths < 2:
         return [placed]
     others = [w for w in executor.workers if w != placed.owners[0]][:n_paths - 1]
