@@ -13,6 +13,7 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
@@ -184,3 +185,32 @@ def fit_is_refused(est, client, fit_args, error, match):
             est.fit(*fit_args)
     assert not [t for t in stream.data if str(t["key"]).startswith("strads-")]
     return stream.data
+
+
+def run_past_the_stop(program, raw_blocks, behind=2, max_rounds=300):
+    """A program in a plain loop, its pushes updating the blocks in place as a worker's do,
+    until ``behind`` rounds have run after the report that meets its stopping test:
+    ``(parameters at the stop, parameters at the end, that report)``, the parameters being the
+    blocks' ``collect`` one after the other."""
+    data = [program.prepare_block(raw, b) for b, raw in enumerate(raw_blocks)]
+    started = [program.init_block(d, b) for b, d in enumerate(data)]
+    states = [state for state, _ in started]
+    shared, _ = program.pull(dict(enumerate(p for _, p in started)), program.initial_shared())
+
+    def parameters():
+        return np.concatenate([program.collect(d, s, shared) for d, s in zip(data, states)])
+
+    stop = None
+    for _ in range(max_rounds):
+        partials = {}
+        for b, d in enumerate(data):
+            states[b], partials[b] = program.push(b, d, states[b], None, shared)
+        shared, report = program.pull(partials, shared)
+        if stop is None and program.converged(report):
+            stop, at_stop = report, parameters()
+        elif stop is not None:
+            assert report.get("after_stop"), "a report after the stop"
+            behind -= 1
+            if not behind:
+                return at_stop, parameters(), stop
+    raise AssertionError(f"no stop and {behind} rounds behind it in {max_rounds} rounds")

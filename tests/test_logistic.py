@@ -16,6 +16,7 @@ from sklearn.linear_model import LogisticRegression as SkLogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
 
 import dask_strads
+from conftest import run_past_the_stop
 from dask_strads.programs import run_sequential
 from dask_strads.programs.logistic import LogisticProgram, make_raw_block
 
@@ -163,25 +164,9 @@ def test_rounds_behind_the_stop_change_nothing():
     Y = np.where(y == 1, 1.0, -1.0)[:, None]
     program = LogisticProgram(2, Y, C, l1_ratio, 1 - l1_ratio, True, 1e-5, sparse=True)
     X_csc = X.tocsc()
-    data = [program.prepare_block(make_raw_block(X_csc[:, lo:lo + 30], np.zeros((1, 30))), b)
-            for b, lo in enumerate((0, 30))]
-    started = [program.init_block(d, b) for b, d in enumerate(data)]
-    states = [state for state, _ in started]
-    shared, _ = program.pull(dict(enumerate(p for _, p in started)), program.initial_shared())
-    reports = []
-    while sum(r.get("after_stop", False) for r in reports) < 2:
-        partials = {}
-        for b, d in enumerate(data):
-            states[b], partials[b] = program.push(b, d, states[b], None, shared)
-        shared, report = program.pull(partials, shared)
-        reports.append(report)
-        if program.converged(report):
-            at_stop = np.concatenate([program.collect(d, s, shared)
-                                      for d, s in zip(data, states)])
-        assert len(reports) < 300
-    collected = np.concatenate([program.collect(d, s, shared) for d, s in zip(data, states)])
+    blocks = [make_raw_block(X_csc[:, lo:lo + 30], np.zeros((1, 30))) for lo in (0, 30)]
+    at_stop, collected, stop = run_past_the_stop(program, blocks)
     np.testing.assert_array_equal(collected, at_stop)
-    stop = next(r for r in reports if program.converged(r))
     assert objective(X, Y[:, 0], collected[1:, 0], collected[0, 0], C, l1_ratio) == (
         pytest.approx(stop["objective"], rel=1e-12))
 
