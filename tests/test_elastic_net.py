@@ -198,7 +198,7 @@ def test_block_columns_match_numpy():
     centred = dense - dense.mean(axis=0)
     for given in (dense, np.asfortranarray(dense), X, X.tocsr(), split_entries(X)):
         for means, expected in ((None, centred), (np.zeros(30), dense)):
-            columns = block_columns(given, y_centred, means)
+            columns, X_dot_y = block_columns(given, y_centred, means)
             if means is None:
                 np.testing.assert_allclose(columns.col_sums, dense.sum(axis=0), atol=1e-12)
                 np.testing.assert_allclose(columns.col_means, dense.mean(axis=0), atol=1e-12)
@@ -206,7 +206,7 @@ def test_block_columns_match_numpy():
                 assert len(columns.col_sums) == len(columns.col_means) == 0
             np.testing.assert_allclose(columns.col_norm2, (expected**2).sum(axis=0),
                                        rtol=1e-12, atol=1e-12)
-            np.testing.assert_allclose(columns.X_dot_y, expected.T @ y_centred, atol=1e-10)
+            np.testing.assert_allclose(X_dot_y, expected.T @ y_centred, atol=1e-10)
 
 
 def test_repeated_sparse_entries_and_csr():

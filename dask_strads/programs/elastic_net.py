@@ -34,9 +34,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.columns import add_columns, column_stats
-from ..kernels.elastic_net import dot, gradient_and_scores, half_norm2, screen
+from ..kernels.elastic_net import candidates, dot, gradient, half_norm2, scores, screen
 from .base import Program, initial_parameters
-from .working_set import Columns, duality_gap, join_columns, solve
+from .working_set import Columns, duality_gap, join_columns, residual_dot, solve
 
 #: Working-set size of the first round, and the least of any round.
 WS_START = 100
@@ -100,7 +100,6 @@ class Candidates:
     n_violating: int  # features at zero that violate the optimality conditions
     l1_norm: float
     coef_norm2: float
-    coef_dot_y: float
     dual_norm: float
     gradient_norm2: float
 
@@ -121,9 +120,9 @@ class ElasticNetProgram(Program):
     def __init__(self, widths, y_centred, alpha, l1_ratio, positive, gap_tolerance, seed=0,
                  sparse=False, working_set=True, anderson=True, screening=True):
         self.widths = list(widths)
+        # y serves the duality gap's y . (r + offset), on the pull's worker (one copy there)
         self.y_centred = np.asarray(y_centred, dtype=np.float64)
         self.n_samples = len(self.y_centred)
-        self.y_norm2 = dot(self.y_centred, self.y_centred)
         self.l1 = alpha * l1_ratio * self.n_samples
         self.l2 = alpha * (1.0 - l1_ratio) * self.n_samples
         self.positive = positive
@@ -134,14 +133,10 @@ class ElasticNetProgram(Program):
         self.screening = screening
         self.kernels = ("enet_sparse" if sparse else "enet",)
 
-    def __getstate__(self):
-        # y is needed on the client only, for the first residual: keep it out of every task
-        return {**self.__dict__, "y_centred": None}
-
     # -- blocks -----------------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        return BlockData(block_columns(raw["X"], raw["y"], raw["means"]),
-                         initial_parameters(raw["coef"]))
+        columns, _ = block_columns(raw["X"], raw["y"], raw["means"])
+        return BlockData(columns, initial_parameters(raw["coef"]))
 
     def initial_shared(self):
         ws_size = WS_START if self.working_set else sum(self.widths)
@@ -168,26 +163,24 @@ class ElasticNetProgram(Program):
         columns, coef = data.columns, state.coef
         _commit(state, shared)
         self._screen(columns, state, shared)
-        active, gradient, score = state.active, state.gradient, np.empty(columns.width)
+        active, norm2 = state.active, columns.col_norm2
         l1, l2 = self.penalties(shared)
-        dual_norm, gradient_norm2, violating, l1_norm, coef_norm2 = gradient_and_scores(
+        dual_norm, gradient_norm2, violating, l1_norm, coef_norm2 = gradient(
             columns.X, coef, active, shared.r, shared.offset, columns.col_sums,
-            columns.col_means, columns.col_norm2, l1, l2, self.positive, gradient, score)
+            columns.col_means, norm2, l1, l2, self.positive, state.gradient)
         n_active = int(np.count_nonzero(active))
         wanted = max(shared.ws_size, int(np.count_nonzero(coef)))
-        if wanted >= n_active:
-            positions = np.flatnonzero(active)
-        else:
-            # the non-zero and violating features, or the most violating of them: features
-            # that satisfy their optimality condition would stay at zero in the working set
-            positions = np.flatnonzero(score > 0.0)
-            if len(positions) > wanted:
-                top = np.argpartition(-score[positions], wanted - 1)[:wanted]
-                positions = np.sort(positions[top])
+        # the non-zero and violating features, or the most violating of them: features that
+        # satisfy their optimality condition would stay at zero in the working set
+        positions = (np.flatnonzero(active) if wanted >= n_active else
+                     candidates(coef, active, state.gradient, norm2, l1, l2, self.positive))
+        score = scores(positions, coef, active, state.gradient, norm2, l1, l2, self.positive)
+        if wanted < n_active and len(positions) > wanted:
+            top = np.sort(np.argpartition(-score, wanted - 1)[:wanted])
+            positions, score = positions[top], score[top]
         update = Candidates(
-            positions, score[positions], coef[positions], columns.take(positions), n_active,
-            violating, l1_norm, coef_norm2, dot(coef, columns.X_dot_y), dual_norm,
-            gradient_norm2)
+            positions, score, coef[positions], columns.take(positions), n_active,
+            violating, l1_norm, coef_norm2, dual_norm, gradient_norm2)
         state.stage = shared.stage
         return state, update
 
@@ -232,7 +225,7 @@ class ElasticNetProgram(Program):
                                                                0.5 * self.tolerance)
         r = shared.r.copy()
         offset, n_epochs = solve(columns, coef, r, shared.offset, *self.penalties(shared),
-                                 self.positive, self.y_norm2, tolerance, self.anderson)
+                                 self.positive, self.y_centred, tolerance, self.anderson)
         edges = np.cumsum([0] + [len(c) for c in chosen])
         changes = tuple((u.positions[c], coef[lo:hi])
                         for u, c, lo, hi in zip(updates, chosen, edges[:-1], edges[1:]))
@@ -252,7 +245,7 @@ class ElasticNetProgram(Program):
         coef_norm2 = sum(u.coef_norm2 for u in updates)
         dual_norm = max(u.dual_norm for u in updates)
         primal = 0.5 * r_norm2 + l1 * l1_norm + 0.5 * l2 * coef_norm2
-        gap = duality_gap(primal, r_norm2, self.y_norm2 - sum(u.coef_dot_y for u in updates),
+        gap = duality_gap(primal, r_norm2, residual_dot(self.y_centred, shared.r, shared.offset),
                           dual_norm, sum(u.gradient_norm2 for u in updates), l1, l2, coef_norm2)
         scale = min(1.0, l1 / dual_norm) if dual_norm > 0 else 1.0
         n = self.n_samples
@@ -291,9 +284,10 @@ class ElasticNetProgram(Program):
 
 
 def block_columns(X, y_centred, means):
-    """A block's columns (a dense array or a CSC matrix) in the kernels' format, with their sums,
-    centred squared norms and ``x~_j . y``, from one pass over the data. ``means`` None: the
-    columns' own means (the intercept's centring, computed here, on the block's worker)."""
+    """A block's columns (a dense array or a CSC matrix) in the kernels' format with their sums
+    and centred squared norms, and their ``x~_j . y``, from one pass over the data: ``(Columns,
+    X_dot_y)``. ``means`` None: the columns' own means (the intercept's centring, computed here,
+    on the block's worker)."""
     X_kernel = _kernel_matrix(X)
     col_sums, norms2, X_dot_y, canonical = column_stats(X_kernel, y_centred)
     if not canonical:  # a row repeated in a column (or unsorted rows): sum them, count again
@@ -305,16 +299,16 @@ def block_columns(X, y_centred, means):
 
 
 def centred_columns(X_kernel, col_sums, norms2, X_dot_y, n_samples, y_sum, means):
-    """The :class:`Columns` of ``n_samples`` rows whose raw sums, squared norms and dot products
-    with ``y`` (summing to ``y_sum``) are given, centred implicitly by ``means`` (None: their
-    own; all zero: not centred, without sums and means)."""
+    """``(Columns, X_dot_y)`` of ``n_samples`` rows whose raw sums, squared norms and dot
+    products with ``y`` (summing to ``y_sum``) are given, centred implicitly by ``means`` (None:
+    their own; all zero: not centred, without sums and means)."""
     if means is not None and not np.any(means):
         nothing = np.zeros(0)
-        return Columns(X_kernel, nothing, nothing, norms2, X_dot_y)
+        return Columns(X_kernel, nothing, nothing, norms2), X_dot_y
     means = col_sums / n_samples if means is None else np.asarray(means, dtype=np.float64)
     col_norm2 = np.maximum(norms2 - n_samples * means**2, 0.0)
     X_dot_y -= means * y_sum
-    return Columns(X_kernel, col_sums, means, col_norm2, X_dot_y)
+    return Columns(X_kernel, col_sums, means, col_norm2), X_dot_y
 
 
 def _kernel_matrix(X):

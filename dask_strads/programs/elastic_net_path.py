@@ -43,8 +43,7 @@ class FoldColumns(Columns):
             X = np.asfortranarray(self.X[np.ix_(self.rows, positions)])
         else:
             X = take_csc_rows(*self.X, np.asarray(positions, dtype=np.int64), self.row_map)
-        return Columns(X, *self.centring_at(positions), self.col_norm2[positions],
-                       self.X_dot_y[positions])
+        return Columns(X, *self.centring_at(positions), self.col_norm2[positions])
 
     def spread(self, r):
         """The fold's vector ``r`` over all rows, zero off the fold."""
@@ -86,8 +85,8 @@ class ElasticNetPathProgram(ElasticNetProgram):
         weights, y_fold = np.zeros(len(raw["y"])), np.zeros(len(raw["y"]))
         weights[rows] = 1.0
         y_fold[rows] = raw["y"][rows] - self.y_shift
-        columns = centred_columns(X, *weighted_column_stats(X, weights, y_fold), len(rows),
-                                  y_fold.sum(), raw["means"])
+        columns, _ = centred_columns(X, *weighted_column_stats(X, weights, y_fold), len(rows),
+                                     y_fold.sum(), raw["means"])
         row_map = np.full(len(raw["y"]), -1, dtype=np.int64)
         row_map[rows] = np.arange(len(rows))
         return BlockData(FoldColumns(**vars(columns), rows=rows, row_map=row_map),

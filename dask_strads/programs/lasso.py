@@ -106,8 +106,8 @@ def make_raw_block(X, y_centred, coef_init, col_means, centre_dense):
 
 
 def prepare_columns(raw):
-    """A raw block's columns as the kernels want them (:func:`.elastic_net.block_columns`);
-    dense blocks are centred here when asked."""
+    """A raw block's columns as the kernels want them and their ``x~_j . y``
+    (:func:`.elastic_net.block_columns`); dense blocks are centred here when asked."""
     X, means = raw["X"], np.asarray(raw["means"], dtype=np.float64)
     if raw["centre_dense"] and isinstance(X, np.ndarray):
         X = X - means
@@ -147,9 +147,9 @@ class LassoProgram(Program):
 
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        columns = prepare_columns(raw)
-        return LassoData(columns.X, *columns.centring(), columns.col_norm2, columns.X_dot_y, initial_parameters(raw["coef"]),
-                         _cyclic_order(columns.width, self.seed))
+        columns, X_dot_y = prepare_columns(raw)
+        return LassoData(columns.X, *columns.centring(), columns.col_norm2, X_dot_y,
+                         initial_parameters(raw["coef"]), _cyclic_order(columns.width, self.seed))
 
     def __getstate__(self):
         # y is needed on the client only, for the first residual: keep it out of every task

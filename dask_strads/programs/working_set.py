@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.elastic_net import (dot, epochs, gradient_and_scores, half_norm2, move,
-                                    take_csc)
+from ..kernels.elastic_net import dot, epochs, gradient, half_norm2, move, take_csc
 
 #: Iterates combined by one Anderson extrapolation (skglm and celer use 5).
 ANDERSON_ITERATES = 5
@@ -32,13 +31,12 @@ class Columns:
     col_sums: np.ndarray
     col_means: np.ndarray
     col_norm2: np.ndarray
-    X_dot_y: np.ndarray  # x~_j . y_c
 
     def take(self, positions):
         if len(positions) == self.width:  # positions are sorted and distinct: all of them
             return self
         return Columns(take_columns(self.X, positions), *self.centring_at(positions),
-                       self.col_norm2[positions], self.X_dot_y[positions])
+                       self.col_norm2[positions])
 
     def centring_at(self, positions):
         """``(col_sums, col_means)`` of the columns ``positions`` (empty when not centred)."""
@@ -85,8 +83,7 @@ def join_columns(parts):
         sums, means = (np.concatenate(c) for c in zip(*(p.centring() for p in parts)))
     else:
         sums, means = first.col_sums, first.col_means
-    return Columns(X, sums, means, *(np.concatenate([getattr(p, name) for p in parts])
-                                     for name in ("col_norm2", "X_dot_y")))
+    return Columns(X, sums, means, np.concatenate([p.col_norm2 for p in parts]))
 
 
 def primal(r, offset, coef, l1, l2):
@@ -105,14 +102,20 @@ def duality_gap(primal_value, r_norm2, r_dot_y, dual_norm, gradient_norm2, l1, l
     return primal_value - dual
 
 
-def solve(columns, coef, r, offset, l1, l2, positive, y_norm2, tol, anderson=True):
+def residual_dot(y, r, offset):
+    """``y . (r + offset)``: with ``r + offset = y - X~ w``, the duality gap's
+    ``||y||^2 - w . X~^T y``, from the residual instead of a ``x~_j . y`` kept per feature."""
+    return dot(y, r) + offset * y.sum()
+
+
+def solve(columns, coef, r, offset, l1, l2, positive, y, tol, anderson=True):
     """Minimise the objective over the working set's coefficients ``coef`` (every non-zero
     coefficient of the model is among them), in place on ``coef`` and ``r``, until the working
     set's duality gap is at most ``tol`` (or down to rounding error). Returns
     ``(offset, epochs run)``."""
     X, sums, means, norm2 = columns.X, columns.col_sums, columns.col_means, columns.col_norm2
     iterates = [coef.copy()]
-    gradient, score = np.empty(columns.width), np.empty(columns.width)
+    g = np.empty(columns.width)
     everything = np.ones(columns.width, dtype=np.bool_)
     for epoch in range(1, MAX_EPOCHS + 1):
         offset, largest = epochs(X, coef, r, offset, sums, means, norm2, l1, l2, positive, 1)
@@ -122,12 +125,11 @@ def solve(columns, coef, r, offset, l1, l2, positive, y_norm2, tol, anderson=Tru
                 offset = _extrapolate(columns, iterates, coef, r, offset, l1, l2, positive)
                 iterates = [coef.copy()]
         if largest == 0.0 or epoch % CHECK_EVERY == 0:
-            dual_norm, gradient_norm2, *_ = gradient_and_scores(
-                X, coef, everything, r, offset, sums, means, norm2, l1, l2, positive, gradient,
-                score)
+            dual_norm, gradient_norm2, *_ = gradient(X, coef, everything, r, offset, sums, means,
+                                                     norm2, l1, l2, positive, g)
             value = primal(r, offset, coef, l1, l2)
             gap = duality_gap(value, 2.0 * half_norm2(r, offset),
-                              y_norm2 - dot(coef, columns.X_dot_y), dual_norm,
+                              residual_dot(y, r, offset), dual_norm,
                               gradient_norm2, l1, l2, dot(coef, coef))
             if largest == 0.0 or gap <= max(tol, PRECISION * value):
                 break
