@@ -18,7 +18,7 @@ from dask_strads.partition import block_edges
 from dask_strads.programs.base import run_sequential
 from dask_strads.programs.elastic_net import ElasticNetProgram, block_columns
 from dask_strads.programs.lasso import make_raw_block
-from conftest import fit_is_refused
+from conftest import fit_is_refused, run_past_the_stop
 from lasso_problems import ar1_design
 
 OBJECTIVE_RTOL = 1e-6
@@ -141,25 +141,9 @@ def test_rounds_behind_the_stop_change_nothing():
     X, y = sparse_problem(seed=9, n=150, p=500)
     alpha, l1_ratio = 0.03, 0.8
     program, blocks = no_intercept_program(X, y, alpha, l1_ratio, 2)
-    data = [program.prepare_block(raw, b) for b, raw in enumerate(blocks)]
-    started = [program.init_block(d, b) for b, d in enumerate(data)]
-    states = [state for state, _ in started]
-    shared, _ = program.pull(dict(enumerate(p for _, p in started)), program.initial_shared())
-    reports = []
-    for _ in range(200):
-        if sum(r.get("after_stop", False) for r in reports) == 2:
-            break
-        partials = {}
-        for b, d in enumerate(data):
-            states[b], partials[b] = program.push(b, d, states[b], None, shared)
-        shared, report = program.pull(partials, shared)
-        reports.append(report)
-        if program.converged(report):
-            at_stop = [program.collect(d, s, shared) for d, s in zip(data, states)]
-    stop = next(r for r in reports if program.converged(r))
-    coef = np.concatenate([program.collect(d, s, shared) for d, s in zip(data, states)])
-    np.testing.assert_array_equal(coef, np.concatenate(at_stop))
-    objective = enet_objective(X, y, coef, 0.0, alpha, l1_ratio)
+    at_stop, at_end, stop = run_past_the_stop(program, blocks)
+    np.testing.assert_array_equal(at_end, at_stop)
+    objective = enet_objective(X, y, at_end, 0.0, alpha, l1_ratio)
     assert objective == pytest.approx(stop["objective"], rel=1e-12)
 
 
