@@ -8,7 +8,7 @@ A block is a dense (Fortran float64) array or the ``(indptr, indices, data)`` of
 import numpy as np
 from numba import njit
 
-from .columns import column_axpy, column_dot, n_columns
+from .columns import column_axpy, column_dot
 from .weighted_columns import column_weighted_dot, column_weighted_sq_norm
 
 
@@ -21,10 +21,10 @@ def _column_dots(X, columns, g, out):
 
 
 @njit(cache=True, nogil=True)
-def _all_column_dots(X, g, out):
-    """out[j] = X[:, j] . g for every column (no array of their indices)"""
-    for j in range(n_columns(X)):
-        out[j] = column_dot(X, j, g)
+def _column_range_dots(X, start, g, out):
+    """out[k] = X[:, start + k] . g (no array of the columns' indices)"""
+    for k in range(out.shape[0]):
+        out[k] = column_dot(X, start + k, g)
     return out
 
 
@@ -133,9 +133,9 @@ def column_dots(X, columns, g):
     return _column_dots(X, columns, g, np.empty(columns.shape[0]))
 
 
-def all_column_dots(X, g, width):
-    """``X.T @ g`` of a block of ``width`` columns."""
-    return _all_column_dots(X, g, np.empty(width))
+def column_range_dots(X, start, stop, g):
+    """``X[:, start:stop].T @ g`` of a block."""
+    return _column_range_dots(X, int(start), g, np.empty(stop - start))
 
 
 def datafit(z, y, C):

@@ -33,13 +33,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.columns import add_columns
-from ..kernels.logistic import (all_column_dots, column_dots, datafit, margin_derivatives,
+from ..kernels.logistic import (column_dots, column_range_dots, datafit, margin_derivatives,
                                 newton_direction, violations)
 from .base import Program, initial_parameters
 from .elastic_net import kernel_csc
 
 #: Smallest working set of a block and class; it grows to twice the block's nonzeros.
 MIN_WORKING_SET = 10
+#: Columns whose gradient a push (or a block's start) computes at a time: it holds no array of
+#: the block's width.
+COLUMN_CHUNK = 2**16
 #: Prox-Newton steps of a push when the program has one block, and coordinate-descent sweeps for
 #: a step's direction. With several blocks a push takes one step: further steps, against margins
 #: the other blocks are changing at the same time, did not save rounds (two blocks, the tweets).
@@ -187,9 +190,9 @@ class LogisticProgram(Program):
     def init_block(self, data, block_id):
         coef = data.coef_init.copy()
         dz = np.array([add_columns(data.X, c, np.zeros(self.Y.shape[1])) for c in coef])
-        features = data.width - data.has_intercept
-        scale = max(np.abs(all_column_dots(data.X, -0.5 * self.C * y, data.width)[:features])
-                    .max(initial=0.0) for y in self.Y)
+        penalised = _chunks(data.width - data.has_intercept)
+        scale = max((_largest_magnitude(column_range_dots(data.X, start, stop, -0.5 * self.C * y))
+                     for y in self.Y for start, stop in penalised), default=0.0)
         penalty = np.array([self.block_penalty(c) for c in coef])
         nothing = (np.zeros(0, dtype=np.int64), np.zeros(0))
         return (BlockState(coef, [nothing] * len(coef)),
@@ -236,14 +239,8 @@ class LogisticProgram(Program):
         X = data.X
         z_start = z
         g, h = margin_derivatives(z, y, self.C)
-        # the gradient, turned into the violations in place: one array of the block's width
-        score = all_column_dots(X, g, data.width)
-        violations(score, coef, self.l1, self.l2, data.width - 1 if data.has_intercept else -1,
-                   out=score)
-        worst = float(score.max(initial=0.0))
+        worst, ws = self._violators(data, coef, g)
         target = max(INNER_SHARE * worst, floor)
-        ws = _working_set(score, coef)
-        del score
         new = coef[ws]
         free = data.free_position(ws)
         steps = 0
@@ -263,6 +260,29 @@ class LogisticProgram(Program):
             g, h = margin_derivatives(z, y, self.C)
             steps += 1
         return ws, new, z - z_start, worst, steps
+
+    def _violators(self, data, coef, g):
+        """The block's largest violation of its optimality conditions (the loss's derivative in
+        the margins being ``g``) and its working set: the nonzero coefficients and the worst
+        violators, twice as many coordinates as nonzeros, at least ``MIN_WORKING_SET``, none
+        that satisfies its condition; sorted. The gradient and the violations are computed
+        ``COLUMN_CHUNK`` columns at a time, the worst so far kept."""
+        size = max(MIN_WORKING_SET, 2 * np.count_nonzero(coef))
+        free = data.width - 1 if data.has_intercept else -1
+        worst, positions, scores = 0.0, np.zeros(0, dtype=np.int64), np.zeros(0)
+        for start, stop in _chunks(data.width):
+            score = column_range_dots(data.X, start, stop, g)
+            violations(score, coef[start:stop], self.l1, self.l2,
+                       free - start if start <= free < stop else -1, out=score)
+            worst = max(worst, float(score.max(initial=0.0)))
+            score[coef[start:stop] != 0.0] = np.inf
+            violating = np.flatnonzero(score > 0.0)
+            positions = np.concatenate([positions, violating + start])
+            scores = np.concatenate([scores, score[violating]])
+            if len(positions) > size:
+                best = np.argpartition(-scores, size - 1)[:size]
+                positions, scores = positions[best], scores[best]
+        return worst, np.sort(positions)
 
     def _line_search(self, z, q, y, coef, d, g, free):
         """The largest step in 1, 1/2, 1/4, ... with sufficient decrease of the objective
@@ -362,22 +382,20 @@ class LogisticProgram(Program):
         return np.vstack([shared.intercept, coef]) if data.block == 0 else coef
 
 
+def _chunks(width):
+    """``(start, stop)`` of the ``COLUMN_CHUNK``-column pieces of ``range(width)``."""
+    return [(start, min(start + COLUMN_CHUNK, width)) for start in range(0, width, COLUMN_CHUNK)]
+
+
+def _largest_magnitude(values):
+    """``max |values|`` (0 for none), without an array of the magnitudes."""
+    return max(values.max(initial=0.0), -values.min(initial=0.0))
+
+
 def _commit(state, steps):
     """Commit each class's last change times its pull's step (in place)."""
     for k, (positions, values) in enumerate(state.changes):
         state.coef[k, positions] += steps[k] * values
-
-
-def _working_set(score, coef):
-    """The nonzero coefficients and the worst violators: twice as many coordinates as
-    nonzeros, at least ``MIN_WORKING_SET``, none that satisfies its condition (sorted; the
-    nonzero coefficients' scores are set to infinity in place)."""
-    size = max(MIN_WORKING_SET, 2 * np.count_nonzero(coef))
-    score[coef != 0.0] = np.inf
-    candidates = np.flatnonzero(score > 0.0)
-    if len(candidates) > size:
-        candidates = np.sort(candidates[np.argpartition(-score[candidates], size - 1)[:size]])
-    return candidates
 
 
 def _box_quadratic(curvature, linear, free):
