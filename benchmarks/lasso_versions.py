@@ -1,0 +1,102 @@
+"""Two checkouts of dask_strads side by side on the Lasso problems of benchmarks/lasso.py: one
+fit at a time, each in a process of its own whose ``PYTHONPATH`` is the checkout, the versions
+alternated, so that the machine's load falls on both alike.
+
+Each process loads the problem (generated once, saved under ``--cache``), fits it once (numba's
+cache, placing the data) and times ``--repeats`` more fits: CPU seconds of the process (its
+threads included; the default executor runs a fit of this size in the process) and wall
+seconds. Printed per problem: the rounds and non-zeros of each version (they should agree), the
+median CPU and wall seconds and new / old, and the load average.
+
+Usage (a checkout made with ``git worktree add /tmp/old <commit>``):
+
+    python benchmarks/lasso_versions.py /tmp/old . --problems c,e,a --alternations 3 --repeats 2
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def saved_problem(key, cache):
+    """The problem ``key`` of benchmarks/lasso.py, generated once into ``cache``."""
+    path = os.path.join(cache, f"lasso_problem_{key}.npz")
+    if not os.path.exists(path):
+        sys.path.insert(0, HERE)
+        from lasso import PROBLEMS
+        X, y, frac, _, fit_intercept = PROBLEMS[key]()
+        if sp.issparse(X):
+            X = sp.csc_matrix(X)
+            np.savez(path, data=X.data, indices=X.indices, indptr=X.indptr, shape=X.shape, y=y,
+                     frac=frac, fit_intercept=fit_intercept)
+        else:
+            np.savez(path, X=X, y=y, frac=frac, fit_intercept=fit_intercept)
+    return path
+
+
+def time_fits(path, repeats):
+    """In the checkout's process: the fits' seconds, rounds and non-zeros, as JSON."""
+    import dask_strads
+    saved = np.load(path)
+    X = saved["X"] if "X" in saved else sp.csc_matrix(
+        (saved["data"], saved["indices"], saved["indptr"]), shape=tuple(saved["shape"]))
+    y, fit_intercept = saved["y"], bool(saved["fit_intercept"])
+    y_centred = y - y.mean() if fit_intercept else y
+    X_dot_y = np.asarray(X.T @ y_centred).ravel()
+    if fit_intercept:
+        X_dot_y -= np.asarray(X.mean(axis=0)).ravel() * y_centred.sum()
+    alpha = float(saved["frac"]) * np.abs(X_dot_y).max() / len(y)
+    warnings.simplefilter("ignore")
+    est = dask_strads.Lasso(alpha=alpha, fit_intercept=fit_intercept, tol=1e-6)
+    est.fit(X, y)
+    fits = []
+    for _ in range(repeats):
+        cpu, wall = time.process_time(), time.perf_counter()
+        est.fit(X, y)
+        fits.append({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
+                     "rounds": int(est.n_iter_), "nonzeros": int(np.count_nonzero(est.coef_))})
+    print(json.dumps(fits))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("old")
+    parser.add_argument("new")
+    parser.add_argument("--problems", default="c,e,a")
+    parser.add_argument("--alternations", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--cache", default="/tmp")
+    args = parser.parse_args(argv)
+    checkouts = {"old": os.path.abspath(args.old), "new": os.path.abspath(args.new)}
+    for key in args.problems.split(","):
+        path = saved_problem(key, args.cache)
+        fits = {"old": [], "new": []}
+        for _ in range(args.alternations):
+            for name, checkout in checkouts.items():
+                done = subprocess.run(
+                    [sys.executable, os.path.abspath(__file__), "--fit", path, str(args.repeats)],
+                    env={**os.environ, "PYTHONPATH": checkout}, cwd=checkout,
+                    capture_output=True, text=True, check=True)
+                fits[name] += json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"problem {key}: {len(fits['old'])} fits a version; rounds "
+              f"{fits['old'][0]['rounds']} / {fits['new'][0]['rounds']}, non-zeros "
+              f"{fits['old'][0]['nonzeros']} / {fits['new'][0]['nonzeros']} (old / new)")
+        for measure in ("cpu", "wall"):
+            old, new = (np.median([f[measure] for f in fits[n]]) for n in ("old", "new"))
+            print(f"  {measure}: old {old:.3f} s, new {new:.3f} s, new / old {new / old:.3f}")
+        print(f"  load average: {os.getloadavg()}", flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--fit"]:
+        time_fits(sys.argv[2], int(sys.argv[3]))
+    else:
+        main()
