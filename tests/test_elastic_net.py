@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dask.sizeof import sizeof
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet as SkElasticNet
 from sklearn.utils.estimator_checks import check_param_validation
@@ -16,7 +17,7 @@ from dask_strads.estimators.elastic_net import gap_target
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
 from dask_strads.programs.base import run_sequential
-from dask_strads.programs.elastic_net import ElasticNetProgram, block_columns
+from dask_strads.programs.elastic_net import ElasticNetProgram, block_columns, solver_columns
 from dask_strads.programs.lasso import make_raw_block
 from conftest import fit_is_refused, run_past_the_stop
 from lasso_problems import ar1_design
@@ -110,12 +111,12 @@ def test_on_a_process_cluster(client_factory):
     assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
 
 
-def no_intercept_program(X, y, alpha, l1_ratio, n_blocks):
-    """The program and raw blocks ElasticNet(fit_intercept=False, tol=TOL) fits on X, y."""
+def no_intercept_program(X, y, alpha, l1_ratio, n_blocks, tol=TOL):
+    """The program and raw blocks ElasticNet(fit_intercept=False, tol=tol) fits on X, y."""
     edges = block_edges(X.shape[1], n_blocks)
     blocks = [make_raw_block(X[:, lo:hi], y, np.zeros(hi - lo), np.zeros(hi - lo), False)
               for lo, hi in zip(edges[:-1], edges[1:])]
-    program = ElasticNetProgram(np.diff(edges), y, alpha, l1_ratio, False, gap_target(TOL, y),
+    program = ElasticNetProgram(np.diff(edges), y, alpha, l1_ratio, False, gap_target(tol, y),
                                 sparse=sp.issparse(X))
     return program, blocks
 
@@ -145,6 +146,32 @@ def test_rounds_behind_the_stop_change_nothing():
     np.testing.assert_array_equal(at_end, at_stop)
     objective = enet_objective(X, y, at_end, 0.0, alpha, l1_ratio)
     assert objective == pytest.approx(stop["objective"], rel=1e-12)
+
+
+def test_a_checkpoints_copy_of_a_block_is_packed_and_exact():
+    """``copy.deepcopy`` of a block's state (what a checkpoint keeps) holds its non-zero
+    coefficients, its mask as bits and its active features' gradient; pushed from, it gives the
+    round the state itself gives."""
+    X, y = sparse_problem(seed=10, n=150, p=2000)
+    program, blocks = no_intercept_program(X, y, 0.1, 0.9, 1, tol=0.0)  # never stops
+    data = program.prepare_block(blocks[0], 0)
+    state, start = program.init_block(data, 0)
+    shared, _ = program.pull({0: start}, program.initial_shared())
+    for _ in range(5):
+        state, partial = program.push(0, data, state, None, shared)
+        shared, _ = program.pull({0: partial}, shared)
+    assert np.count_nonzero(state.coef) and not state.active.all()
+    packed = copy.deepcopy(state)
+    assert sizeof(packed) < sizeof(state) - 8 * 0.9 * len(state.coef)
+    np.testing.assert_array_equal(program.collect(data, packed, shared),
+                                  program.collect(data, state, shared))
+    from_copy, sent_from_copy = program.push(0, data, packed, None, shared)
+    from_state, sent = program.push(0, data, state, None, shared)
+    for name in ("coef", "active", "gradient"):
+        np.testing.assert_array_equal(getattr(from_copy, name), getattr(from_state, name))
+    np.testing.assert_array_equal(sent_from_copy.positions, sent.positions)
+    np.testing.assert_array_equal(sent_from_copy.score, sent.score)
+    assert (sent_from_copy.dual_norm, sent_from_copy.n_active) == (sent.dual_norm, sent.n_active)
 
 
 def split_entries(X):
@@ -183,6 +210,10 @@ def test_block_columns_match_numpy():
     for given in (dense, np.asfortranarray(dense), X, X.tocsr(), split_entries(X)):
         for means, expected in ((None, centred), (np.zeros(30), dense)):
             columns, X_dot_y = block_columns(given, y_centred, means)
+            kept = solver_columns(given, len(y_centred), means)  # what the working set keeps
+            for name in ("col_sums", "col_means", "col_norm2"):
+                np.testing.assert_allclose(getattr(kept, name), getattr(columns, name),
+                                           rtol=1e-12, atol=1e-12)
             if means is None:
                 np.testing.assert_allclose(columns.col_sums, dense.sum(axis=0), atol=1e-12)
                 np.testing.assert_allclose(columns.col_means, dense.mean(axis=0), atol=1e-12)

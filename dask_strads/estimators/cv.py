@@ -156,7 +156,7 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             program = ElasticNetPathProgram(
                 widths, y_fold, grids[i], l1_ratios[i], self.positive,
                 gap_target(self.tol, y_fold), self.max_iter, rows=train,
-                y_shift=y_shift, seed=self._seed(), sparse=sparse)
+                seed=self._seed(), sparse=sparse)
             result = self._run_engine(program, placements[k % len(placements)], executor,
                                       len(grids[i]) * self.max_iter + 1, (X, y))
             coefs, _, _ = path_solutions(result.history, program, X.shape[1], grids[i])

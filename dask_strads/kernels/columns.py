@@ -187,6 +187,23 @@ def column_stats(X, v):
     return sums, norms2, products, canonical
 
 
+@njit(cache=True, nogil=True, fastmath=True)
+def column_norms(X, zeros, with_sums):
+    """Every column's squared norm, and its sum when ``with_sums`` (else an empty array), from
+    one pass over X, and whether each column's row indices increase strictly: what the working
+    set keeps of a block, without the arrays :func:`column_stats` would add for a moment.
+    ``zeros``: a zero vector of X's rows."""
+    p = n_columns(X)
+    sums, norms2 = np.empty(p if with_sums else 0), np.empty(p)
+    canonical = True
+    for j in range(p):
+        total, norms2[j], _, increasing = column_moments(X, j, zeros)
+        if with_sums:
+            sums[j] = total
+        canonical &= increasing
+    return sums, norms2, canonical
+
+
 @njit(cache=True, nogil=True)
 def add_columns(X, coef, out):
     """out += X @ coef, skipping zero coefficients."""

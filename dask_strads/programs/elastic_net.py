@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.columns import add_columns, column_stats
+from ..kernels.columns import add_columns, column_norms, column_stats
 from ..kernels.elastic_net import candidates, dot, gradient, half_norm2, scores, screen
 from .base import Program, initial_parameters
 from .working_set import Columns, duality_gap, join_columns, residual_dot, solve
@@ -55,13 +55,43 @@ class BlockData:
 
 @dataclass
 class BlockState:
-    """A block's state, which its pushes update in place."""
+    """A block's state, which its pushes update in place. A copy of it (a checkpoint's, made by
+    ``copy.deepcopy``) is a :class:`PackedState`, which a push or collect takes as well."""
 
     block: int
     coef: np.ndarray
     active: np.ndarray  # not screened out
-    gradient: np.ndarray  # of the last full pass, for the next screening
+    gradient: np.ndarray  # of the last full pass, for the next screening (0 where not active)
     stage: int = 0  # of the penalties the screening was for
+
+    def __deepcopy__(self, memo):
+        positions = np.flatnonzero(self.coef)
+        return PackedState(self.block, len(self.coef), positions, self.coef[positions],
+                           np.packbits(self.active), self.gradient[self.active], self.stage)
+
+
+@dataclass(frozen=True)
+class PackedState:
+    """A :class:`BlockState` exactly, at a fraction of its size: its non-zero coefficients, its
+    mask as bits and the gradient of its active features (a screened feature's is 0). A
+    checkpoint copies every block's state while the blocks hold theirs: whole, the copies
+    were the peak of a fit's memory."""
+
+    block: int
+    width: int
+    positions: np.ndarray
+    values: np.ndarray
+    active_bits: np.ndarray
+    active_gradient: np.ndarray
+    stage: int
+
+    def unpacked(self):
+        coef = np.zeros(self.width)
+        coef[self.positions] = self.values
+        active = np.unpackbits(self.active_bits, count=self.width).astype(np.bool_)
+        gradient = np.zeros(self.width)
+        gradient[active] = self.active_gradient
+        return BlockState(self.block, coef, active, gradient, self.stage)
 
 
 @dataclass(frozen=True)
@@ -135,8 +165,8 @@ class ElasticNetProgram(Program):
 
     # -- blocks -----------------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        columns, _ = block_columns(raw["X"], raw["y"], raw["means"])
-        return BlockData(columns, initial_parameters(raw["coef"]))
+        return BlockData(solver_columns(raw["X"], len(raw["y"]), raw["means"]),
+                         initial_parameters(raw["coef"]))
 
     def initial_shared(self):
         ws_size = WS_START if self.working_set else sum(self.widths)
@@ -158,6 +188,7 @@ class ElasticNetProgram(Program):
         return dict.fromkeys(range(len(self.widths)), round_index)
 
     def push(self, block_id, data, state, instruction, shared):
+        state = _unpacked(state)
         if shared.stopped:
             return state, None
         columns, coef = data.columns, state.coef
@@ -280,7 +311,21 @@ class ElasticNetProgram(Program):
     def collect(self, data, state, shared):
         # the coefficients the last report measured (not yet the last pull's working set: the
         # result is always a state a report describes)
-        return state.coef.copy()
+        return np.array(_unpacked(state).coef)
+
+
+def solver_columns(X, n_samples, means):
+    """A block's :class:`Columns` (a dense array or a CSC matrix of ``n_samples`` rows) from one
+    pass over the data: as :func:`block_columns` gives them, without its ``x~_j . y``, and
+    without the sums where ``means`` are all zero."""
+    X_kernel = _kernel_matrix(X)
+    centred = means is None or bool(np.any(means))
+    col_sums, norms2, canonical = column_norms(X_kernel, np.zeros(n_samples), centred)
+    if not canonical:  # a row repeated in a column (or unsorted rows): sum them, count again
+        X = sp.csc_matrix(X, copy=True)
+        X.sum_duplicates()
+        return solver_columns(X, n_samples, means)
+    return centred_columns(X_kernel, col_sums, norms2, n_samples, means)
 
 
 def block_columns(X, y_centred, means):
@@ -294,21 +339,22 @@ def block_columns(X, y_centred, means):
         X = sp.csc_matrix(X, copy=True)
         X.sum_duplicates()
         return block_columns(X, y_centred, means)
-    return centred_columns(X_kernel, col_sums, norms2, X_dot_y, len(y_centred), y_centred.sum(),
-                           means)
+    columns = centred_columns(X_kernel, col_sums, norms2, len(y_centred), means)
+    if columns.centred:
+        X_dot_y -= columns.col_means * y_centred.sum()
+    return columns, X_dot_y
 
 
-def centred_columns(X_kernel, col_sums, norms2, X_dot_y, n_samples, y_sum, means):
-    """``(Columns, X_dot_y)`` of ``n_samples`` rows whose raw sums, squared norms and dot
-    products with ``y`` (summing to ``y_sum``) are given, centred implicitly by ``means`` (None:
-    their own; all zero: not centred, without sums and means)."""
+def centred_columns(X_kernel, col_sums, norms2, n_samples, means):
+    """The :class:`Columns` of ``n_samples`` rows whose raw sums and squared norms are given,
+    centred implicitly by ``means`` (None: their own; all zero: not centred, without sums and
+    means)."""
     if means is not None and not np.any(means):
         nothing = np.zeros(0)
-        return Columns(X_kernel, nothing, nothing, norms2), X_dot_y
+        return Columns(X_kernel, nothing, nothing, norms2)
     means = col_sums / n_samples if means is None else np.asarray(means, dtype=np.float64)
     col_norm2 = np.maximum(norms2 - n_samples * means**2, 0.0)
-    X_dot_y -= means * y_sum
-    return Columns(X_kernel, col_sums, means, col_norm2), X_dot_y
+    return Columns(X_kernel, col_sums, means, col_norm2)
 
 
 def _kernel_matrix(X):
@@ -327,6 +373,11 @@ def kernel_csc(indptr, indices, data, n_rows):
     index_type = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
     return (indptr.astype(np.int64, copy=False), indices.astype(index_type, copy=False),
             data.astype(np.float64, copy=False))
+
+
+def _unpacked(state):
+    """A block's state as pushes update it (a checkpoint's copy is packed)."""
+    return state.unpacked() if isinstance(state, PackedState) else state
 
 
 def _commit(state, shared):

@@ -57,20 +57,19 @@ class ElasticNetPathProgram(ElasticNetProgram):
     ``stage`` its gap was measured at; the report that ends a stage carries its solution,
     ``path_coef``: ``(feature indices, values)`` of the non-zero coefficients.
 
-    ``rows`` (increasing): fit the fold of those rows of blocks that hold every row, whose
-    ``y`` (the whole data's, centred) the fold centres again by subtracting ``y_shift``."""
+    ``rows`` (increasing): fit the fold of those rows of blocks that hold every row
+    (``y_centred``: the fold's ``y``, centred on the fold)."""
 
     name = "lasso-path"
 
     def __init__(self, widths, y_centred, alphas, l1_ratio, positive, gap_tolerance,
-                 stage_rounds, rows=None, y_shift=0.0, **options):
+                 stage_rounds, rows=None, **options):
         # the penalties of every alpha at once, arrays indexed by the stage
         super().__init__(widths, y_centred, np.asarray(alphas, dtype=np.float64), l1_ratio,
                          positive, gap_tolerance, **options)
         self.stage_rounds = stage_rounds
         self.starts = np.cumsum([0] + self.widths[:-1])
         self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
-        self.y_shift = float(y_shift)
         if rows is not None:
             self.kernels += ("enet_folds_sparse" if options.get("sparse") else "enet_folds",)
 
@@ -82,11 +81,10 @@ class ElasticNetPathProgram(ElasticNetProgram):
         if self.rows is None:
             return super().prepare_block(raw, block_id)
         X, rows = _kernel_matrix(raw["X"]), self.rows
-        weights, y_fold = np.zeros(len(raw["y"])), np.zeros(len(raw["y"]))
+        weights = np.zeros(len(raw["y"]))
         weights[rows] = 1.0
-        y_fold[rows] = raw["y"][rows] - self.y_shift
-        columns, _ = centred_columns(X, *weighted_column_stats(X, weights, y_fold), len(rows),
-                                     y_fold.sum(), raw["means"])
+        sums, norms2, _ = weighted_column_stats(X, weights, weights)  # (no use for x . v)
+        columns = centred_columns(X, sums, norms2, len(rows), raw["means"])
         row_map = np.full(len(raw["y"]), -1, dtype=np.int64)
         row_map[rows] = np.arange(len(rows))
         return BlockData(FoldColumns(**vars(columns), rows=rows, row_map=row_map),
