@@ -1,16 +1,18 @@
-"""Two checkouts of dask_strads side by side on the Lasso problems of benchmarks/lasso.py: one
-fit at a time, each in a process of its own whose ``PYTHONPATH`` is the checkout, the versions
-alternated, so that the machine's load falls on both alike.
+"""Two checkouts of dask_strads side by side on the problems of benchmarks/lasso.py (Lasso) or
+benchmarks/logistic.py (L1 logistic regression at C = 1): one fit at a time, each in a process
+of its own whose ``PYTHONPATH`` is the checkout, the versions alternated, so that the machine's
+load falls on both alike.
 
-Each process loads the problem (generated once, saved under ``--cache``), fits it once (numba's
-cache, placing the data) and times ``--repeats`` more fits: CPU seconds of the process (its
-threads included; the default executor runs a fit of this size in the process) and wall
-seconds. Printed per problem: the rounds and non-zeros of each version (they should agree), the
-median CPU and wall seconds and new / old, and the load average.
+Each process loads the problem (a Lasso problem generated once, saved under ``--cache``), fits
+it once (numba's cache, placing the data) and times ``--repeats`` more fits: CPU seconds of the
+process (its threads included; the default executor runs a fit of this size in the process) and
+wall seconds. Printed per problem: the rounds and non-zeros of each version (they should
+agree), the median CPU and wall seconds and new / old, and the load average.
 
 Usage (a checkout made with ``git worktree add /tmp/old <commit>``):
 
-    python benchmarks/lasso_versions.py /tmp/old . --problems c,e,a --alternations 3 --repeats 2
+    python benchmarks/versions.py /tmp/old . --problems c,e,a --alternations 3 --repeats 2
+    python benchmarks/versions.py /tmp/old . --estimator logistic --problems a,b --repeats 3
 """
 import argparse
 import json
@@ -42,10 +44,10 @@ def saved_problem(key, cache):
     return path
 
 
-def time_fits(path, repeats):
-    """In the checkout's process: the fits' seconds, rounds and non-zeros, as JSON."""
+def lasso_fit(key, cache):
+    """A fitting function and its data for the Lasso problem ``key``."""
     import dask_strads
-    saved = np.load(path)
+    saved = np.load(saved_problem(key, cache))
     X = saved["X"] if "X" in saved else sp.csc_matrix(
         (saved["data"], saved["indices"], saved["indptr"]), shape=tuple(saved["shape"]))
     y, fit_intercept = saved["y"], bool(saved["fit_intercept"])
@@ -54,15 +56,33 @@ def time_fits(path, repeats):
     if fit_intercept:
         X_dot_y -= np.asarray(X.mean(axis=0)).ravel() * y_centred.sum()
     alpha = float(saved["frac"]) * np.abs(X_dot_y).max() / len(y)
+    return dask_strads.Lasso(alpha=alpha, fit_intercept=fit_intercept, tol=1e-6), X, y
+
+
+def logistic_fit(key, cache):
+    """A fitting function and its data for the logistic-regression problem ``key``."""
+    import dask_strads
+    sys.path.insert(0, HERE)
+    from logistic import problem
+    X, y = problem(key)
+    return dask_strads.LogisticRegression("l1", C=1.0), X, y
+
+
+ESTIMATORS = {"lasso": lasso_fit, "logistic": logistic_fit}
+
+
+def time_fits(estimator, key, cache, repeats):
+    """In the checkout's process: the fits' seconds, rounds and non-zeros, as JSON."""
+    est, X, y = ESTIMATORS[estimator](key, cache)
     warnings.simplefilter("ignore")
-    est = dask_strads.Lasso(alpha=alpha, fit_intercept=fit_intercept, tol=1e-6)
     est.fit(X, y)
     fits = []
     for _ in range(repeats):
         cpu, wall = time.process_time(), time.perf_counter()
         est.fit(X, y)
         fits.append({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
-                     "rounds": int(est.n_iter_), "nonzeros": int(np.count_nonzero(est.coef_))})
+                     "rounds": int(np.ravel(est.n_iter_)[0]),
+                     "nonzeros": int(np.count_nonzero(est.coef_))})
     print(json.dumps(fits))
 
 
@@ -70,6 +90,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("old")
     parser.add_argument("new")
+    parser.add_argument("--estimator", choices=sorted(ESTIMATORS), default="lasso")
     parser.add_argument("--problems", default="c,e,a")
     parser.add_argument("--alternations", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=2)
@@ -77,12 +98,14 @@ def main(argv=None):
     args = parser.parse_args(argv)
     checkouts = {"old": os.path.abspath(args.old), "new": os.path.abspath(args.new)}
     for key in args.problems.split(","):
-        path = saved_problem(key, args.cache)
+        if args.estimator == "lasso":
+            saved_problem(key, args.cache)  # generated once, before the versions take turns
         fits = {"old": [], "new": []}
         for _ in range(args.alternations):
             for name, checkout in checkouts.items():
                 done = subprocess.run(
-                    [sys.executable, os.path.abspath(__file__), "--fit", path, str(args.repeats)],
+                    [sys.executable, os.path.abspath(__file__), "--fit", args.estimator, key,
+                     args.cache, str(args.repeats)],
                     env={**os.environ, "PYTHONPATH": checkout}, cwd=checkout,
                     capture_output=True, text=True, check=True)
                 fits[name] += json.loads(done.stdout.strip().splitlines()[-1])
@@ -97,6 +120,6 @@ def main(argv=None):
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--fit"]:
-        time_fits(sys.argv[2], int(sys.argv[3]))
+        time_fits(*sys.argv[2:5], int(sys.argv[5]))
     else:
         main()
