@@ -3,6 +3,8 @@ alpha (and l1_ratio), the test errors along the path, the refit."""
 import copy
 import warnings
 
+import dask
+import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -90,6 +92,20 @@ def test_concurrent_paths_on_one_block_solve_on_every_worker(client_factory):
     assert_same_selection(ours, sk_fit(SkLassoCV, X, y, alphas=6, cv=4))
     pulls = {task["worker"] for task in stream.data if "-pull-" in str(task["key"])}
     assert pulls == set(client.scheduler_info()["workers"])
+
+
+def test_paths_on_threads_leave_the_dask_config_as_it_was(client_factory):
+    """Paths in flight on threads wait for their results on the client given: the global dask
+    config (its scheduler) is what it was before the fit, and a later compute with no client
+    active runs in this process as before."""
+    X, y = sparse_problem(seed=11, n=60, p=40)
+    before = dask.config.get("scheduler", None)
+    for _ in range(3):
+        ours = dask_strads.ElasticNetCV(alphas=3, cv=3, n_jobs=3)
+        ours.client = client_factory(2)
+        ours.fit(X, y)
+        assert dask.config.get("scheduler", None) == before
+    assert da.ones(4, chunks=2).sum().compute() == 4
 
 
 def test_no_intercept_positive_on_rows_of_a_sparse_matrix_in_any_order():

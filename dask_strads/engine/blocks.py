@@ -9,7 +9,8 @@ import scipy.sparse as sp
 import sparse
 from dask._task_spec import DataNode, convert_legacy_graph
 from dask.sizeof import sizeof
-from distributed import Future, wait
+from distributed import Future
+from distributed.client import _wait
 
 #: A collection's graph may hold data (``da.from_array`` of a numpy array holds its chunks):
 #: past this many bytes they are scattered to the cluster instead of sent inside the graphs
@@ -77,6 +78,14 @@ def spread(n_blocks, workers, slots=None):
     return [workers[s * len(workers) // n_slots] for s in slots]
 
 
+def wait_on(client, futures, timeout=None):
+    """``distributed.wait(futures, timeout)`` on ``client``. ``distributed.wait`` asks for the
+    default client, which may be another, and making ``client`` the current one
+    (``client.as_current()``) sets the global dask config's scheduler: fits waiting at once on
+    threads (a cross-validation's paths) would leave it set to a client no longer current."""
+    return client.sync(_wait, list(futures), timeout=timeout)
+
+
 def scatter_one(client, value, worker, key):
     """A future for ``value`` on ``worker`` under ``key``."""
     return client.scatter({key: value}, workers=[worker], hash=False)[key]
@@ -90,8 +99,7 @@ def persist_blocks(client, blocks):
     """
     copies = fresh_copies(client, *blocks)  # kept while the blocks compute from its futures
     futures = client.compute(copies)
-    with client.as_current():  # distributed.wait uses the default client, which may be another
-        wait(futures)
+    wait_on(client, futures)
     for future in futures:
         if future.status != "finished":
             raise RuntimeError(f"placing a data block failed: {future.exception()!r}") from (

@@ -8,13 +8,13 @@ a :class:`distributed.Future` and the value stays on its worker; locally it hold
 import weakref
 
 import dask
-import distributed
 import numpy as np
 from dask._task_spec import DataNode, TaskRef
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from ..log import logger
-from .blocks import fresh_copies, place_blocks, spread, worker_addresses, worker_info
+from .blocks import (fresh_copies, place_blocks, spread, wait_on, worker_addresses,
+                     worker_info)
 
 #: How often a wait on the cluster checks that the workers it depends on are still there.
 POLL_SECONDS = 2.0
@@ -124,8 +124,7 @@ class DistributedExecutor:
         for handle in handles:
             while not handle.done():
                 try:
-                    with self.client.as_current():  # distributed.wait asks the default client
-                        distributed.wait(handle, timeout=POLL_SECONDS)
+                    wait_on(self.client, [handle], timeout=POLL_SECONDS)
                 except TimeoutError:
                     self.check(owners)
                 except Exception as error:  # cancelled: the scheduler forgot a lost key
