@@ -83,12 +83,13 @@ class Engine:
     """Runs a :class:`~dask_strads.programs.Program` on Dask, one task graph per round.
 
     Every block has a cell (its data and state) on one worker for the whole fit. A round is one
-    graph: a push task per scheduled block, pinned to the block's worker; one pull on the run's hub (one
-    of its blocks' workers, see :mod:`.hubs`); one task that extracts the report for the client; and, for programs with
-    carried blocks, one hand-off task per carried block, which Dask then moves to the next
-    worker that asks for it. Keys read ``strads-<program>-<kind>-<block>-<round>-<run>``. The
-    client may submit ``pipeline_depth`` rounds beyond the newest report it has read, so that
-    round latencies overlap.
+    graph: a push task per scheduled block, pinned to the block's worker; one pull on the run's
+    hub (one of its blocks' workers, see :mod:`.hubs`); one task that extracts the report for
+    the client; and, for programs with carried blocks, one hand-off task per carried block,
+    which Dask then moves to the next worker that asks for it. Keys read
+    ``strads-<program>-<kind>-<block>-<round>-<run>``. The client may submit
+    ``pipeline_depth`` rounds beyond the newest report it has read, so that round latencies
+    overlap.
 
     Parameters
     ----------

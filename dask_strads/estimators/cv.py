@@ -56,7 +56,7 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     n_jobs : int or None
         Paths (folds, l1_ratios) fitted at the same time, each from a thread of this process;
         None: one per worker of the cluster (in this process: per core). A path spends much of
-        a round in one task (the working set's solve, on the worker of its first block), so
+        a round in one task (the working set's solve, on one of its blocks' workers), so
         concurrent paths keep the other workers busy; data in one block are copied to the
         workers the paths in flight use, one path on each.
     n_blocks : int or None

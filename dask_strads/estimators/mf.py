@@ -17,10 +17,10 @@ from ..log import logger
 from ..programs.mf import ITEMS, USERS, MFProgram, observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
+from .factor_blocks import block_layout, per_iteration, user_item_blocks
 from .inputs import (check_dask_matrix, check_positive_int,
                      check_user_item_matrix, is_dask_array, ratings_of_triplets, stored_values,
                      to_scipy_if_pydata)
-from .factor_blocks import block_layout, per_iteration, user_item_blocks
 from .mf_pairs import check_pairs, ids_of, known_positions, pairs_of, positions
 from .ranking import pattern, seen_pattern, similar_ids, top_items, triplet_rows
 

@@ -214,31 +214,32 @@ class LogisticProgram(Program):
         violation, steps = 0.0, 0
         for k, y in enumerate(self.Y):
             coef = state.coef[k]
-            g, _ = margin_derivatives(shared.z[k], y, self.C)
+            g, h = margin_derivatives(shared.z[k], y, self.C)
             ws, new, dz[k], worst, steps_k = self._newton_steps(
-                data, coef, shared.z[k], y, self.tolerance * shared.scale)
+                data, coef, shared.z[k], y, g, h, self.tolerance * shared.scale)
             violation, steps = max(violation, worst), steps + steps_k
             free = data.free_position(ws)
             if free >= 0:  # the intercept's column moved the margins by its shift
                 shift[k] = new[free]
                 dz[k] -= shift[k]
                 new[free] = 0.0
+            old = coef[ws]
             before[k] = self.block_penalty(coef)
-            after[k] = before[k] + self.penalty(new, free) - self.penalty(coef[ws], free)
+            after[k] = before[k] + self.penalty(new, free) - self.penalty(old, free)
             slope[k] = float(np.dot(g, dz[k])) + after[k] - before[k]
-            moved = new != coef[ws]
-            state.changes[k] = (ws[moved], (new - coef[ws])[moved])
+            moved = new != old
+            state.changes[k] = (ws[moved], (new - old)[moved])
         return state, BlockUpdate(dz, shift, before, after, slope, violation, steps)
 
-    def _newton_steps(self, data, coef, z, y, floor):
+    def _newton_steps(self, data, coef, z, y, g, h, floor):
         """Prox-Newton steps of one class on a working set of the block's coordinates, from
-        the committed ``coef`` (not modified), until the set's violation is at most
+        the committed ``coef`` (not modified) and the margins ``z`` (where the loss's first and
+        second derivatives are ``g`` and ``h``), until the set's violation is at most
         ``INNER_SHARE`` of the block's (or ``floor``). Returns the working set, its new
         coefficients, the change of the margins, the block's largest violation at ``z`` and
         the steps taken."""
         X = data.X
         z_start = z
-        g, h = margin_derivatives(z, y, self.C)
         worst, ws = self._violators(data, coef, g)
         target = max(INNER_SHARE * worst, floor)
         new = coef[ws]
