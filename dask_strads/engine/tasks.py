@@ -136,12 +136,14 @@ def collect(program, cell, last_push, pulled, round_index, release=False):
     """The block's parameters at ``round_index`` (``last_push`` orders it after the pushes).
     With ``release`` (the fit's result, after which no task reads the cell) the cell lets go of
     its states: a worker then never holds all its blocks' states and all their collected
-    parameters at once, which the client gathers only when every block is collected."""
+    parameters at once, which the client gathers only when every block is collected. The
+    program then hands its state over (``Program.hand_over``) rather than collecting from it."""
     cell = opened(cell)
-    params = program.collect(cell.data, cell.state_at(round_index), pulled.shared)
+    state = cell.state_at(round_index)
     if release:
         cell.versions.clear()
-    return params
+        return program.hand_over(cell.data, state, pulled.shared)
+    return program.collect(cell.data, state, pulled.shared)
 
 
 def collect_carried(program, carried, carried_id):

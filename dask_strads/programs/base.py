@@ -117,6 +117,12 @@ class Program(ABC):
         """The block's fitted parameters as an array, committed with ``shared`` of the same
         round: the chunk of the block in the fit's parameter array."""
 
+    def hand_over(self, data, state, shared):
+        """The block's parameters as :meth:`collect` gives them, for the fit's result, after
+        which nothing reads ``state``: a program may give away the state's arrays instead of
+        copying them (by default it collects)."""
+        return self.collect(data, state, shared)
+
     def collect_carried(self, carried, carried_id):
         """A carried block's fitted parameters as an array (by default the block itself)."""
         return carried
