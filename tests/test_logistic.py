@@ -149,9 +149,9 @@ def test_two_blocks_on_a_cluster_match_the_sequential_run(client_factory):
     blocks = [make_raw_block(X_csc[:, :30], np.zeros((1, 30))),
               make_raw_block(X_csc[:, 30:], np.zeros((1, 30)))]
     params, reports = run_sequential(program, blocks, max_rounds=300)
-    sequential = np.concatenate(params)
-    np.testing.assert_allclose(model.intercept_, sequential[0], rtol=1e-10)
-    np.testing.assert_allclose(model.coef_.ravel(), sequential[1:, 0], rtol=1e-10, atol=1e-12)
+    coef, intercept = program.coefficients(params)
+    np.testing.assert_allclose(model.intercept_, intercept, rtol=1e-10)
+    np.testing.assert_allclose(model.coef_, coef, rtol=1e-10, atol=1e-12)
     assert len(reports) == model.n_iter_[0]
 
 
@@ -167,19 +167,77 @@ def test_rounds_behind_the_stop_change_nothing():
     blocks = [make_raw_block(X_csc[:, lo:lo + 30], np.zeros((1, 30))) for lo in (0, 30)]
     at_stop, collected, stop = run_past_the_stop(program, blocks)
     np.testing.assert_array_equal(collected, at_stop)
-    assert objective(X, Y[:, 0], collected[1:, 0], collected[0, 0], C, l1_ratio) == (
+    coef, intercept = program.coefficients(np.split(collected, 2))  # 30 features + 1 a block
+    assert objective(X, Y[:, 0], coef[0], intercept[0], C, l1_ratio) == (
         pytest.approx(stop["objective"], rel=1e-12))
 
 
-def test_warm_start_resumes_from_the_previous_fit():
+@pytest.mark.parametrize("penalty", ["l1", "l2"])  # sparse and dense initial coefficients
+def test_warm_start_resumes_from_the_previous_fit(penalty):
     X, y = problem(seed=11)
-    cold = ours("l1", C=0.5).fit(X, y)
-    warm = ours("l1", C=0.5, warm_start=True)
+    l1_ratio = L1_RATIO[penalty]
+    cold = ours(penalty, C=0.5).fit(X, y)
+    warm = ours(penalty, C=0.5, warm_start=True)
     warm.coef_, warm.intercept_, warm.classes_ = cold.coef_, cold.intercept_, cold.classes_
     warm.fit(X, y)
     assert warm.n_iter_[0] < cold.n_iter_[0]
-    assert (binary_objective(warm, X, y, 0.5, 1.0)
-            <= binary_objective(cold, X, y, 0.5, 1.0) * (1 + 1e-9))
+    assert (binary_objective(warm, X, y, 0.5, l1_ratio)
+            <= binary_objective(cold, X, y, 0.5, l1_ratio) * (1 + 1e-9))
+
+
+def test_warm_start_without_intercept_leaves_the_previous_intercept_out():
+    """A warm start without an intercept starts from the previous coefficients only: the fit is
+    liblinear's without intercept (its objective is ours there), and ``intercept_`` is 0."""
+    X, y = problem(seed=3)
+    model = ours("l1", C=0.5).fit(X, y)
+    assert np.any(model.intercept_ != 0.0)
+    model.set_params(fit_intercept=False, warm_start=True).fit(X, y)
+    reference = sklearn_fit(X, y, 0.5, 1.0, "liblinear", fit_intercept=False)
+    got, expected = (binary_objective(m, X, y, 0.5, 1.0) for m in (model, reference))
+    assert abs(got - expected) <= OBJECTIVE_RTOL * expected
+    assert np.all(model.intercept_ == 0.0)
+
+
+@pytest.mark.parametrize("density", [0.0, 0.1, 1.0])
+def test_initial_coefficients_travel_compact_and_start_the_state(density):
+    """A block's initial coefficients reach its worker as a CSR matrix unless they are denser
+    than that pays for (a fit from zero sends no values), and its state starts from them."""
+    rng = np.random.default_rng(0)
+    coef = rng.normal(size=(3, 40)) * (rng.random((3, 40)) < density)
+    X, y = problem(n_samples=120, n_classes=3, seed=2)
+    raw = make_raw_block(X, coef)
+    assert sp.issparse(raw["coef"]) == (density < 1)
+    assert not sp.issparse(raw["coef"]) or raw["coef"].nnz == np.count_nonzero(coef)
+    Y = np.where(y[:, None] == np.arange(3), 1.0, -1.0)
+    program = LogisticProgram(1, Y, 0.5, 1.0, 0.0, True, 1e-4)
+    state, _ = program.init_block(program.prepare_block(raw, 0), 0)
+    np.testing.assert_array_equal(state.coef, np.hstack([coef, np.zeros((3, 1))]))
+
+
+def test_hand_over_gives_what_collect_gives_in_the_state_itself():
+    """The fit's final collect (``hand_over``) commits the last changes into the state's own
+    coefficients instead of a copy; its parameters are those ``collect`` computes from a copy
+    (three classes, an intercept, two blocks, a round in)."""
+    X, y = problem(n_samples=150, n_classes=3, sparse=True, seed=6)
+    Y = np.where(y[:, None] == np.arange(3), 1.0, -1.0)
+    program = LogisticProgram(2, Y, 0.5, 1.0, 0.0, True, 1e-8, sparse=True)
+    X_csc = X.tocsc()
+    data = [program.prepare_block(make_raw_block(X_csc[:, lo:lo + 20], np.zeros((3, 20))), b)
+            for b, lo in enumerate((0, 20))]
+    started = [program.init_block(d, b) for b, d in enumerate(data)]
+    shared, _ = program.pull(dict(enumerate(p for _, p in started)), program.initial_shared())
+    states = [s for s, _ in started]
+    pushed = [program.push(b, d, s, None, shared) for b, (d, s) in enumerate(zip(data, states))]
+    shared, _ = program.pull(dict(enumerate(p for _, p in pushed)), shared)
+    assert 0 < shared.step.min() and any(len(p) for s in states for p, _ in s.changes)
+    collected = [program.collect(d, s, shared) for d, s in zip(data, states)]
+    handed = [program.hand_over(d, s, shared) for d, s in zip(data, states)]
+    for c, h, s in zip(collected, handed, states):
+        np.testing.assert_array_equal(h, c)
+        assert np.shares_memory(h, s.coef) and not np.shares_memory(c, s.coef)
+    coef, intercept = program.coefficients(handed)
+    np.testing.assert_array_equal(intercept, shared.intercept)
+    assert coef.shape == (3, 40) and np.any(coef)
 
 
 def test_bad_input_refused_before_fitting_and_fitted_model_kept():

@@ -136,9 +136,8 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         history = result.history
         self._reset_features(given)
         self.classes_ = classes
-        parameters = np.concatenate(result.gather())  # the intercepts, then the coefficients
-        self.intercept_ = parameters[0]
-        self.coef_ = np.ascontiguousarray(parameters[1:].T)
+        coef, self.intercept_ = program.coefficients(result.gather())
+        self.coef_ = np.ascontiguousarray(coef)
         self.n_iter_ = np.array([rounds_to_stop(history)])
         self.history_ = history
         self._executor = executor

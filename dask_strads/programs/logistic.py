@@ -25,7 +25,9 @@ working set's coordinates only; of the block's width it holds one array, the gra
 turns into the violations in place. A report measures the coefficients at the start of its
 round's pushes (``report_lag`` 1); the pull that meets the tolerance gives the blocks' changes a
 factor of 0 and marks the shared value stopped, and the rounds submitted behind it change
-nothing, so the result is the state the stopping report measured.
+nothing, so the result is the state the stopping report measured. The fit's result is the
+state's own coefficients (``hand_over``), not a copy; a block's initial coefficients travel as a
+sparse matrix (a fit from zero sends none).
 """
 from dataclasses import dataclass, replace
 
@@ -35,7 +37,7 @@ import scipy.sparse as sp
 from ..kernels.columns import add_columns
 from ..kernels.logistic import (column_dots, column_range_dots, datafit, margin_derivatives,
                                 newton_direction, violations)
-from .base import Program, initial_parameters
+from .base import Program
 from .elastic_net import kernel_csc
 
 #: Smallest working set of a block and class; it grows to twice the block's nonzeros.
@@ -113,12 +115,9 @@ class BlockChanges:
 class LogisticData:
     block: int
     X: object  # Fortran float64 array, or (indptr, indices, data) of a CSC matrix
-    coef_init: np.ndarray  # classes x columns of the block
+    width: int  # columns of X
+    coef_init: object  # classes x the block's features, as make_raw_block sends them
     has_intercept: bool  # the last column is a column of ones, for the intercept shift
-
-    @property
-    def width(self):
-        return self.coef_init.shape[1]
 
     def free_position(self, columns):
         """Where the intercept's column (unpenalised) is among the sorted ``columns``, or -1."""
@@ -128,8 +127,12 @@ class LogisticData:
 
 
 def make_raw_block(X, coef_init):
-    """The data of one feature block as sent to its worker."""
-    return {"X": X, "coef": coef_init}
+    """The data of one feature block as sent to its worker: its columns, and its initial
+    coefficients (classes x columns) as a scipy CSR matrix, or as they are where that is smaller
+    (nothing but their shape for a fit from zero)."""
+    sparse = sp.csr_matrix(coef_init)
+    compact = sparse.data.nbytes + sparse.indices.nbytes < np.asarray(coef_init).nbytes
+    return {"X": X, "coef": sparse if compact else coef_init}
 
 
 class LogisticProgram(Program):
@@ -137,6 +140,7 @@ class LogisticProgram(Program):
 
     ``Y``: samples x classes of +-1. ``tolerance``: stop when no coordinate or intercept violates
     its optimality condition by more than ``tolerance`` times the largest |x_j . g| at w = 0.
+    ``intercept_init``: the intercepts to start from with ``fit_intercept`` (without, they are 0).
     """
 
     name = "logistic"
@@ -152,8 +156,9 @@ class LogisticProgram(Program):
         self.l2 = float(l2)
         self.fit_intercept = fit_intercept
         self.tolerance = tolerance
-        self.intercept_init = (np.zeros(len(self.Y)) if intercept_init is None
-                               else np.asarray(intercept_init, dtype=np.float64))
+        self.intercept_init = (np.asarray(intercept_init, dtype=np.float64)
+                               if fit_intercept and intercept_init is not None
+                               else np.zeros(len(self.Y)))
         self.seed = 0  # deterministic: nothing is drawn at random
         self.kernels = ("logistic_sparse" if sparse else "logistic",)
 
@@ -170,25 +175,31 @@ class LogisticProgram(Program):
 
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        X, coef = raw["X"], np.asarray(raw["coef"], dtype=np.float64)
+        X = raw["X"]
         if self.fit_intercept:
             ones = np.ones((X.shape[0], 1))
             X = sp.hstack([X, ones]) if sp.issparse(X) else np.hstack([X, ones])
-            coef = np.hstack([coef, np.zeros((len(coef), 1))])
+        width = X.shape[1]
         if sp.issparse(X):
             X = X.tocsc()
             X.sum_duplicates()
             X = kernel_csc(X.indptr, X.indices, X.data, X.shape[0])
         else:
             X = np.asfortranarray(X, dtype=np.float64)
-        return LogisticData(block_id, X, initial_parameters(coef), self.fit_intercept)
+        return LogisticData(block_id, X, width, raw["coef"], self.fit_intercept)
 
     def initial_shared(self):
         z = np.repeat(self.intercept_init[:, None], self.Y.shape[1], axis=1)
         return Margins(z, self.intercept_init.copy(), np.ones((len(self.Y), self.n_blocks)))
 
     def init_block(self, data, block_id):
-        coef = data.coef_init.copy()
+        coef = np.zeros((len(self.Y), data.width))
+        start = data.coef_init
+        if sp.issparse(start):
+            start = start.tocoo()
+            coef[start.row, start.col] = start.data
+        else:
+            coef[:, :start.shape[1]] = start
         dz = np.array([add_columns(data.X, c, np.zeros(self.Y.shape[1])) for c in coef])
         penalised = _chunks(data.width - data.has_intercept)
         scale = max((_largest_magnitude(column_range_dots(data.X, start, stop, -0.5 * self.C * y))
@@ -206,7 +217,7 @@ class LogisticProgram(Program):
     def push(self, block_id, data, state, instruction, shared):
         if shared.stopped:
             return state, None
-        _commit(state, shared.step[:, block_id])
+        _commit(state.coef, state.changes, shared.step[:, block_id])
         n_classes = len(state.coef)
         dz = np.zeros_like(shared.z)
         shift, slope = np.zeros(n_classes), np.zeros(n_classes)
@@ -372,15 +383,27 @@ class LogisticProgram(Program):
         return "violation" in report and report["violation"] <= self.tolerance
 
     def collect(self, data, state, shared):
-        """The block's coefficients, features x classes; block 0's chunk starts with the
-        intercepts."""
-        coef = state.coef.copy()
-        for k, (positions, values) in enumerate(state.changes):
-            coef[k, positions] += shared.step[k, data.block] * values
-        coef = coef.T
-        if data.has_intercept:
-            coef = coef[:-1]
-        return np.vstack([shared.intercept, coef]) if data.block == 0 else coef
+        """The block's coefficients, features x classes, and with an intercept one row more,
+        its column of ones': the intercepts in block 0, zeros in the others (see
+        :meth:`coefficients`)."""
+        return self._parameters(data, state.coef.copy(), state.changes, shared)
+
+    def hand_over(self, data, state, shared):
+        """What :meth:`collect` gives, in the state's own coefficients."""
+        return self._parameters(data, state.coef, state.changes, shared)
+
+    def _parameters(self, data, coef, changes, shared):
+        _commit(coef, changes, shared.step[:, data.block])
+        if data.has_intercept and data.block == 0:
+            coef[:, -1] = shared.intercept
+        return coef.T
+
+    def coefficients(self, parameters):
+        """``(coef, intercept)``, classes x features and per class, from the blocks'
+        collected parameters in block order."""
+        if not self.fit_intercept:
+            return np.concatenate(parameters).T, np.zeros(len(self.Y))
+        return np.concatenate([p[:-1] for p in parameters]).T, parameters[0][-1]
 
 
 def _chunks(width):
@@ -393,10 +416,10 @@ def _largest_magnitude(values):
     return max(values.max(initial=0.0), -values.min(initial=0.0))
 
 
-def _commit(state, steps):
-    """Commit each class's last change times its pull's step (in place)."""
-    for k, (positions, values) in enumerate(state.changes):
-        state.coef[k, positions] += steps[k] * values
+def _commit(coef, changes, steps):
+    """Commit each class's last change times its pull's step into ``coef`` (in place)."""
+    for k, (positions, values) in enumerate(changes):
+        coef[k, positions] += steps[k] * values
 
 
 def _box_quadratic(curvature, linear, free):
