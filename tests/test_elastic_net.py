@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from dask.sizeof import sizeof
+from numba.core import types
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet as SkElasticNet
 from sklearn.utils.estimator_checks import check_param_validation
@@ -15,6 +16,8 @@ import dask_strads
 from dask_strads.estimators import base
 from dask_strads.estimators.elastic_net import gap_target
 from dask_strads.estimators.inputs import blocks_along
+from dask_strads.kernels import columns as columns_kernels
+from dask_strads.kernels import elastic_net as en_kernels
 from dask_strads.partition import block_edges
 from dask_strads.programs.base import run_sequential
 from dask_strads.programs.elastic_net import ElasticNetProgram, block_columns, solver_columns
@@ -235,6 +238,36 @@ def test_repeated_sparse_entries_and_csr():
         assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
         for before, after in zip(arrays, (given.data, given.indices, given.indptr)):
             np.testing.assert_array_equal(before, after)
+
+
+def sparse_pointer_types():
+    """``(kernel, signature, column pointers' type)`` of the CSC variants of the sparse fit's
+    kernels compiled (or loaded) in this process."""
+    found = {(en_kernels.take_csc, s, s[0].dtype) for s in en_kernels.take_csc.overloads}
+    for kernel in (en_kernels._gradient, en_kernels._epochs, columns_kernels.column_norms,
+                   columns_kernels.add_columns):
+        found |= {(kernel, s, s[0][0].dtype) for s in kernel.overloads
+                  if isinstance(s[0], types.BaseTuple)}
+    return found
+
+
+def test_sparse_blocks_get_32_bit_pointers_from_any_input():
+    """scipy's int32 pointers are kept and int64 ones (of values that fit) made int32: both
+    give sklearn's solution, and the fits compile no 64-bit variant of the kernels."""
+    X, y = sparse_problem(seed=11, n=100, p=300)
+    wide = X.copy()
+    wide.indptr, wide.indices = wide.indptr.astype(np.int64), wide.indices.astype(np.int64)
+    alpha, l1_ratio = 0.03, 0.9
+    ref = reference(X, y, alpha, l1_ratio)
+    before = sparse_pointer_types()
+    for given in (X, wide):
+        est = fit(given, y, alpha, l1_ratio, n_blocks=2)
+        assert_objective_matches(est, ref, X, y, alpha, l1_ratio)
+        columns = solver_columns(given, len(y), None)
+        assert columns.X[0].dtype == columns.X[1].dtype == np.int32
+        assert np.shares_memory(columns.X[0], given.indptr) == (given is X)
+    added = sparse_pointer_types() - before
+    assert all(pointers == types.int32 for _, _, pointers in added), added
 
 
 def test_sparse_blocks_are_views_of_a_canonical_matrix():

@@ -37,6 +37,12 @@ def column_moments(X, j, v):
     raise NotImplementedError
 
 
+def index_type(largest):
+    """The type of a CSC block's column pointers or row indices up to ``largest``: int32 where
+    it fits (scipy's own type), int64 beyond."""
+    return np.int32 if largest <= np.iinfo(np.int32).max else np.int64
+
+
 def _is_dense(X):
     return isinstance(X, types.Array)
 

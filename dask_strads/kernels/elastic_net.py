@@ -162,8 +162,8 @@ def _move(X, change, r, offset, col_means):
 
 @njit(cache=True, nogil=True)
 def take_csc(indptr, indices, data, positions):
-    """The columns ``positions`` of a CSC triple, as a CSC triple."""
-    new_indptr = np.empty(positions.shape[0] + 1, dtype=np.int64)
+    """The columns ``positions`` of a CSC triple, as a CSC triple of the same types."""
+    new_indptr = np.empty(positions.shape[0] + 1, dtype=indptr.dtype)
     new_indptr[0] = 0
     for k in range(positions.shape[0]):
         j = positions[k]

@@ -106,8 +106,8 @@ def weighted_column_stats(X, h, v):
 @njit(cache=True, nogil=True)
 def take_csc_rows(indptr, indices, data, positions, row_map):
     """The columns ``positions`` of a CSC triple, of the rows ``i`` with ``row_map[i] >= 0``
-    only, renumbered ``row_map[i]`` (increasing with ``i``): a CSC triple."""
-    new_indptr = np.zeros(positions.shape[0] + 1, dtype=np.int64)
+    only, renumbered ``row_map[i]`` (increasing with ``i``): a CSC triple of the same types."""
+    new_indptr = np.zeros(positions.shape[0] + 1, dtype=indptr.dtype)
     for k in range(positions.shape[0]):
         kept = 0
         for p in range(indptr[positions[k]], indptr[positions[k] + 1]):

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.columns import add_columns, column_norms, column_stats
+from ..kernels.columns import add_columns, column_norms, column_stats, index_type
 from ..kernels.elastic_net import candidates, dot, gradient, half_norm2, scores, screen
 from .base import Program, initial_parameters
 from .working_set import Columns, duality_gap, join_columns, residual_dot, solve
@@ -367,12 +367,11 @@ def _kernel_matrix(X):
 
 
 def kernel_csc(indptr, indices, data, n_rows):
-    """A CSC matrix in the kernels' types: 64-bit column pointers (any number of stored
-    values), 32-bit row indices where the rows allow (half the bytes of the largest array
-    after the values, and scipy's own type, so that they are not copied), float64 values."""
-    index_type = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
-    return (indptr.astype(np.int64, copy=False), indices.astype(index_type, copy=False),
-            data.astype(np.float64, copy=False))
+    """A CSC matrix in the kernels' types: 32-bit column pointers and row indices where the
+    stored values and the rows allow (scipy's own type, so that they are not copied, and the
+    one variant a fit compiles), 64-bit beyond; float64 values."""
+    return (indptr.astype(index_type(indptr[-1]), copy=False),
+            indices.astype(index_type(n_rows), copy=False), data.astype(np.float64, copy=False))
 
 
 def _unpacked(state):

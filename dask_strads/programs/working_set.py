@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernels.columns import index_type
 from ..kernels.elastic_net import dot, epochs, gradient, half_norm2, move, take_csc
 
 #: Iterates combined by one Anderson extrapolation (skglm and celer use 5).
@@ -75,9 +76,9 @@ def join_columns(parts):
     if isinstance(first.X, np.ndarray):
         X = np.asfortranarray(np.hstack(blocks))
     else:
-        shifts = np.cumsum([0] + [b[0][-1] for b in blocks[:-1]])
+        shifts = np.cumsum([0] + [int(b[0][-1]) for b in blocks])
         indptr = np.concatenate([[0]] + [b[0][1:] + s for b, s in zip(blocks, shifts)])
-        X = (indptr.astype(np.int64), np.concatenate([b[1] for b in blocks]),
+        X = (indptr.astype(index_type(shifts[-1])), np.concatenate([b[1] for b in blocks]),
              np.concatenate([b[2] for b in blocks]))
     if any(p.centred for p in parts):
         sums, means = (np.concatenate(c) for c in zip(*(p.centring() for p in parts)))
