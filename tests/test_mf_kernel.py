@@ -4,6 +4,7 @@ import pytest
 import scipy.sparse as sp
 
 from dask_strads.kernels.mf import _update_rows, update_rows
+from dask_strads.kernels.row_pieces import RowsOf
 
 
 def problem(n_rows=30, n_cols=20, d=5, density=0.3, seed=0):
@@ -112,3 +113,47 @@ def test_pieces_give_the_one_array_result(cuts):
     np.testing.assert_array_equal(pieced, whole)
     assert pieced_loss == whole_loss
     assert len(_update_rows.signatures) == compiled
+
+
+def held_elsewhere(rows, rng):
+    """``rows`` as a RowsOf: scattered among other rows of a larger array, as a block's rows
+    sit in its factor."""
+    holder = rng.standard_normal((3 * len(rows) + 2, rows.shape[1]))
+    where = rng.choice(len(holder), size=len(rows), replace=False).astype(np.int32)
+    holder[where] = rows
+    return RowsOf(holder, where)
+
+
+@pytest.mark.parametrize("cuts", [[], [7], [1, 2, 11, 19]],
+                         ids=["one piece", "2 pieces", "5 uneven pieces"])
+def test_rows_read_where_they_are_give_the_one_array_result(cuts):
+    """Pieces given as rows of a larger array (messages that stay on their worker), alone or
+    beside plain arrays (messages that came from another one): the same rows, the same loss,
+    bit for bit, one compiled specialisation."""
+    X, F, G = problem()
+    coords, lam = [0, 1, 2, 3, 4], np.full(5, 0.5)
+    whole, whole_loss = kernel(X, F, G, coords, lam, 2)
+    compiled = len(_update_rows.signatures)
+    rng = np.random.default_rng(1)
+    pieces = [held_elsewhere(piece, rng) if k % 2 == 0 else piece
+              for k, piece in enumerate(np.split(G, cuts))]
+    mapped, mapped_loss = kernel(X, F, G, coords, lam, 2, pieces=pieces)
+    np.testing.assert_array_equal(mapped, whole)
+    assert mapped_loss == whole_loss
+    assert len(_update_rows.signatures) == compiled
+
+
+def test_rows_of_an_array_leave_their_process_as_those_rows():
+    """Pickled (as Dask moves a message to another worker), a RowsOf is the array of its rows,
+    gathered then, and Dask counts it at that size."""
+    import pickle
+
+    from dask.sizeof import sizeof
+    rng = np.random.default_rng(2)
+    G = rng.standard_normal((40, 6))
+    message = held_elsewhere(G[:9], rng)
+    moved = pickle.loads(pickle.dumps(message, protocol=5))
+    assert type(moved) is np.ndarray
+    np.testing.assert_array_equal(moved, G[:9])
+    assert sizeof(message) >= G[:9].nbytes
+    assert sizeof(message) < message.array.nbytes

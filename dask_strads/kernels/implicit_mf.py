@@ -27,11 +27,11 @@ from .row_pieces import as_pieces, gather_rows
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regularization,
+def _solve_rows(indptr, indices, weights, F, pieces, maps, offsets, gramian, regularization,
                 cg_steps):
     """Update the rows of ``F`` in place (CSR rows of ``weights = alpha * r``); row ``j`` of
-    ``Y`` is row ``j - offsets[p]`` of ``pieces[p]``. Returns the interactions' part of the loss
-    of the updated rows (see the module)."""
+    ``Y`` is row ``piece_row(maps, offsets, p, j)`` of ``pieces[p]``. Returns the interactions'
+    part of the loss of the updated rows (see the module)."""
     n_rows, k = F.shape
     longest = 0
     for i in range(n_rows):
@@ -45,7 +45,7 @@ def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regulariz
     loss = 0.0
     for i in range(n_rows):
         start, n = indptr[i], indptr[i + 1] - indptr[i]
-        gather_rows(pieces, offsets, indices[start:start + n], Y)
+        gather_rows(pieces, maps, offsets, indices[start:start + n], Y)
         x = F[i]
         if n == 0:
             x[:] = 0.0
@@ -103,8 +103,10 @@ def _solve_rows(indptr, indices, weights, F, pieces, offsets, gramian, regulariz
 
 
 def solve_rows(indptr, indices, weights, F, Y, gramian, regularization, cg_steps):
-    """:func:`_solve_rows` of ``Y``, an array or a sequence of pieces (int32 indices, float
-    rows, int steps: one compiled specialisation whatever the caller passes)."""
-    return _solve_rows(indptr, np.asarray(indices, dtype=np.int32), weights, F, *as_pieces(Y),
+    """:func:`_solve_rows` of ``Y``, an array, a :class:`~.row_pieces.RowsOf` or a sequence of
+    them (int64 indptr, int32 indices, float rows, int steps: one compiled specialisation
+    whatever the caller passes)."""
+    return _solve_rows(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int32),
+                       weights, F, *as_pieces(Y),
                        np.ascontiguousarray(gramian, dtype=np.float64), float(regularization),
                        int(cg_steps))

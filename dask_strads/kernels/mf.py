@@ -15,13 +15,13 @@ arrive from the blocks that hold them, used where they are instead of copied int
 import numpy as np
 from numba import njit
 
-from .row_pieces import as_pieces, gather_rows
+from .row_pieces import as_pieces, gather_rows, piece_row
 
 
 @njit(cache=True, nogil=True)
-def _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, sweeps, tol):
+def _update_rows(indptr, indices, values, F, pieces, maps, offsets, coords, lam, sweeps, tol):
     """Coordinate descent on the rows of ``F`` (in place), for a block of rows in CSR form;
-    row ``j`` of ``G`` is row ``j - offsets[p]`` of ``pieces[p]``.
+    row ``j`` of ``G`` is row ``piece_row(maps, offsets, p, j)`` of ``pieces[p]``.
 
     The coordinates ``coords`` of each row are updated in that order, ``sweeps`` times at most;
     a row stops early once no coordinate moved more than ``tol`` in a sweep (``tol=0``: always
@@ -41,11 +41,11 @@ def _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, sweep
     for i in range(n_rows):
         start, n = indptr[i], indptr[i + 1] - indptr[i]
         if not single:
-            gather_rows(pieces, offsets, indices[start:start + n], G_row[:, :n].T)
+            gather_rows(pieces, maps, offsets, indices[start:start + n], G_row[:, :n].T)
         for e in range(n):
             fit = 0.0
             if single:
-                j = indices[start + e]
+                j = piece_row(maps, offsets, 0, indices[start + e])
                 for c in range(d):
                     G_row[c, e] = G[j, c]
                     fit += F[i, c] * G[j, c]
@@ -82,7 +82,9 @@ def _update_rows(indptr, indices, values, F, pieces, offsets, coords, lam, sweep
 
 
 def update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
-    """:func:`_update_rows` of ``G``, an array or a sequence of pieces, with int32 ``indices``,
-    int ``sweeps`` and float ``tol`` (one compiled specialisation whatever the caller passes)."""
-    return _update_rows(indptr, np.asarray(indices, dtype=np.int32), values, F, *as_pieces(G),
+    """:func:`_update_rows` of ``G``, an array, a :class:`~.row_pieces.RowsOf` or a sequence of
+    them, with int64 ``indptr``, int32 ``indices``, int ``sweeps`` and float ``tol`` (one
+    compiled specialisation whatever the caller passes)."""
+    return _update_rows(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int32),
+                        values, F, *as_pieces(G),
                         coords, lam, int(sweeps), float(tol))

@@ -33,7 +33,7 @@ def positive_entries(indptr, indices, values):
     """The entries of a CSR (or CSC) layout whose value is positive: the interactions."""
     keep = values > 0
     kept_before = np.concatenate([[0], np.cumsum(keep)])
-    return kept_before[indptr].astype(np.int64), indices[keep], values[keep]
+    return kept_before[indptr].astype(indptr.dtype), indices[keep], values[keep]
 
 
 class ImplicitMFProgram(UserItemBlocks):

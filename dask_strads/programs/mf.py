@@ -23,8 +23,11 @@ rounds. A fit ends with user factors fitted to the final item factors.
 Memory: a push updates its block's rows in place (``updates_in_place``), so a worker holds one
 copy of its rows; what it receives in a round is the other side's rows that one block's ratings
 touch, so more, smaller blocks (larger ``c``) shrink the messages towards a fraction of the
-factor. Once an iteration meets ``tol`` the pull marks the shared value stopped and the pushes
-already submitted behind it change nothing, so the result is the state the stop refers to.
+factor. What it sends costs it no copy: a message refers to the rows where they are and is
+gathered only as Dask moves it to another worker (:class:`~dask_strads.kernels.row_pieces.RowsOf`;
+the rows it refers to change only in a later round, after the push that reads it). Once an
+iteration meets ``tol`` the pull marks the shared value stopped and the pushes already
+submitted behind it change nothing, so the result is the state the stop refers to.
 
 Rows of one side are independent given the other side, so the result does not depend on the
 blocks: the same seed gives the same factors on any number of workers, up to the order in which
@@ -37,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.mf import update_rows
+from ..kernels.row_pieces import RowsOf
 from .base import Program
 
 USERS, ITEMS = "users", "items"
@@ -132,13 +136,19 @@ def observed(part, axis):
     if sp.issparse(part):
         part = sp.csr_matrix(part, copy=True) if axis == 0 else sp.csc_matrix(part, copy=True)
         part.sum_duplicates()
-        return (part.indptr.astype(np.int64), part.indices.astype(np.int64),
+        return (part.indptr.astype(_pointer_type(part.nnz)), part.indices.astype(np.int64),
                 part.data.astype(np.float64))
     part = np.asarray(part, dtype=np.float64)
     lines, length = part.shape if axis == 0 else part.shape[::-1]
     values = part.ravel(order="C" if axis == 0 else "F")
-    return (np.arange(lines + 1, dtype=np.int64) * length,
+    return (np.arange(lines + 1, dtype=_pointer_type(values.size)) * length,
             np.tile(np.arange(length, dtype=np.int64), lines), values)
+
+
+def _pointer_type(n_entries):
+    """int32 row pointers where the entries allow: half the bytes a block keeps (the kernels'
+    wrappers widen a push's pointers for the call)."""
+    return np.int32 if n_entries <= np.iinfo(np.int32).max else np.int64
 
 
 def touched_rows(indptr, indices, other_edges):
@@ -260,9 +270,10 @@ class UserItemBlocks(Program):
         return Ratings(raw["side"], raw["start"], indptr, local, values, *meeting)
 
     def message(self, block_id, data, state, to_block):
-        """The rows of this block's factor that ``to_block``'s ratings touch."""
+        """The rows of this block's factor that ``to_block``'s ratings touch, where they are:
+        copied only when they leave this worker (see :class:`RowsOf`)."""
         b = self._index_on_side(to_block)
-        return state[data.send_rows[data.send_ptr[b]:data.send_ptr[b + 1]]]
+        return RowsOf(state, data.send_rows[data.send_ptr[b]:data.send_ptr[b + 1]])
 
     # -- schedule / pull ----------------------------------------------------------------------
     def initial_shared(self):
