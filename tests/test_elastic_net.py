@@ -168,6 +168,11 @@ def test_a_checkpoints_copy_of_a_block_is_packed_and_exact():
     assert sizeof(packed) < sizeof(state) - 8 * 0.9 * len(state.coef)
     np.testing.assert_array_equal(program.collect(data, packed, shared),
                                   program.collect(data, state, shared))
+    # the fit's result takes the state's coefficients, a collect that leaves the state copies
+    handed = program.hand_over(data, state, shared)
+    np.testing.assert_array_equal(handed, program.collect(data, state, shared))
+    assert handed is state.coef
+    assert not np.shares_memory(program.collect(data, state, shared), state.coef)
     from_copy, sent_from_copy = program.push(0, data, packed, None, shared)
     from_state, sent = program.push(0, data, state, None, shared)
     for name in ("coef", "active", "gradient"):
