@@ -2,21 +2,50 @@
 that finds a prox-Newton direction on a working set of the block's coordinates.
 
 A block is a dense (Fortran float64) array or the ``(indptr, indices, data)`` of a CSC matrix
-(see :mod:`.columns`). The datafit's derivatives with respect to the margins ``z = X w + b``
-(``g`` and the curvature ``h``, one entry per sample) are computed by the caller.
+(see :mod:`.columns`). A column past the block's last is a column of ones, the intercept's:
+it is not stored, so that a block with an intercept is its data as given, not a copy with one
+more column. The datafit's derivatives with respect to the margins ``z = X w + b`` (``g`` and
+the curvature ``h``, one entry per sample) are computed by the caller.
 """
 import numpy as np
 from numba import njit
 
-from .columns import column_axpy, column_dot
+from .columns import column_axpy, column_dot, n_columns
 from .weighted_columns import column_weighted_dot, column_weighted_sq_norm
+
+
+@njit(cache=True, nogil=True)
+def _dot(X, j, v):
+    """X[:, j] . v"""
+    return column_dot(X, j, v) if j < n_columns(X) else np.sum(v)
+
+
+@njit(cache=True, nogil=True)
+def _axpy(X, j, a, v):
+    """v += a X[:, j]"""
+    if j < n_columns(X):
+        column_axpy(X, j, a, v)
+    else:
+        v += a
+
+
+@njit(cache=True, nogil=True)
+def _weighted_dot(X, j, h, v):
+    """sum_i X[i, j] h[i] v[i]"""
+    return column_weighted_dot(X, j, h, v) if j < n_columns(X) else np.dot(h, v)
+
+
+@njit(cache=True, nogil=True)
+def _weighted_sq_norm(X, j, h):
+    """sum_i h[i] X[i, j]^2"""
+    return column_weighted_sq_norm(X, j, h) if j < n_columns(X) else np.sum(h)
 
 
 @njit(cache=True, nogil=True)
 def _column_dots(X, columns, g, out):
     """out[k] = X[:, columns[k]] . g"""
     for k in range(columns.shape[0]):
-        out[k] = column_dot(X, columns[k], g)
+        out[k] = _dot(X, columns[k], g)
     return out
 
 
@@ -24,7 +53,7 @@ def _column_dots(X, columns, g, out):
 def _column_range_dots(X, start, g, out):
     """out[k] = X[:, start + k] . g (no array of the columns' indices)"""
     for k in range(out.shape[0]):
-        out[k] = column_dot(X, start + k, g)
+        out[k] = _dot(X, start + k, g)
     return out
 
 
@@ -89,11 +118,11 @@ def _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, free, curvature, d, q):
         if a <= 0.0 or (active_only and old == 0.0):  # an empty unpenalised column: no move
             continue
         weight = 0.0 if k == free else 1.0
-        slope = grad[k] + column_weighted_dot(X, ws[k], h, q) + l2 * weight * old
+        slope = grad[k] + _weighted_dot(X, ws[k], h, q) + l2 * weight * old
         new = _soft_threshold(old - slope / a, l1 * weight / a)
         if new != old:
             d[k] += new - old
-            column_axpy(X, ws[k], new - old, q)
+            _axpy(X, ws[k], new - old, q)
             largest = max(largest, a * abs(new - old))
     return largest
 
@@ -114,7 +143,7 @@ def _newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol, d, q)
     """
     curvature = np.empty(ws.shape[0])
     for k in range(ws.shape[0]):
-        curvature[k] = column_weighted_sq_norm(X, ws[k], h) + (0.0 if k == free else l2)
+        curvature[k] = _weighted_sq_norm(X, ws[k], h) + (0.0 if k == free else l2)
     active_only = False
     for sweep in range(max_sweeps):
         largest = _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, free, curvature, d, q)

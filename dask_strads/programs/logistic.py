@@ -115,9 +115,9 @@ class BlockChanges:
 class LogisticData:
     block: int
     X: object  # Fortran float64 array, or (indptr, indices, data) of a CSC matrix
-    width: int  # columns of X
+    width: int  # the block's coordinates: its features, and the intercept's column if any
     coef_init: object  # classes x the block's features, as make_raw_block sends them
-    has_intercept: bool  # the last column is a column of ones, for the intercept shift
+    has_intercept: bool  # the last coordinate is a column of ones (not stored in X)
 
     def free_position(self, columns):
         """Where the intercept's column (unpenalised) is among the sorted ``columns``, or -1."""
@@ -176,10 +176,7 @@ class LogisticProgram(Program):
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
         X = raw["X"]
-        if self.fit_intercept:
-            ones = np.ones((X.shape[0], 1))
-            X = sp.hstack([X, ones]) if sp.issparse(X) else np.hstack([X, ones])
-        width = X.shape[1]
+        width = X.shape[1] + self.fit_intercept
         if sp.issparse(X):
             X = X.tocsc()
             X.sum_duplicates()
