@@ -153,8 +153,8 @@ def test_rounds_behind_the_stop_change_nothing():
 
 def test_a_checkpoints_copy_of_a_block_is_packed_and_exact():
     """``copy.deepcopy`` of a block's state (what a checkpoint keeps) holds its non-zero
-    coefficients, its mask as bits and its active features' gradient; pushed from, it gives the
-    round the state itself gives."""
+    coefficients and its mask as bits; pushed from, it gives the round the state itself
+    gives."""
     X, y = sparse_problem(seed=10, n=150, p=2000)
     program, blocks = no_intercept_program(X, y, 0.1, 0.9, 1, tol=0.0)  # never stops
     data = program.prepare_block(blocks[0], 0)
@@ -175,7 +175,7 @@ def test_a_checkpoints_copy_of_a_block_is_packed_and_exact():
     assert not np.shares_memory(program.collect(data, state, shared), state.coef)
     from_copy, sent_from_copy = program.push(0, data, packed, None, shared)
     from_state, sent = program.push(0, data, state, None, shared)
-    for name in ("coef", "active", "gradient"):
+    for name in ("coef", "active"):
         np.testing.assert_array_equal(getattr(from_copy, name), getattr(from_state, name))
     np.testing.assert_array_equal(sent_from_copy.positions, sent.positions)
     np.testing.assert_array_equal(sent_from_copy.score, sent.score)
@@ -210,7 +210,8 @@ def test_default_blocks_follow_the_stored_values(client_factory, monkeypatch, pe
 def test_block_columns_match_numpy():
     """A block's column sums, means, centred squared norms and x~_j . y, from one pass, against
     numpy on the dense matrix, whatever form the block comes in; columns not centred (means
-    all zero) keep no sums and means."""
+    all zero) keep no sums and means. The working set's blocks keep no norms: the columns
+    taken from them have theirs."""
     X, y = sparse_problem(seed=7, n=60, p=30)
     y_centred = y - y.mean()
     dense = X.toarray()
@@ -219,9 +220,13 @@ def test_block_columns_match_numpy():
         for means, expected in ((None, centred), (np.zeros(30), dense)):
             columns, X_dot_y = block_columns(given, y_centred, means)
             kept = solver_columns(given, len(y_centred), means)  # what the working set keeps
-            for name in ("col_sums", "col_means", "col_norm2"):
+            for name in ("col_sums", "col_means"):
                 np.testing.assert_allclose(getattr(kept, name), getattr(columns, name),
                                            rtol=1e-12, atol=1e-12)
+            assert len(kept.col_norm2) == 0
+            taken = kept.take(np.arange(3, 30, 2))
+            np.testing.assert_allclose(taken.col_norm2, (expected[:, 3::2]**2).sum(axis=0),
+                                       rtol=1e-12, atol=1e-12)
             if means is None:
                 np.testing.assert_allclose(columns.col_sums, dense.sum(axis=0), atol=1e-12)
                 np.testing.assert_allclose(columns.col_means, dense.mean(axis=0), atol=1e-12)
@@ -249,7 +254,8 @@ def sparse_pointer_types():
     """``(kernel, signature, column pointers' type)`` of the CSC variants of the sparse fit's
     kernels compiled (or loaded) in this process."""
     found = {(en_kernels.take_csc, s, s[0].dtype) for s in en_kernels.take_csc.overloads}
-    for kernel in (en_kernels._gradient, en_kernels._epochs, columns_kernels.column_norms,
+    for kernel in (en_kernels._screen_and_score, en_kernels._gradient, en_kernels._epochs,
+                   columns_kernels.column_sums, columns_kernels.centred_norms,
                    columns_kernels.add_columns):
         found |= {(kernel, s, s[0][0].dtype) for s in kernel.overloads
                   if isinstance(s[0], types.BaseTuple)}
@@ -362,6 +368,33 @@ def test_screening_drops_only_features_zero_at_the_optimum():
     ours = enet_objective(X, y, coef, intercept, alpha, l1_ratio)
     theirs = enet_objective(X, y, ref.coef_, ref.intercept_, alpha, l1_ratio)
     assert abs(ours - theirs) <= OBJECTIVE_RTOL * theirs
+
+
+@pytest.mark.parametrize("l1_ratio,positive", [(1.0, False), (0.5, False), (0.7, True)])
+def test_no_round_screens_a_feature_of_the_solution(l1_ratio, positive):
+    """Every round's screening (the pushes test features against the last gap's sphere widened
+    by the pull's change) keeps every feature non-zero in sklearn's solution, and drops most
+    of the others by the end, with an l2 penalty and with positive coefficients too."""
+    X, y = sparse_problem(seed=12, n=120, p=800)
+    alpha = 0.04
+    ref = reference(X, y, alpha, l1_ratio, positive=positive, fit_intercept=False)
+    support = np.flatnonzero(ref.coef_)
+    edges = block_edges(X.shape[1], 2)
+    blocks = [make_raw_block(X[:, lo:hi], y, np.zeros(hi - lo), np.zeros(hi - lo), False)
+              for lo, hi in zip(edges[:-1], edges[1:])]
+    program = ElasticNetProgram(np.diff(edges), y, alpha, l1_ratio, positive, -1.0, sparse=True)
+    data = [program.prepare_block(b, k) for k, b in enumerate(blocks)]
+    states, starts = zip(*(program.init_block(d, k) for k, d in enumerate(data)))
+    shared, _ = program.pull(dict(enumerate(starts)), program.initial_shared())
+    for _ in range(8):
+        pushed = [program.push(k, d, s, None, shared) for k, (d, s) in enumerate(zip(data, states))]
+        states = [state for state, _ in pushed]
+        active = np.concatenate([state.active for state in states])
+        assert active[support].all()
+        shared, report = program.pull({k: sent for k, (_, sent) in enumerate(pushed)}, shared)
+    assert report["screened"] >= 0.8 * (X.shape[1] - len(support)), report
+    coef = np.concatenate([state.coef for state in states])
+    np.testing.assert_allclose(coef, ref.coef_, atol=1e-6)
 
 
 # -- parameters -----------------------------------------------------------------------------------

@@ -17,6 +17,14 @@ def column_dot(X, j, v):
     raise NotImplementedError
 
 
+def column_dot_norm2(X, j, v):
+    raise NotImplementedError
+
+
+def column_norm2(X, j):
+    raise NotImplementedError
+
+
 def column_axpy(X, j, a, v):
     raise NotImplementedError
 
@@ -35,6 +43,16 @@ def column_accumulate(X, j, a, v, seen, rows, n_rows):
 
 def column_moments(X, j, v):
     raise NotImplementedError
+
+
+#: Columns a pass over a block handles at a time where it needs an array of them: no array of
+#: the block's width.
+COLUMN_CHUNK = 2**16
+
+
+def column_chunks(width):
+    """``(start, stop)`` of the ``COLUMN_CHUNK``-column pieces of ``range(width)``."""
+    return [(start, min(start + COLUMN_CHUNK, width)) for start in range(0, width, COLUMN_CHUNK)]
 
 
 def index_type(largest):
@@ -70,6 +88,49 @@ def _column_dot(X, j, v):
         for p in range(indptr[j], indptr[j + 1]):
             total += data[p] * v[indices[p]]
         return total
+    return csc
+
+
+@overload(column_dot_norm2)
+def _column_dot_norm2(X, j, v):
+    """``(X[:, j] . v, ||X[:, j]||^2)``, one read of the column's values for both."""
+    if _is_dense(X):
+        def dense(X, j, v):
+            total, norm2 = 0.0, 0.0
+            for i in range(X.shape[0]):
+                value = X[i, j]
+                total += value * v[i]
+                norm2 += value * value
+            return total, norm2
+        return dense
+
+    def csc(X, j, v):
+        indptr, indices, data = X
+        total, norm2 = 0.0, 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            value = data[p]
+            total += value * v[indices[p]]
+            norm2 += value * value
+        return total, norm2
+    return csc
+
+
+@overload(column_norm2)
+def _column_norm2(X, j):
+    if _is_dense(X):
+        def dense(X, j):
+            norm2 = 0.0
+            for i in range(X.shape[0]):
+                norm2 += X[i, j] * X[i, j]
+            return norm2
+        return dense
+
+    def csc(X, j):
+        indptr, _, data = X
+        norm2 = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            norm2 += data[p] * data[p]
+        return norm2
     return csc
 
 
@@ -194,20 +255,32 @@ def column_stats(X, v):
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def column_norms(X, zeros, with_sums):
-    """Every column's squared norm, and its sum when ``with_sums`` (else an empty array), from
-    one pass over X, and whether each column's row indices increase strictly: what the working
-    set keeps of a block, without the arrays :func:`column_stats` would add for a moment.
-    ``zeros``: a zero vector of X's rows."""
+def column_sums(X, zeros, with_sums):
+    """Every column's sum when ``with_sums`` (else an empty array), from one pass over X, and
+    whether each column's row indices increase strictly: what the working-set program keeps of
+    a block (it keeps no norms). ``zeros``: a zero vector of X's rows."""
     p = n_columns(X)
-    sums, norms2 = np.empty(p if with_sums else 0), np.empty(p)
+    sums = np.empty(p if with_sums else 0)
     canonical = True
     for j in range(p):
-        total, norms2[j], _, increasing = column_moments(X, j, zeros)
+        total, _, _, increasing = column_moments(X, j, zeros)
         if with_sums:
             sums[j] = total
         canonical &= increasing
-    return sums, norms2, canonical
+    return sums, canonical
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def centred_norms(X, col_sums, col_means):
+    """Every column's squared norm, centred by ``col_means`` (``col_sums``: the raw sums, the
+    means' times the rows) where these are not empty."""
+    centred = col_means.shape[0] > 0
+    norms2 = np.empty(n_columns(X))
+    for j in range(norms2.shape[0]):
+        norms2[j] = column_norm2(X, j)
+        if centred:
+            norms2[j] = max(norms2[j] - col_sums[j] * col_means[j], 0.0)
+    return norms2
 
 
 @njit(cache=True, nogil=True)

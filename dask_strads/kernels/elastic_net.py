@@ -1,5 +1,6 @@
-"""Numba kernels of the working-set elastic-net program: a block's gradient, its features' KKT
-scores, and coordinate-descent epochs over a working set.
+"""Numba kernels of the working-set elastic-net program: a block's full pass (screening, the
+gap's terms, its features' KKT scores), the working set's gradient and coordinate-descent
+epochs.
 
 Notation as in :mod:`dask_strads.kernels.lasso`: the residual is ``r + offset``, columns are
 centred implicitly by ``col_means``; columns that are not centred (no intercept) come with empty
@@ -10,7 +11,7 @@ and ``l2 = alpha * (1 - l1_ratio) * n`` are the penalties of the n-times-larger 
 import numpy as np
 from numba import njit
 
-from .columns import column_axpy, column_dot
+from .columns import column_axpy, column_dot, column_dot_norm2
 from .lasso import centred_dot, coordinate_minimiser
 
 
@@ -20,7 +21,7 @@ def _gradient(X, coef, active, r, offset, col_sums, col_means, col_norm2, l1, l2
     """For every active column ``gradient[j] = x~_j . (r + offset) - l2 coef_j`` (minus the
     gradient of the smooth part); inactive (screened) columns get 0. Returns ``(dual norm,
     squared gradient norm, violating features at zero, l1 norm, squared l2 norm of coef)``: a
-    feature at zero violates the optimality conditions when its :func:`score` is positive."""
+    feature at zero violates the optimality conditions when ``|gradient_j| > l1``."""
     n = r.shape[0]
     r_total = r.sum() + offset * n
     centred = col_means.shape[0] > 0
@@ -49,71 +50,58 @@ def _gradient(X, coef, active, r, offset, col_sums, col_means, col_norm2, l1, l2
     return dual_norm, gradient_norm2, violating, l1_norm, coef_norm2
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _score(j, coef, active, gradient, col_norm2, l1, l2, positive):
-    """Feature j's priority for the working set: infinite for a non-zero coefficient, else its
-    violation of the optimality condition ``(|gradient_j| - l1) / ||x~_j||`` (in the norm of
-    the penalised column); -inf for a screened feature."""
-    if not active[j]:
-        return -np.inf
-    if coef[j] != 0.0:
-        return np.inf
-    norm2 = col_norm2[j] + l2
-    if norm2 <= 0.0:
-        return -np.inf
-    pushing = gradient[j] if positive else abs(gradient[j])
-    return (pushing - l1) / np.sqrt(norm2)
-
-
-@njit(cache=True, nogil=True)
-def _scores(positions, coef, active, gradient, col_norm2, l1, l2, positive):
-    """The scores of the features ``positions``."""
-    out = np.empty(positions.shape[0])
-    for k in range(positions.shape[0]):
-        out[k] = _score(positions[k], coef, active, gradient, col_norm2, l1, l2, positive)
-    return out
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _is_candidate(j, coef, active, gradient, col_norm2, l1, l2, positive):
-    """Whether feature j's :func:`_score` is positive (without computing it)."""
-    if not active[j]:
-        return False
-    if coef[j] != 0.0:
-        return True
-    pushing = gradient[j] if positive else abs(gradient[j])
-    return pushing > l1 and col_norm2[j] + l2 > 0.0
-
-
-@njit(cache=True, nogil=True)
-def _candidates(coef, active, gradient, col_norm2, l1, l2, positive):
-    """The features of positive score (non-zero or violating), in order: two passes over the
-    gradient instead of a score kept per feature."""
-    count = 0
-    for j in range(coef.shape[0]):
-        if _is_candidate(j, coef, active, gradient, col_norm2, l1, l2, positive):
-            count += 1
-    positions = np.empty(count, dtype=np.int64)
-    count = 0
-    for j in range(coef.shape[0]):
-        if _is_candidate(j, coef, active, gradient, col_norm2, l1, l2, positive):
-            positions[count] = j
-            count += 1
-    return positions
-
-
-@njit(cache=True, nogil=True)
-def _screen(active, coef, gradient, col_norm2, scale, gap, l1, l2, positive):
-    """The gap-safe rule, in place on ``active``: a feature at zero is dropped when
-    ``scale |gradient_j| + sqrt(2 gap (col_norm2_j + l2)) < l1``. Returns how many were."""
-    dropped = 0
-    for j in range(active.shape[0]):
-        if active[j] and coef[j] == 0.0:
-            pushing = gradient[j] if positive else abs(gradient[j])
-            if scale * pushing + np.sqrt(2.0 * gap * (col_norm2[j] + l2)) < l1:
-                active[j] = False
-                dropped += 1
-    return dropped
+# no fastmath flags that assume finite values: the scores are infinite at times
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc", "nsz", "arcp"})
+def _screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_means, col_norm2,
+                      l1, l2, positive, screening, scale, radius, score):
+    """The push's pass over the columns ``start:stop``, one read of each active column's values
+    for ``g_j = x~_j . (r + offset) - l2 coef_j`` (minus the gradient of the smooth part) and,
+    where no norms are kept, ``||x~_j||^2``. With ``screening``, a feature at zero leaves
+    ``active`` when the gap-safe test proves it zero at the optimum: ``scale |g_j| + radius
+    sqrt(||x~_j||^2 + l2) < l1``. Every feature left gets its working-set priority in
+    ``score[j - start]``: infinite for a non-zero coefficient, else its violation of the
+    optimality condition ``(|g_j| - l1) / sqrt(||x~_j||^2 + l2)``; the others -inf. Returns
+    ``(dual norm, squared gradient norm, violating features at zero, active features, l1 norm,
+    squared l2 norm of coef)`` of these columns."""
+    n = r.shape[0]
+    r_total = r.sum() + offset * n
+    centred = col_means.shape[0] > 0
+    stored_norms = col_norm2.shape[0] > 0
+    dual_norm = 0.0
+    gradient_norm2 = 0.0
+    violating = 0
+    n_active = 0
+    l1_norm = 0.0
+    coef_norm2 = 0.0
+    for j in range(start, stop):
+        c = coef[j]
+        l1_norm += abs(c)
+        coef_norm2 += c * c
+        score[j - start] = -np.inf
+        if not active[j]:
+            continue
+        dot, norm2 = column_dot_norm2(X, j, r)
+        if centred:
+            dot += offset * col_sums[j] - col_means[j] * r_total
+            norm2 = max(norm2 - col_sums[j] * col_means[j], 0.0)
+        if stored_norms:  # a fold's: of its rows only
+            norm2 = col_norm2[j]
+        g = dot - l2 * c
+        pushing = g if positive else abs(g)
+        penalised_norm2 = norm2 + l2
+        if screening and c == 0.0 and scale * pushing + radius * np.sqrt(penalised_norm2) < l1:
+            active[j] = False
+            continue
+        n_active += 1
+        gradient_norm2 += g * g
+        dual_norm = max(dual_norm, pushing)
+        if c != 0.0:
+            score[j - start] = np.inf
+        elif penalised_norm2 > 0.0:
+            score[j - start] = (pushing - l1) / np.sqrt(penalised_norm2)
+            if pushing > l1:
+                violating += 1
+    return dual_norm, gradient_norm2, violating, n_active, l1_norm, coef_norm2
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -208,21 +196,12 @@ def gradient(X, coef, active, r, offset, col_sums, col_means, col_norm2, l1, l2,
                      float(l1), float(l2), bool(positive), out)
 
 
-def scores(positions, coef, active, gradient, col_norm2, l1, l2, positive):
-    """:func:`_scores`, with float / bool scalars."""
-    return _scores(positions, coef, active, gradient, col_norm2, float(l1), float(l2),
-                   bool(positive))
-
-
-def candidates(coef, active, gradient, col_norm2, l1, l2, positive):
-    """:func:`_candidates`, with float / bool scalars."""
-    return _candidates(coef, active, gradient, col_norm2, float(l1), float(l2), bool(positive))
-
-
-def screen(active, coef, gradient, col_norm2, scale, gap, l1, l2, positive):
-    """:func:`_screen`, with float / bool scalars."""
-    return _screen(active, coef, gradient, col_norm2, float(scale), float(gap), float(l1),
-                   float(l2), bool(positive))
+def screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_means, col_norm2,
+                     l1, l2, positive, screening, scale, radius, score):
+    """:func:`_screen_and_score`, with int / float / bool scalars."""
+    return _screen_and_score(X, int(start), int(stop), coef, active, r, float(offset), col_sums,
+                             col_means, col_norm2, float(l1), float(l2), bool(positive),
+                             bool(screening), float(scale), float(radius), score)
 
 
 def epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive, n_epochs):

@@ -18,11 +18,16 @@ working-set solver (as celer and skglm), spread over the blocks:
   working set's new coefficients are the next round's shared value.
 
 Full passes (the work that grows with the data) run once per round and in parallel; a round
-costs one Dask graph. Screening uses the gap of the previous round with the gradient a block
-kept from it, so it needs no extra round.
+costs one Dask graph. Screening needs no extra round: the gap-safe sphere of the previous
+round's gap, centred at the dual point of the state it measured, holds the optimum's dual
+point; the push tests each feature against it from the gradient it computes anyway, at the
+new state, the sphere widened by the distance between the two states' scaled residuals (the
+pull's). A push reads each column once, for its gradient and its squared norm (a block keeps
+no norms), and works ``COLUMN_CHUNK`` columns at a time: it holds no array of the block's
+width.
 
 A push updates its block's state in place (``updates_in_place``): a worker holds one state per
-block, its coefficients, gradient and screening mask. A report measures the coefficients its
+block, its coefficients and screening mask. A report measures the coefficients its
 round's pushes saw, which are the block's coefficients after those pushes (a push changes them
 only by the previous pull's working-set values). The pull that meets the tolerance marks the
 shared value stopped, and the rounds submitted behind it change nothing: the fit's result is
@@ -33,8 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.columns import add_columns, column_norms, column_stats, index_type
-from ..kernels.elastic_net import candidates, dot, gradient, half_norm2, scores, screen
+from ..kernels.columns import (COLUMN_CHUNK, add_columns, column_chunks, column_stats, column_sums,
+                               index_type)
+from ..kernels.elastic_net import dot, half_norm2, screen_and_score
 from .base import Program, initial_parameters
 from .working_set import Columns, duality_gap, join_columns, residual_dot, solve
 
@@ -61,44 +67,41 @@ class BlockState:
     block: int
     coef: np.ndarray
     active: np.ndarray  # not screened out
-    gradient: np.ndarray  # of the last full pass, for the next screening (0 where not active)
     stage: int = 0  # of the penalties the screening was for
 
     def __deepcopy__(self, memo):
         positions = np.flatnonzero(self.coef)
         return PackedState(self.block, len(self.coef), positions, self.coef[positions],
-                           np.packbits(self.active), self.gradient[self.active], self.stage)
+                           np.packbits(self.active), self.stage)
 
 
 @dataclass(frozen=True)
 class PackedState:
-    """A :class:`BlockState` exactly, at a fraction of its size: its non-zero coefficients, its
-    mask as bits and the gradient of its active features (a screened feature's is 0). A
-    checkpoint copies every block's state while the blocks hold theirs: whole, the copies
-    were the peak of a fit's memory."""
+    """A :class:`BlockState` exactly, at a fraction of its size: its non-zero coefficients and
+    its mask as bits. A checkpoint copies every block's state while the blocks hold theirs:
+    whole, the copies were the peak of a fit's memory."""
 
     block: int
     width: int
     positions: np.ndarray
     values: np.ndarray
     active_bits: np.ndarray
-    active_gradient: np.ndarray
     stage: int
 
     def unpacked(self):
         coef = np.zeros(self.width)
         coef[self.positions] = self.values
         active = np.unpackbits(self.active_bits, count=self.width).astype(np.bool_)
-        gradient = np.zeros(self.width)
-        gradient[active] = self.active_gradient
-        return BlockState(self.block, coef, active, gradient, self.stage)
+        return BlockState(self.block, coef, active, self.stage)
 
 
 @dataclass(frozen=True)
 class Shared:
     """The residual ``r + offset`` after the last pull, the working set's new coefficients per
     block (``(positions, values)``), and, for screening, the (n-times) gap and dual scale of the
-    state the last pushes saw (infinite before any)."""
+    state the last pushes saw (infinite before any) and ``distance``, the norm of the change
+    the pull made to the residual of the elastic net as a Lasso of augmented data,
+    ``(r + offset, -sqrt(l2) w)``."""
 
     r: np.ndarray
     offset: float
@@ -108,6 +111,7 @@ class Shared:
     ws_size: int
     stage: int = 0  # which penalties apply (a path's alpha)
     stopped: bool = False  # a report met the stopping test: later rounds change nothing
+    distance: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -175,8 +179,7 @@ class ElasticNetProgram(Program):
     def init_block(self, data, block_id):
         columns, coef = data.columns, data.coef_init.copy()
         r_change = self._product(columns, coef)
-        state = BlockState(block_id, coef, np.ones(columns.width, dtype=np.bool_),
-                           np.zeros(columns.width))
+        state = BlockState(block_id, coef, np.ones(columns.width, dtype=np.bool_))
         return state, Start(r_change, -dot(coef, columns.col_means) if columns.centred else 0.0)
 
     def _product(self, columns, coef):
@@ -193,25 +196,11 @@ class ElasticNetProgram(Program):
             return state, None
         columns, coef = data.columns, state.coef
         _commit(state, shared)
-        self._screen(columns, state, shared)
-        active, norm2 = state.active, columns.col_norm2
-        l1, l2 = self.penalties(shared)
-        dual_norm, gradient_norm2, violating, l1_norm, coef_norm2 = gradient(
-            columns.X, coef, active, shared.r, shared.offset, columns.col_sums,
-            columns.col_means, norm2, l1, l2, self.positive, state.gradient)
-        n_active = int(np.count_nonzero(active))
+        if state.stage != shared.stage:  # a path's next alpha: screening starts again
+            state.active[:] = True
         wanted = max(shared.ws_size, int(np.count_nonzero(coef)))
-        # the non-zero and violating features, or the most violating of them: features that
-        # satisfy their optimality condition would stay at zero in the working set
-        positions = (np.flatnonzero(active) if wanted >= n_active else
-                     candidates(coef, active, state.gradient, norm2, l1, l2, self.positive))
-        score = scores(positions, coef, active, state.gradient, norm2, l1, l2, self.positive)
-        if wanted < n_active and len(positions) > wanted:
-            top = np.sort(np.argpartition(-score, wanted - 1)[:wanted])
-            positions, score = positions[top], score[top]
-        update = Candidates(
-            positions, score, coef[positions], columns.take(positions), n_active,
-            violating, l1_norm, coef_norm2, dual_norm, gradient_norm2)
+        terms, positions, score = self._full_pass(columns, state, shared, wanted)
+        update = Candidates(positions, score, coef[positions], columns.take(positions), *terms)
         state.stage = shared.stage
         return state, update
 
@@ -219,18 +208,48 @@ class ElasticNetProgram(Program):
         """``(l1, l2)`` of the round (a path program changes them with ``shared.stage``)."""
         return self.l1, self.l2
 
-    def _screen(self, columns, state, shared):
-        """Drop from the block's active features (in place) those the gap-safe rule (Fercoq,
-        Gramfort, Salmon 2015, on the elastic net as a Lasso of augmented data) proves zero:
-        those with ``scale |g_j| + sqrt(2 gap (||x~_j||^2 + l2)) < l1``, ``g`` and the gap taken
-        at the same earlier state. Only features at zero now are dropped (no residual to fix);
-        a block's screening starts again when the penalties change (a path's next alpha)."""
-        if state.stage != shared.stage:
-            state.active[:] = True
+    def _full_pass(self, columns, state, shared, wanted):
+        """The block's full pass, ``COLUMN_CHUNK`` columns at a time: it screens the features
+        (in place on ``state.active``), and gives the block's gap terms ``(n_active,
+        n_violating, l1_norm, coef_norm2, dual_norm, gradient_norm2)`` and the features it
+        sends with their scores: every active feature if there are at most ``wanted``, else the
+        ``wanted`` highest scores among the non-zero and violating features (a feature that
+        satisfies its optimality condition would stay at zero in the working set).
+
+        Screening is the gap-safe rule (Fercoq, Gramfort, Salmon 2015, on the elastic net as a
+        Lasso of augmented data): the optimum's dual point lies within ``sqrt(2 gap)`` of the
+        scaled residual of the state the gap measured, so within ``sqrt(2 gap) + scale
+        distance`` of the current state's, and a feature at zero with ``scale |g_j| + that
+        radius ||x~_j|| < l1`` is zero at the optimum. Only features at zero now are dropped
+        (no residual to fix)."""
         l1, l2 = self.penalties(shared)
-        if self.screening and np.isfinite(shared.gap) and l1 > 0.0:
-            screen(state.active, state.coef, state.gradient, columns.col_norm2,
-                   shared.dual_scale, max(shared.gap, 0.0), l1, l2, self.positive)
+        screening = self.screening and np.isfinite(shared.gap) and l1 > 0.0
+        radius = (np.sqrt(2.0 * max(shared.gap, 0.0)) + shared.dual_scale * shared.distance
+                  if screening else 0.0)
+        buffer = np.empty(min(COLUMN_CHUNK, columns.width))
+        parts, n_active = [], 0
+        positions, scores = np.zeros(0, dtype=np.int64), np.zeros(0)
+        for start, stop in column_chunks(columns.width):
+            score = buffer[:stop - start]
+            parts.append(screen_and_score(
+                columns.X, start, stop, state.coef, state.active, shared.r, shared.offset,
+                columns.col_sums, columns.col_means, columns.col_norm2, l1, l2, self.positive,
+                screening, shared.dual_scale, radius, score))
+            n_active += parts[-1][3]
+            kept = np.flatnonzero(state.active[start:stop] if n_active <= wanted else score > 0.0)
+            positions = np.concatenate([positions, kept + start])
+            scores = np.concatenate([scores, score[kept]])
+            if n_active > wanted:
+                sending = scores > 0.0
+                positions, scores = positions[sending], scores[sending]
+                if len(scores) > wanted:
+                    best = np.argpartition(-scores, wanted - 1)[:wanted]
+                    positions, scores = positions[best], scores[best]
+        _, gradient_norm2, violating, _, l1_norm, coef_norm2 = np.sum(parts, axis=0)
+        terms = (n_active, int(violating), l1_norm, coef_norm2, max(p[0] for p in parts),
+                 gradient_norm2)
+        order = np.argsort(positions)
+        return terms, positions[order], scores[order]
 
     def pull(self, partials, shared):
         if shared.stopped:  # a round submitted before the stop was read
@@ -254,9 +273,12 @@ class ElasticNetProgram(Program):
                     or violating <= len(coef) - nonzero)
         tolerance = 0.5 * self.tolerance if complete else max(INNER_RATIO * gap,
                                                                0.5 * self.tolerance)
-        r = shared.r.copy()
-        offset, n_epochs = solve(columns, coef, r, shared.offset, *self.penalties(shared),
-                                 self.positive, self.y_centred, tolerance, self.anderson)
+        r, before = shared.r.copy(), coef.copy()
+        l1, l2 = self.penalties(shared)
+        offset, n_epochs = solve(columns, coef, r, shared.offset, l1, l2, self.positive,
+                                 self.y_centred, tolerance, self.anderson)
+        distance = np.sqrt(2.0 * half_norm2(r - shared.r, offset - shared.offset)
+                           + l2 * dot(coef - before, coef - before))
         edges = np.cumsum([0] + [len(c) for c in chosen])
         changes = tuple((u.positions[c], coef[lo:hi])
                         for u, c, lo, hi in zip(updates, chosen, edges[:-1], edges[1:]))
@@ -265,7 +287,7 @@ class ElasticNetProgram(Program):
         # coordinates evaluated: the pushes' full passes, then the working set's epochs
         report.update(working_set=len(coef), epochs=n_epochs,
                       evaluated=report["evaluated"] + n_epochs * len(coef))
-        return Shared(r, offset, changes, gap, scale, ws_size), report
+        return Shared(r, offset, changes, gap, scale, ws_size, distance=distance), report
 
     def _gap(self, shared, updates):
         """The (n-times) duality gap and dual scale at the state the pushes saw, and the
@@ -318,17 +340,18 @@ class ElasticNetProgram(Program):
 
 
 def solver_columns(X, n_samples, means):
-    """A block's :class:`Columns` (a dense array or a CSC matrix of ``n_samples`` rows) from one
-    pass over the data: as :func:`block_columns` gives them, without its ``x~_j . y``, and
-    without the sums where ``means`` are all zero."""
+    """A block's :class:`Columns` (a dense array or a CSC matrix of ``n_samples`` rows) as the
+    working-set program keeps them, from one pass over the data: no squared norms (a push
+    computes them as it reads the columns), and the sums only where ``means`` are not all
+    zero (None: the columns' own means)."""
     X_kernel = _kernel_matrix(X)
     centred = means is None or bool(np.any(means))
-    col_sums, norms2, canonical = column_norms(X_kernel, np.zeros(n_samples), centred)
+    col_sums, canonical = column_sums(X_kernel, np.zeros(n_samples), centred)
     if not canonical:  # a row repeated in a column (or unsorted rows): sum them, count again
         X = sp.csc_matrix(X, copy=True)
         X.sum_duplicates()
         return solver_columns(X, n_samples, means)
-    return centred_columns(X_kernel, col_sums, norms2, n_samples, means)
+    return centred_columns(X_kernel, col_sums, None, n_samples, means)
 
 
 def block_columns(X, y_centred, means):
@@ -349,14 +372,14 @@ def block_columns(X, y_centred, means):
 
 
 def centred_columns(X_kernel, col_sums, norms2, n_samples, means):
-    """The :class:`Columns` of ``n_samples`` rows whose raw sums and squared norms are given,
-    centred implicitly by ``means`` (None: their own; all zero: not centred, without sums and
-    means)."""
+    """The :class:`Columns` of ``n_samples`` rows whose raw sums and squared norms are given
+    (``norms2`` None: keeping none), centred implicitly by ``means`` (None: their own; all
+    zero: not centred, without sums and means)."""
+    nothing = np.zeros(0)
     if means is not None and not np.any(means):
-        nothing = np.zeros(0)
-        return Columns(X_kernel, nothing, nothing, norms2)
+        return Columns(X_kernel, nothing, nothing, nothing if norms2 is None else norms2)
     means = col_sums / n_samples if means is None else np.asarray(means, dtype=np.float64)
-    col_norm2 = np.maximum(norms2 - n_samples * means**2, 0.0)
+    col_norm2 = nothing if norms2 is None else np.maximum(norms2 - n_samples * means**2, 0.0)
     return Columns(X_kernel, col_sums, means, col_norm2)
 
 

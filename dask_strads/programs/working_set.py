@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.columns import index_type
+from ..kernels.columns import centred_norms, index_type
 from ..kernels.elastic_net import dot, epochs, gradient, half_norm2, move, take_csc
 
 #: Iterates combined by one Anderson extrapolation (skglm and celer use 5).
@@ -26,7 +26,9 @@ PRECISION = 1e-14
 class Columns:
     """Some columns of the design and what the solver needs of each. Columns that are not
     centred (no intercept) have empty ``col_sums`` and ``col_means``: their residual's offset
-    stays 0, and sums would serve nothing."""
+    stays 0, and sums would serve nothing. A block's columns keep no squared norms (an empty
+    ``col_norm2``: the push computes them as it reads the columns); the columns taken from them
+    for a working set come with theirs."""
 
     X: object
     col_sums: np.ndarray
@@ -34,10 +36,12 @@ class Columns:
     col_norm2: np.ndarray
 
     def take(self, positions):
-        if len(positions) == self.width:  # positions are sorted and distinct: all of them
+        if len(positions) == self.width and self.has_norms:  # sorted and distinct: all of them
             return self
-        return Columns(take_columns(self.X, positions), *self.centring_at(positions),
-                       self.col_norm2[positions])
+        X = take_columns(self.X, positions)
+        sums, means = self.centring_at(positions)
+        norms2 = self.col_norm2[positions] if self.has_norms else centred_norms(X, sums, means)
+        return Columns(X, sums, means, norms2)
 
     def centring_at(self, positions):
         """``(col_sums, col_means)`` of the columns ``positions`` (empty when not centred)."""
@@ -56,8 +60,12 @@ class Columns:
         return len(self.col_means) > 0
 
     @property
+    def has_norms(self):
+        return len(self.col_norm2) == self.width
+
+    @property
     def width(self):
-        return len(self.col_norm2)
+        return self.X.shape[1] if isinstance(self.X, np.ndarray) else len(self.X[0]) - 1
 
 
 def take_columns(X, positions):
