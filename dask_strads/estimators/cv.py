@@ -19,7 +19,7 @@ from ..programs.elastic_net import ElasticNetProgram, kernel_csc
 from ..programs.elastic_net_path import ElasticNetPathProgram
 from ..programs.lasso import make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
-from .elastic_net import ElasticNet, gap_target, rounds_to_stop, solution
+from .elastic_net import ElasticNet, gap_target, rounds_to_stop, solution, zeros
 from .inputs import blocks_along, check_in_memory_design
 from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
 
@@ -131,10 +131,10 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         edges = block_edges(X.shape[1], self.n_blocks or default_block_count(
             _stored(X), len(executor.workers)))
         widths, sparse = np.diff(edges), sp.issparse(X)
-        means = None if self.fit_intercept else np.zeros(X.shape[1])
+        means = None if self.fit_intercept else zeros(X.shape[1])
 
         def make_block(columns, lo, hi):
-            return make_raw_block(columns, y_centred, np.zeros(hi - lo),
+            return make_raw_block(columns, y_centred, zeros(hi - lo),
                                   None if means is None else means[lo:hi], False)
 
         logger.info("%s: placing %d feature blocks on the workers, once for every fold and the "

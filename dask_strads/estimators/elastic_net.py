@@ -172,7 +172,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             executor = self._fit_executor(stored)
         n_features = X.shape[1]
         if not self.fit_intercept:
-            means = np.zeros(n_features)
+            means = zeros(n_features)
         y_mean = float(y.mean()) if self.fit_intercept else 0.0
         y_centred = y - y_mean
         coef_init = self._initial_coef(n_features)
@@ -218,7 +218,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             coef = np.asarray(self._in_memory(self.coef_))
             if coef.shape == (n_features,):
                 return coef.astype(np.float64)
-        return np.zeros(n_features)
+        return zeros(n_features)
 
     def predict(self, X):
         """Predictions ``X @ coef_ + intercept_``; lazy for a dask array X."""
@@ -257,6 +257,13 @@ def rounds_to_stop(history):
     behind = len(history.records) - len(kept)
     history.records[:] = kept
     return history.stats.rounds - behind
+
+
+def zeros(n):
+    """``n`` zeros as a read-only view of one: what a block of them is sent to a worker as (Dask
+    sends an array broadcast along an axis as its one value; ``np.zeros`` would travel, and stay
+    on the worker until the block is prepared, 8 bytes a feature)."""
+    return np.broadcast_to(np.float64(0.0), (n,))
 
 
 def solution(estimator, result, X, means, y_mean, executor):
