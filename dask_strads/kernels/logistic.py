@@ -15,45 +15,46 @@ from .weighted_columns import column_weighted_dot, column_weighted_sq_norm
 
 
 @njit(cache=True, nogil=True)
-def _dot(X, j, v):
-    """X[:, j] . v"""
-    return column_dot(X, j, v) if j < n_columns(X) else np.sum(v)
+def _sum(v):
+    total = 0.0
+    for i in range(v.shape[0]):
+        total += v[i]
+    return total
 
 
 @njit(cache=True, nogil=True)
-def _axpy(X, j, a, v):
-    """v += a X[:, j]"""
-    if j < n_columns(X):
-        column_axpy(X, j, a, v)
-    else:
-        v += a
+def _weighted_sum(h, v):
+    """sum_i h[i] v[i]: the ones column's weighted dot product"""
+    total = 0.0
+    for i in range(v.shape[0]):
+        total += h[i] * v[i]
+    return total
 
 
 @njit(cache=True, nogil=True)
-def _weighted_dot(X, j, h, v):
-    """sum_i X[i, j] h[i] v[i]"""
-    return column_weighted_dot(X, j, h, v) if j < n_columns(X) else np.dot(h, v)
-
-
-@njit(cache=True, nogil=True)
-def _weighted_sq_norm(X, j, h):
-    """sum_i h[i] X[i, j]^2"""
-    return column_weighted_sq_norm(X, j, h) if j < n_columns(X) else np.sum(h)
+def _shift(a, v):
+    """v += a: the ones column's axpy"""
+    for i in range(v.shape[0]):
+        v[i] += a
 
 
 @njit(cache=True, nogil=True)
 def _column_dots(X, columns, g, out):
     """out[k] = X[:, columns[k]] . g"""
+    stored = n_columns(X)
     for k in range(columns.shape[0]):
-        out[k] = _dot(X, columns[k], g)
+        j = columns[k]
+        out[k] = column_dot(X, j, g) if j < stored else _sum(g)
     return out
 
 
 @njit(cache=True, nogil=True)
 def _column_range_dots(X, start, g, out):
     """out[k] = X[:, start + k] . g (no array of the columns' indices)"""
+    stored = n_columns(X)
     for k in range(out.shape[0]):
-        out[k] = _dot(X, start + k, g)
+        j = start + k
+        out[k] = column_dot(X, j, g) if j < stored else _sum(g)
     return out
 
 
@@ -117,12 +118,17 @@ def _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, free, curvature, d, q):
         old = coef[k] + d[k]
         if a <= 0.0 or (active_only and old == 0.0):  # an empty unpenalised column: no move
             continue
-        weight = 0.0 if k == free else 1.0
-        slope = grad[k] + _weighted_dot(X, ws[k], h, q) + l2 * weight * old
-        new = _soft_threshold(old - slope / a, l1 * weight / a)
+        if k == free:  # the intercept's column of ones, unpenalised
+            new = old - (grad[k] + _weighted_sum(h, q)) / a
+        else:
+            slope = grad[k] + column_weighted_dot(X, ws[k], h, q) + l2 * old
+            new = _soft_threshold(old - slope / a, l1 / a)
         if new != old:
             d[k] += new - old
-            _axpy(X, ws[k], new - old, q)
+            if k == free:
+                _shift(new - old, q)
+            else:
+                column_axpy(X, ws[k], new - old, q)
             largest = max(largest, a * abs(new - old))
     return largest
 
@@ -143,7 +149,7 @@ def _newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol, d, q)
     """
     curvature = np.empty(ws.shape[0])
     for k in range(ws.shape[0]):
-        curvature[k] = _weighted_sq_norm(X, ws[k], h) + (0.0 if k == free else l2)
+        curvature[k] = _sum(h) if k == free else column_weighted_sq_norm(X, ws[k], h) + l2
     active_only = False
     for sweep in range(max_sweeps):
         largest = _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, free, curvature, d, q)
