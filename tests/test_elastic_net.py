@@ -210,8 +210,8 @@ def test_default_blocks_follow_the_stored_values(client_factory, monkeypatch, pe
 def test_block_columns_match_numpy():
     """A block's column sums, means, centred squared norms and x~_j . y, from one pass, against
     numpy on the dense matrix, whatever form the block comes in; columns not centred (means
-    all zero) keep no sums and means. The working set's blocks keep no norms: the columns
-    taken from them have theirs."""
+    all zero) keep no sums and means. The working set's blocks keep float32 upper bounds of the
+    norms; the columns taken from them have exact ones."""
     X, y = sparse_problem(seed=7, n=60, p=30)
     y_centred = y - y.mean()
     dense = X.toarray()
@@ -223,7 +223,9 @@ def test_block_columns_match_numpy():
             for name in ("col_sums", "col_means"):
                 np.testing.assert_allclose(getattr(kept, name), getattr(columns, name),
                                            rtol=1e-12, atol=1e-12)
-            assert len(kept.col_norm2) == 0
+            exact = (expected**2).sum(axis=0)  # the block's norms: float32, never below
+            assert kept.col_norm2.dtype == np.float32 and np.all(kept.col_norm2 >= exact)
+            np.testing.assert_allclose(kept.col_norm2, exact, rtol=1e-7)
             taken = kept.take(np.arange(3, 30, 2))
             np.testing.assert_allclose(taken.col_norm2, (expected[:, 3::2]**2).sum(axis=0),
                                        rtol=1e-12, atol=1e-12)
@@ -255,7 +257,7 @@ def sparse_pointer_types():
     kernels compiled (or loaded) in this process."""
     found = {(en_kernels.take_csc, s, s[0].dtype) for s in en_kernels.take_csc.overloads}
     for kernel in (en_kernels._screen_and_score, en_kernels._gradient, en_kernels._epochs,
-                   columns_kernels.column_sums, columns_kernels.centred_norms,
+                   columns_kernels.column_norms, columns_kernels.centred_norms,
                    columns_kernels.add_columns):
         found |= {(kernel, s, s[0][0].dtype) for s in kernel.overloads
                   if isinstance(s[0], types.BaseTuple)}

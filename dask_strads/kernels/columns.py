@@ -17,10 +17,6 @@ def column_dot(X, j, v):
     raise NotImplementedError
 
 
-def column_dot_norm2(X, j, v):
-    raise NotImplementedError
-
-
 def column_norm2(X, j):
     raise NotImplementedError
 
@@ -88,30 +84,6 @@ def _column_dot(X, j, v):
         for p in range(indptr[j], indptr[j + 1]):
             total += data[p] * v[indices[p]]
         return total
-    return csc
-
-
-@overload(column_dot_norm2)
-def _column_dot_norm2(X, j, v):
-    """``(X[:, j] . v, ||X[:, j]||^2)``, one read of the column's values for both."""
-    if _is_dense(X):
-        def dense(X, j, v):
-            total, norm2 = 0.0, 0.0
-            for i in range(X.shape[0]):
-                value = X[i, j]
-                total += value * v[i]
-                norm2 += value * value
-            return total, norm2
-        return dense
-
-    def csc(X, j, v):
-        indptr, indices, data = X
-        total, norm2 = 0.0, 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            value = data[p]
-            total += value * v[indices[p]]
-            norm2 += value * value
-        return total, norm2
     return csc
 
 
@@ -255,19 +227,32 @@ def column_stats(X, v):
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def column_sums(X, zeros, with_sums):
-    """Every column's sum when ``with_sums`` (else an empty array), from one pass over X, and
-    whether each column's row indices increase strictly: what the working-set program keeps of
-    a block (it keeps no norms). ``zeros``: a zero vector of X's rows."""
+def column_norms(X, zeros, with_sums):
+    """Every column's squared norm, and its sum when ``with_sums`` (else an empty array), from
+    one pass over X, and whether each column's row indices increase strictly: what the working
+    set keeps of a block, without the arrays :func:`column_stats` would add for a moment.
+    ``zeros``: a zero vector of X's rows."""
     p = n_columns(X)
-    sums = np.empty(p if with_sums else 0)
+    sums, norms2 = np.empty(p if with_sums else 0), np.empty(p)
     canonical = True
     for j in range(p):
-        total, _, _, increasing = column_moments(X, j, zeros)
+        total, norms2[j], _, increasing = column_moments(X, j, zeros)
         if with_sums:
             sums[j] = total
         canonical &= increasing
-    return sums, canonical
+    return sums, norms2, canonical
+
+
+@njit(cache=True, nogil=True)
+def upper_bounds32(values):
+    """``values`` as float32, each rounded up where float32 cannot hold it: half the bytes, and
+    never below the value (what a safe test against an upper bound needs)."""
+    bounds = np.empty(values.shape[0], dtype=np.float32)
+    for j in range(values.shape[0]):
+        bounds[j] = np.float32(values[j])
+        if bounds[j] < values[j]:
+            bounds[j] = np.nextafter(bounds[j], np.float32(np.inf))
+    return bounds
 
 
 @njit(cache=True, nogil=True, fastmath=True)

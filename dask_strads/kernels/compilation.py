@@ -49,7 +49,7 @@ _LASSO = (("columns", "column_stats"), ("columns", "add_columns"), ("lasso", "_f
           ("lasso", "_sub_rounds"))
 KERNEL_SETS["lasso"] = tuple((module, name, _dense) for module, name in _LASSO)
 KERNEL_SETS["lasso_sparse"] = tuple((module, name, _sparse) for module, name in _LASSO)
-_ENET = (("columns", "column_sums"), ("columns", "add_columns"), ("columns", "centred_norms"),
+_ENET = (("columns", "column_norms"), ("columns", "add_columns"), ("columns", "centred_norms"),
          ("elastic_net", "_screen_and_score"), ("elastic_net", "_gradient"),
          ("elastic_net", "_epochs"))
 KERNEL_SETS["enet"] = tuple((module, name, _dense) for module, name in _ENET)

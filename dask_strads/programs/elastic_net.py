@@ -22,9 +22,9 @@ costs one Dask graph. Screening needs no extra round: the gap-safe sphere of the
 round's gap, centred at the dual point of the state it measured, holds the optimum's dual
 point; the push tests each feature against it from the gradient it computes anyway, at the
 new state, the sphere widened by the distance between the two states' scaled residuals (the
-pull's). A push reads each column once, for its gradient and its squared norm (a block keeps
-no norms), and works ``COLUMN_CHUNK`` columns at a time: it holds no array of the block's
-width.
+pull's), so a block keeps no gradient. It keeps its columns' squared norms as float32 upper
+bounds (the tests stay safe; the columns a push sends get exact ones), and a push works
+``COLUMN_CHUNK`` columns at a time: it holds no array of the block's width.
 
 A push updates its block's state in place (``updates_in_place``): a worker holds one state per
 block, its coefficients and screening mask. A report measures the coefficients its
@@ -33,13 +33,13 @@ only by the previous pull's working-set values). The pull that meets the toleran
 shared value stopped, and the rounds submitted behind it change nothing: the fit's result is
 the state the stopping report measured.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.columns import (COLUMN_CHUNK, add_columns, column_chunks, column_stats, column_sums,
-                               index_type)
+from ..kernels.columns import (COLUMN_CHUNK, add_columns, column_chunks, column_norms, column_stats,
+                               index_type, upper_bounds32)
 from ..kernels.elastic_net import dot, half_norm2, screen_and_score
 from .base import Program, initial_parameters
 from .working_set import Columns, duality_gap, join_columns, residual_dot, solve
@@ -212,9 +212,10 @@ class ElasticNetProgram(Program):
         """The block's full pass, ``COLUMN_CHUNK`` columns at a time: it screens the features
         (in place on ``state.active``), and gives the block's gap terms ``(n_active,
         n_violating, l1_norm, coef_norm2, dual_norm, gradient_norm2)`` and the features it
-        sends with their scores: every active feature if there are at most ``wanted``, else the
-        ``wanted`` highest scores among the non-zero and violating features (a feature that
-        satisfies its optimality condition would stay at zero in the working set).
+        sends with their scores: every active feature if there were at most ``wanted`` before
+        the pass, else the ``wanted`` highest scores among the non-zero and violating features (a
+        feature that satisfies its optimality condition would stay at zero in the working set;
+        only the sent features are scored).
 
         Screening is the gap-safe rule (Fercoq, Gramfort, Salmon 2015, on the elastic net as a
         Lasso of augmented data): the optimum's dual point lies within ``sqrt(2 gap)`` of the
@@ -226,6 +227,7 @@ class ElasticNetProgram(Program):
         screening = self.screening and np.isfinite(shared.gap) and l1 > 0.0
         radius = (np.sqrt(2.0 * max(shared.gap, 0.0)) + shared.dual_scale * shared.distance
                   if screening else 0.0)
+        every_one = np.count_nonzero(state.active) <= wanted
         buffer = np.empty(min(COLUMN_CHUNK, columns.width))
         parts, n_active = [], 0
         positions, scores = np.zeros(0, dtype=np.int64), np.zeros(0)
@@ -234,17 +236,14 @@ class ElasticNetProgram(Program):
             parts.append(screen_and_score(
                 columns.X, start, stop, state.coef, state.active, shared.r, shared.offset,
                 columns.col_sums, columns.col_means, columns.col_norm2, l1, l2, self.positive,
-                screening, shared.dual_scale, radius, score))
+                screening, shared.dual_scale, radius, every_one, score))
             n_active += parts[-1][3]
-            kept = np.flatnonzero(state.active[start:stop] if n_active <= wanted else score > 0.0)
+            kept = np.flatnonzero(state.active[start:stop] if every_one else score > 0.0)
             positions = np.concatenate([positions, kept + start])
             scores = np.concatenate([scores, score[kept]])
-            if n_active > wanted:
-                sending = scores > 0.0
-                positions, scores = positions[sending], scores[sending]
-                if len(scores) > wanted:
-                    best = np.argpartition(-scores, wanted - 1)[:wanted]
-                    positions, scores = positions[best], scores[best]
+            if len(scores) > wanted:
+                best = np.argpartition(-scores, wanted - 1)[:wanted]
+                positions, scores = positions[best], scores[best]
         _, gradient_norm2, violating, _, l1_norm, coef_norm2 = np.sum(parts, axis=0)
         terms = (n_active, int(violating), l1_norm, coef_norm2, max(p[0] for p in parts),
                  gradient_norm2)
@@ -341,17 +340,22 @@ class ElasticNetProgram(Program):
 
 def solver_columns(X, n_samples, means):
     """A block's :class:`Columns` (a dense array or a CSC matrix of ``n_samples`` rows) as the
-    working-set program keeps them, from one pass over the data: no squared norms (a push
-    computes them as it reads the columns), and the sums only where ``means`` are not all
+    working-set program keeps them, from one pass over the data: the centred squared norms as
+    float32 upper bounds (see :class:`Columns`), and the sums only where ``means`` are not all
     zero (None: the columns' own means)."""
     X_kernel = _kernel_matrix(X)
     centred = means is None or bool(np.any(means))
-    col_sums, canonical = column_sums(X_kernel, np.zeros(n_samples), centred)
+    col_sums, norms2, canonical = column_norms(X_kernel, np.zeros(n_samples), centred)
     if not canonical:  # a row repeated in a column (or unsorted rows): sum them, count again
         X = sp.csc_matrix(X, copy=True)
         X.sum_duplicates()
         return solver_columns(X, n_samples, means)
-    return centred_columns(X_kernel, col_sums, None, n_samples, means)
+    return bounded(centred_columns(X_kernel, col_sums, norms2, n_samples, means))
+
+
+def bounded(columns):
+    """``columns`` with their squared norms kept as float32 upper bounds."""
+    return replace(columns, col_norm2=upper_bounds32(columns.col_norm2))
 
 
 def block_columns(X, y_centred, means):
@@ -372,14 +376,14 @@ def block_columns(X, y_centred, means):
 
 
 def centred_columns(X_kernel, col_sums, norms2, n_samples, means):
-    """The :class:`Columns` of ``n_samples`` rows whose raw sums and squared norms are given
-    (``norms2`` None: keeping none), centred implicitly by ``means`` (None: their own; all
-    zero: not centred, without sums and means)."""
-    nothing = np.zeros(0)
+    """The :class:`Columns` of ``n_samples`` rows whose raw sums and squared norms are given,
+    centred implicitly by ``means`` (None: their own; all zero: not centred, without sums and
+    means)."""
     if means is not None and not np.any(means):
-        return Columns(X_kernel, nothing, nothing, nothing if norms2 is None else norms2)
+        nothing = np.zeros(0)
+        return Columns(X_kernel, nothing, nothing, norms2)
     means = col_sums / n_samples if means is None else np.asarray(means, dtype=np.float64)
-    col_norm2 = nothing if norms2 is None else np.maximum(norms2 - n_samples * means**2, 0.0)
+    col_norm2 = np.maximum(norms2 - n_samples * means**2, 0.0)
     return Columns(X_kernel, col_sums, means, col_norm2)
 
 

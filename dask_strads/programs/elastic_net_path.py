@@ -17,10 +17,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..kernels.columns import add_columns
+from ..kernels.columns import add_columns, centred_norms
 from ..kernels.weighted_columns import take_csc_rows, weighted_column_stats
 from .base import initial_parameters
-from .elastic_net import BlockData, ElasticNetProgram, Shared, _kernel_matrix, centred_columns
+from .elastic_net import (BlockData, ElasticNetProgram, Shared, _kernel_matrix, bounded,
+                          centred_columns)
 from .working_set import Columns
 
 
@@ -43,7 +44,8 @@ class FoldColumns(Columns):
             X = np.asfortranarray(self.X[np.ix_(self.rows, positions)])
         else:
             X = take_csc_rows(*self.X, np.asarray(positions, dtype=np.int64), self.row_map)
-        return Columns(X, *self.centring_at(positions), self.col_norm2[positions])
+        sums, means = self.centring_at(positions)
+        return Columns(X, sums, means, centred_norms(X, sums, means))
 
     def spread(self, r):
         """The fold's vector ``r`` over all rows, zero off the fold."""
@@ -84,7 +86,7 @@ class ElasticNetPathProgram(ElasticNetProgram):
         weights = np.zeros(len(raw["y"]))
         weights[rows] = 1.0
         sums, norms2, _ = weighted_column_stats(X, weights, weights)  # (no use for x . v)
-        columns = centred_columns(X, sums, norms2, len(rows), raw["means"])
+        columns = bounded(centred_columns(X, sums, norms2, len(rows), raw["means"]))
         row_map = np.full(len(raw["y"]), -1, dtype=np.int64)
         row_map[rows] = np.arange(len(rows))
         return BlockData(FoldColumns(**vars(columns), rows=rows, row_map=row_map),

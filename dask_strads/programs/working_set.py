@@ -26,9 +26,9 @@ PRECISION = 1e-14
 class Columns:
     """Some columns of the design and what the solver needs of each. Columns that are not
     centred (no intercept) have empty ``col_sums`` and ``col_means``: their residual's offset
-    stays 0, and sums would serve nothing. A block's columns keep no squared norms (an empty
-    ``col_norm2``: the push computes them as it reads the columns); the columns taken from them
-    for a working set come with theirs."""
+    stays 0, and sums would serve nothing. A block's columns keep their squared norms as float32
+    upper bounds (half the bytes; the push's screening and priorities need no more); the
+    columns taken from them for a working set come with exact ones."""
 
     X: object
     col_sums: np.ndarray
@@ -36,11 +36,11 @@ class Columns:
     col_norm2: np.ndarray
 
     def take(self, positions):
-        if len(positions) == self.width and self.has_norms:  # sorted and distinct: all of them
+        if len(positions) == self.width and self.exact_norms:  # sorted and distinct: all
             return self
         X = take_columns(self.X, positions)
         sums, means = self.centring_at(positions)
-        norms2 = self.col_norm2[positions] if self.has_norms else centred_norms(X, sums, means)
+        norms2 = self.col_norm2[positions] if self.exact_norms else centred_norms(X, sums, means)
         return Columns(X, sums, means, norms2)
 
     def centring_at(self, positions):
@@ -60,8 +60,8 @@ class Columns:
         return len(self.col_means) > 0
 
     @property
-    def has_norms(self):
-        return len(self.col_norm2) == self.width
+    def exact_norms(self):
+        return self.col_norm2.dtype == np.float64
 
     @property
     def width(self):
