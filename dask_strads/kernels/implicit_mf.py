@@ -30,8 +30,8 @@ from .row_pieces import as_pieces, gather_rows
 def _solve_rows(indptr, indices, weights, F, pieces, maps, offsets, gramian, regularization,
                 cg_steps):
     """Update the rows of ``F`` in place (CSR rows of ``weights = alpha * r``); row ``j`` of
-    ``Y`` is row ``piece_row(maps, offsets, p, j)`` of ``pieces[p]``. Returns the interactions'
-    part of the loss of the updated rows (see the module)."""
+    ``Y`` is row ``j - offsets[p]`` of ``pieces[p]`` (through ``maps[p]`` where it is not
+    empty). Returns the interactions' part of the loss of the updated rows (see the module)."""
     n_rows, k = F.shape
     longest = 0
     for i in range(n_rows):

@@ -15,13 +15,14 @@ arrive from the blocks that hold them, used where they are instead of copied int
 import numpy as np
 from numba import njit
 
-from .row_pieces import as_pieces, gather_rows, piece_row
+from .row_pieces import as_pieces, gather_rows
 
 
 @njit(cache=True, nogil=True)
 def _update_rows(indptr, indices, values, F, pieces, maps, offsets, coords, lam, sweeps, tol):
     """Coordinate descent on the rows of ``F`` (in place), for a block of rows in CSR form;
-    row ``j`` of ``G`` is row ``piece_row(maps, offsets, p, j)`` of ``pieces[p]``.
+    row ``j`` of ``G`` is row ``j - offsets[p]`` of ``pieces[p]``, or row
+    ``maps[p][j - offsets[p]]`` where that map is not empty.
 
     The coordinates ``coords`` of each row are updated in that order, ``sweeps`` times at most;
     a row stops early once no coordinate moved more than ``tol`` in a sweep (``tol=0``: always
@@ -37,7 +38,8 @@ def _update_rows(indptr, indices, values, F, pieces, maps, offsets, coords, lam,
     loss = 0.0
     # one piece: its rows are read where they are, in the pass that computes the fit (on rows
     # of a few entries a separate gather costs a fifth of the update)
-    single, G = len(pieces) == 1, pieces[0]
+    single, G, rows = len(pieces) == 1, pieces[0], maps[0]
+    mapped = rows.shape[0] > 0
     for i in range(n_rows):
         start, n = indptr[i], indptr[i + 1] - indptr[i]
         if not single:
@@ -45,7 +47,9 @@ def _update_rows(indptr, indices, values, F, pieces, maps, offsets, coords, lam,
         for e in range(n):
             fit = 0.0
             if single:
-                j = piece_row(maps, offsets, 0, indices[start + e])
+                j = indices[start + e]
+                if mapped:
+                    j = rows[j]
                 for c in range(d):
                     G_row[c, e] = G[j, c]
                     fit += F[i, c] * G[j, c]

@@ -51,24 +51,20 @@ def as_pieces(rows):
     return pieces, maps, np.cumsum([0] + [len(part) for part in parts]).astype(np.int64)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def piece_row(maps, offsets, p, j):
-    """The row of ``pieces[p]`` that holds row ``j`` of the stacked pieces."""
-    j -= offsets[p]
-    return maps[p][j] if maps[p].shape[0] > 0 else j
-
-
 @njit(cache=True, nogil=True)
 def gather_rows(pieces, maps, offsets, indices, out):
     """``out[e] = `` row ``indices[e]`` of the stacked pieces, for every ``e``. A row's
-    indices are sorted as a rule, so the piece is looked up only when they leave it."""
+    indices are sorted as a rule, so the piece (and its map) is looked up only when they leave
+    it: a typed list's item is slow to fetch in a loop."""
     p = 0
-    piece = pieces[0]
+    piece, rows = pieces[0], maps[0]
     for e in range(len(indices)):
         j = indices[e]
         if j < offsets[p] or j >= offsets[p + 1]:
             p = np.searchsorted(offsets, j, side="right") - 1
-            piece = pieces[p]
-        j = piece_row(maps, offsets, p, j)
+            piece, rows = pieces[p], maps[p]
+        j -= offsets[p]
+        if rows.shape[0] > 0:
+            j = rows[j]
         for c in range(out.shape[1]):
             out[e, c] = piece[j, c]
