@@ -55,7 +55,8 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         Rounds at most (a round runs up to 20 prox-Newton steps with one block, one per block
         with several).
     warm_start : bool
-        Start from the previous fit's coefficients when the features and classes match.
+        Start from the previous fit's coefficients when the features and classes match (and
+        from its intercepts with ``fit_intercept``).
     n_blocks : int or None
         Feature blocks; None: one per ten million stored values of X, at most one per worker.
         Blocks updated in the same round interfere, so more blocks take more rounds: they pay
