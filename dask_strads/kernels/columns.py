@@ -248,10 +248,11 @@ def upper_bounds32(values):
     """``values`` as float32, each rounded up where float32 cannot hold it: half the bytes, and
     never below the value (what a safe test against an upper bound needs)."""
     bounds = np.empty(values.shape[0], dtype=np.float32)
+    bits = bounds.view(np.int32)  # of a positive float, the next one up is its bits plus one
     for j in range(values.shape[0]):
         bounds[j] = np.float32(values[j])
         if bounds[j] < values[j]:
-            bounds[j] = np.nextafter(bounds[j], np.float32(np.inf))
+            bits[j] += 1
     return bounds
 
 

@@ -52,18 +52,19 @@ def _gradient(X, coef, active, r, offset, col_sums, col_means, col_norm2, l1, l2
 
 @njit(cache=True, nogil=True, fastmath=True)
 def _screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_means, col_norm2,
-                      l1, l2, positive, screening, scale, radius, every_one, score):
+                      l1, l2, positive, screening, scale, radius, every_one, positions, scores):
     """The push's pass over the columns ``start:stop``: ``g_j = x~_j . (r + offset) - l2 coef_j``
     (minus the gradient of the smooth part) of each active column, whose squared norm
     ``||x~_j||^2`` is at most ``col_norm2[j]`` (an upper bound, float32 where the block keeps
     them so: the tests below stay safe). With ``screening``, a feature at zero leaves
     ``active`` when the gap-safe test proves it zero at the optimum: ``scale |g_j| + radius
-    sqrt(||x~_j||^2 + l2) < l1``. The features left get their working-set priority in
-    ``score[j - start]``: infinite for a non-zero coefficient, else the violation of the
-    optimality condition ``(|g_j| - l1) / sqrt(||x~_j||^2 + l2)`` of a violating feature, or
-    of any with ``every_one``; the others -inf. Returns
-    ``(dual norm, squared gradient norm, violating features at zero, active features, l1 norm,
-    squared l2 norm of coef)`` of these columns."""
+    sqrt(||x~_j||^2 + l2) < l1``. The features the push may send go to ``positions`` and
+    ``scores`` (from their start, in order), with their working-set priority: the non-zero
+    coefficients (infinite) and the violating features, or with ``every_one`` every feature
+    left, at the violation of its optimality condition ``(|g_j| - l1) / sqrt(||x~_j||^2 +
+    l2)`` (-inf for a null column without l2 penalty). Returns ``(dual norm, squared gradient
+    norm, violating features at zero, active features, l1 norm, squared l2 norm of coef,
+    features written)`` of these columns."""
     n = r.shape[0]
     r_total = r.sum() + offset * n
     centred = col_means.shape[0] > 0
@@ -73,11 +74,11 @@ def _screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_mea
     n_active = 0
     l1_norm = 0.0
     coef_norm2 = 0.0
+    found = 0
     for j in range(start, stop):
         c = coef[j]
         l1_norm += abs(c)
         coef_norm2 += c * c
-        score[j - start] = -np.inf
         if not active[j]:
             continue
         # the branch written out in each loop: through a shared helper the pass took 2-3x longer
@@ -96,11 +97,18 @@ def _screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_mea
         gradient_norm2 += g * g
         dual_norm = max(dual_norm, pushing)
         if c != 0.0:
-            score[j - start] = np.inf
-        elif penalised_norm2 > 0.0 and (pushing > l1 or every_one):
-            score[j - start] = (pushing - l1) / np.sqrt(penalised_norm2)
-            violating += pushing > l1
-    return dual_norm, gradient_norm2, violating, n_active, l1_norm, coef_norm2
+            score = np.inf
+        elif pushing > l1 and penalised_norm2 > 0.0:
+            score = (pushing - l1) / np.sqrt(penalised_norm2)
+            violating += 1
+        elif every_one:
+            score = (pushing - l1) / np.sqrt(penalised_norm2) if penalised_norm2 > 0.0 else -np.inf
+        else:
+            continue
+        positions[found] = j
+        scores[found] = score
+        found += 1
+    return dual_norm, gradient_norm2, violating, n_active, l1_norm, coef_norm2, found
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -196,12 +204,12 @@ def gradient(X, coef, active, r, offset, col_sums, col_means, col_norm2, l1, l2,
 
 
 def screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_means, col_norm2,
-                     l1, l2, positive, screening, scale, radius, every_one, score):
+                     l1, l2, positive, screening, scale, radius, every_one, positions, scores):
     """:func:`_screen_and_score`, with int / float / bool scalars."""
     return _screen_and_score(X, int(start), int(stop), coef, active, r, float(offset), col_sums,
                              col_means, col_norm2, float(l1), float(l2), bool(positive),
                              bool(screening), float(scale), float(radius), bool(every_one),
-                             score)
+                             positions, scores)
 
 
 def epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive, n_epochs):

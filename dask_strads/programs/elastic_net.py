@@ -228,24 +228,23 @@ class ElasticNetProgram(Program):
         radius = (np.sqrt(2.0 * max(shared.gap, 0.0)) + shared.dual_scale * shared.distance
                   if screening else 0.0)
         every_one = np.count_nonzero(state.active) <= wanted
-        buffer = np.empty(min(COLUMN_CHUNK, columns.width))
-        parts, n_active = [], 0
+        found = np.empty(min(COLUMN_CHUNK, columns.width), dtype=np.int64)
+        found_scores = np.empty(len(found))
+        parts = []
         positions, scores = np.zeros(0, dtype=np.int64), np.zeros(0)
         for start, stop in column_chunks(columns.width):
-            score = buffer[:stop - start]
             parts.append(screen_and_score(
                 columns.X, start, stop, state.coef, state.active, shared.r, shared.offset,
                 columns.col_sums, columns.col_means, columns.col_norm2, l1, l2, self.positive,
-                screening, shared.dual_scale, radius, every_one, score))
-            n_active += parts[-1][3]
-            kept = np.flatnonzero(state.active[start:stop] if every_one else score > 0.0)
-            positions = np.concatenate([positions, kept + start])
-            scores = np.concatenate([scores, score[kept]])
+                screening, shared.dual_scale, radius, every_one, found, found_scores))
+            count = parts[-1][-1]
+            positions = np.concatenate([positions, found[:count]])
+            scores = np.concatenate([scores, found_scores[:count]])
             if len(scores) > wanted:
                 best = np.argpartition(-scores, wanted - 1)[:wanted]
                 positions, scores = positions[best], scores[best]
-        _, gradient_norm2, violating, _, l1_norm, coef_norm2 = np.sum(parts, axis=0)
-        terms = (n_active, int(violating), l1_norm, coef_norm2, max(p[0] for p in parts),
+        _, gradient_norm2, violating, n_active, l1_norm, coef_norm2, _ = np.sum(parts, axis=0)
+        terms = (int(n_active), int(violating), l1_norm, coef_norm2, max(p[0] for p in parts),
                  gradient_norm2)
         order = np.argsort(positions)
         return terms, positions[order], scores[order]
