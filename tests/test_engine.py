@@ -9,7 +9,7 @@ from dask_strads.engine import (
     DistributedExecutor, Engine, EngineResult, LocalExecutor, close_embedded_client,
     embedded_client, executor_for,
 )
-from dask_strads.engine import runtime
+from dask_strads.engine import runner, runtime
 from dask_strads.engine.blocks import PinnedBlock, PlacedBlocks, place_blocks
 from dask_strads.engine.hubs import release_hub
 from dask_strads.programs import BlockJacobi, jacobi_blocks, run_sequential
@@ -537,3 +537,39 @@ def test_a_callback_sees_the_parameters_as_a_dask_array(system):
         assert array.chunks == ((10,) * N_BLOCKS,)
         expected = np.concatenate(run_sequential(program, raw, r + 1)[0])
         np.testing.assert_allclose(array.compute(scheduler="sync"), expected, rtol=1e-12)
+
+
+def _tasks_known(dask_worker):
+    return sum(str(key).startswith("strads-") for key in dask_worker.state.tasks)
+
+
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_workers_forget_the_rounds_before_a_lineage_cut(client_factory, system, monkeypatch,
+                                                        staleness):
+    """A Dask worker keeps a finished task's state as long as a task on it that depends on it,
+    however indirectly, is alive, and each round depends on the one before. Every
+    ``LINEAGE_ROUNDS`` rounds a run lets the workers forget the rounds before: the tasks they
+    know stop growing with the rounds, where without a cut they grow with every round, and the
+    result is the sequential loop's either way."""
+    A, b, program, raw = system
+    client = client_factory(2)
+    rounds = 60
+
+    def growth(period):
+        monkeypatch.setattr(runner, "LINEAGE_ROUNDS", period)
+        counts = {}
+
+        def count(record):
+            if record["round"] in (20, 55):
+                counts[record["round"]] = sum(client.run(_tasks_known).values())
+
+        result = fit(client, program, raw, staleness=staleness, max_rounds=rounds,
+                     callback=count)
+        assert_same_run(client, result, run_sequential(program, raw, rounds,
+                                                       staleness=staleness))
+        return counts[55] - counts[20]
+
+    uncut = growth(period=10**6)
+    cut = growth(period=8)
+    assert uncut >= 35 * N_BLOCKS  # at least a push a block and round, kept
+    assert cut <= uncut / 3

@@ -26,6 +26,9 @@ from .runtime import executor_for
 CHECKPOINT_INTERVAL = 10
 #: A block whose worker is lost this many times in one fit stops it (a worker dying on it).
 MAX_LOSSES_PER_BLOCK = 3
+#: Rounds between two cuts of the lineage Dask keeps of a run on a cluster (see
+#: ``Engine._cut_lineage``): each cut waits for its round to end, one round's latency.
+LINEAGE_ROUNDS = 64
 
 
 @dataclass
@@ -201,7 +204,36 @@ class Engine:
             self.submit_round(run, t)
             if self.read_reports(run, self.pipeline_depth, watching):
                 break
+            if not self.executor.local and (t + 1) % LINEAGE_ROUNDS == 0:
+                self._cut_lineage(run)
         self.read_reports(run, 0, watching)
+
+    def _cut_lineage(self, run):
+        """Let Dask forget the rounds run so far. The scheduler and every worker keep a task's
+        state for as long as some task that depends on it, however indirectly, is alive, and
+        each round depends on the one before: without a cut they would keep every round of the
+        fit until its end (some 50 kB a round on each worker, growing with the rounds, not with
+        the model). Once the newest round submitted has run, the values later rounds read (the
+        pulls they may read, the carried blocks) are taken over by tasks without dependencies
+        that return them where they are, and the pushes need no handle to order them: nothing
+        alive depends on the rounds before any more."""
+        live = [(run.pulled, r, run.hub) for r in run.pulled]
+        live += [(run.carried, c, run.home[c]) for c in range(len(run.carried))]
+        # the pushes' handles: the newest push of each block, or a checkpoint's copy of its
+        # state that its next push must follow
+        self.executor.wait([h for h in run.pushed if h is not None]
+                           + [handles[i] for handles, i, _ in live]
+                           + list(run.guards.values()), run.owners)
+        graph = {}
+        taken = [self._task(graph, worker, run.key("kept", handles[i].key), tasks.held,
+                            handles[i].key) for handles, i, worker in live]
+        new = self.executor.submit(graph)
+        self.executor.wait([new[ref.key] for ref in taken], run.owners)
+        for (handles, i, _), ref in zip(live, taken):
+            handles[i] = new[ref.key]
+        run.pushed = [None] * len(run.pushed)
+        run.guards = {}
+        run.last_round_pushes = []
 
     def start(self, blocks, slots=None, restore=None):
         """Place the blocks, build their cells and the carried blocks, and pull once; or, with
