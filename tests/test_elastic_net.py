@@ -153,7 +153,7 @@ def test_rounds_behind_the_stop_change_nothing():
 
 def test_a_checkpoints_copy_of_a_block_is_packed_and_exact():
     """``copy.deepcopy`` of a block's state (what a checkpoint keeps) holds its non-zero
-    coefficients and its mask as bits; pushed from, it gives the round the state itself
+    coefficients and its mask (a bit a feature); pushed from, it gives the round the state itself
     gives."""
     X, y = sparse_problem(seed=10, n=150, p=2000)
     program, blocks = no_intercept_program(X, y, 0.1, 0.9, 1, tol=0.0)  # never stops
@@ -163,9 +163,11 @@ def test_a_checkpoints_copy_of_a_block_is_packed_and_exact():
     for _ in range(5):
         state, partial = program.push(0, data, state, None, shared)
         shared, _ = program.pull({0: partial}, shared)
-    assert np.count_nonzero(state.coef) and not state.active.all()
+    assert np.count_nonzero(state.coef) and not state.active_features().all()
     packed = copy.deepcopy(state)
-    assert sizeof(packed) < sizeof(state) - 8 * 0.9 * len(state.coef)
+    # 16 bytes a non-zero coefficient and the mask, not 8 bytes a feature
+    assert sizeof(packed) < 16 * np.count_nonzero(state.coef) + state.active.nbytes + 1000
+    assert sizeof(packed) < sizeof(state) - 0.8 * state.coef.nbytes
     np.testing.assert_array_equal(program.collect(data, packed, shared),
                                   program.collect(data, state, shared))
     # the fit's result takes the state's coefficients, a collect that leaves the state copies
@@ -223,9 +225,13 @@ def test_block_columns_match_numpy():
             for name in ("col_sums", "col_means"):
                 np.testing.assert_allclose(getattr(kept, name), getattr(columns, name),
                                            rtol=1e-12, atol=1e-12)
-            exact = (expected**2).sum(axis=0)  # the block's norms: float32, never below
-            assert kept.col_norm2.dtype == np.float32 and np.all(kept.col_norm2 >= exact)
-            np.testing.assert_allclose(kept.col_norm2, exact, rtol=1e-7)
+            exact = (expected**2).sum(axis=0)  # the block's norms: a byte each, never below
+            codes, table = kept.col_norm2
+            assert codes.dtype == np.uint8 and np.all(table[codes] >= exact)
+            # within a step of the table: 254 from the least norm to the largest
+            ratio = 1 + (np.log2(exact[exact > 0].max() / exact[exact > 0].min()) + 1) / 254
+            assert np.all(table[codes] <= exact * ratio * (1 + 1e-8))
+            assert np.all((codes == 0) == (exact == 0))
             taken = kept.take(np.arange(3, 30, 2))
             np.testing.assert_allclose(taken.col_norm2, (expected[:, 3::2]**2).sum(axis=0),
                                        rtol=1e-12, atol=1e-12)
@@ -391,7 +397,7 @@ def test_no_round_screens_a_feature_of_the_solution(l1_ratio, positive):
     for _ in range(8):
         pushed = [program.push(k, d, s, None, shared) for k, (d, s) in enumerate(zip(data, states))]
         states = [state for state, _ in pushed]
-        active = np.concatenate([state.active for state in states])
+        active = np.concatenate([state.active_features() for state in states])
         assert active[support].all()
         shared, report = program.pull({k: sent for k, (_, sent) in enumerate(pushed)}, shared)
     assert report["screened"] >= 0.8 * (X.shape[1] - len(support)), report

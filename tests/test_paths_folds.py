@@ -29,8 +29,13 @@ def test_fold_columns_are_those_of_the_folds_rows(layout):
     y_shift = y_centred[rows].mean()
     ours = fold_program_block(X, y_centred, rows, y_shift)
     ref, _ = block_columns(X[rows], y_centred[rows] - y_shift, None)  # a copy of the rows
-    for name in ("col_sums", "col_means", "col_norm2"):
+    for name in ("col_sums", "col_means"):
         np.testing.assert_allclose(getattr(ours, name), getattr(ref, name), atol=1e-12)
+    codes, table = ours.col_norm2  # a byte a column: the code of an upper bound
+    exact = ref.col_norm2
+    ratio = 1 + (np.log2(exact[exact > 0].max() / exact[exact > 0].min()) + 1) / 254
+    assert np.all(table[codes] >= exact * (1 - 1e-12))
+    assert np.all(table[codes] <= exact * ratio * (1 + 1e-8))
     positions = np.array([0, 3, 4, 17])
     taken, expected = ours.take(positions), ref.take(positions)
     if layout == "csc":

@@ -243,17 +243,77 @@ def column_norms(X, zeros, with_sums):
     return sums, norms2, canonical
 
 
+def all_bits(n):
+    """A mask of ``n`` features, all set: bit ``j % 8`` of byte ``j // 8`` (numpy's
+    ``bitorder="little"``), the bits past ``n`` set too (nothing reads them)."""
+    return np.full((n + 7) // 8, 0xFF, dtype=np.uint8)
+
+
+def unpacked_bits(bits, n):
+    """A bit mask of ``n`` features as bools."""
+    return np.unpackbits(bits, count=n, bitorder="little").astype(np.bool_)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def bit_is_set(bits, j):
+    return (bits[j >> 3] >> (j & 7)) & 1 == 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def clear_bit(bits, j):
+    bits[j >> 3] &= np.uint8(0xFF ^ (1 << (j & 7)))
+
+
 @njit(cache=True, nogil=True)
-def upper_bounds32(values):
-    """``values`` as float32, each rounded up where float32 cannot hold it: half the bytes, and
-    never below the value (what a safe test against an upper bound needs)."""
-    bounds = np.empty(values.shape[0], dtype=np.float32)
-    bits = bounds.view(np.int32)  # of a positive float, the next one up is its bits plus one
+def count_bits(bits, n):
+    """The set bits among the first ``n`` of a mask, counted without unpacking it."""
+    count = 0
+    full = n >> 3
+    for i in range(full):
+        byte = int(bits[i])
+        while byte:
+            byte &= byte - 1
+            count += 1
+    for j in range(8 * full, n):
+        count += bit_is_set(bits, j)
+    return count
+
+
+#: The bounds are raised by this fraction: the norms they bound are sums rounded in some order.
+ROUNDING_MARGIN = 1e-9
+#: Bounds a byte can name: code 0 for 0, codes 1 .. 255 for bounds from the least positive
+#: value to the largest.
+BOUND_CODES = 256
+
+
+@njit(cache=True, nogil=True)
+def upper_bound_codes(values):
+    """``(codes, table)`` of non-negative float64 ``values``: a byte a value with
+    ``table[codes[j]] >= values[j]`` (what a safe test against an upper bound needs), 0 only
+    for 0. The bit patterns of positive floats grow with their values, about as their
+    logarithms: the table's bounds are patterns evenly spaced from the least positive value's
+    to past the largest's, and a value's code the first at or above its own, found with integer
+    arithmetic only. A bound exceeds its value by a factor of at most ``1 + (log2(largest /
+    least) + 1) / 254`` (1.06 for values that span 10⁴), and by ``ROUNDING_MARGIN``."""
+    patterns = values.view(np.int64)
+    least, largest = np.iinfo(np.int64).max, 0
     for j in range(values.shape[0]):
-        bounds[j] = np.float32(values[j])
-        if bounds[j] < values[j]:
-            bits[j] += 1
-    return bounds
+        if values[j] > 0.0:
+            least = min(least, patterns[j])
+            largest = max(largest, patterns[j])
+    codes = np.zeros(values.shape[0], dtype=np.uint8)
+    table = np.zeros(BOUND_CODES)
+    if largest == 0:
+        return codes, table
+    step = max(1, -(-(largest - least) // (BOUND_CODES - 2)))  # codes 1 .. 255 reach largest
+    bounds = table.view(np.int64)
+    for k in range(1, BOUND_CODES):
+        bounds[k] = least + (k - 1) * step
+    for j in range(values.shape[0]):
+        if values[j] > 0.0:
+            codes[j] = 1 + (patterns[j] - least + step - 1) // step
+    table *= 1.0 + ROUNDING_MARGIN
+    return codes, table
 
 
 @njit(cache=True, nogil=True, fastmath=True)

@@ -11,7 +11,7 @@ and ``l2 = alpha * (1 - l1_ratio) * n`` are the penalties of the n-times-larger 
 import numpy as np
 from numba import njit
 
-from .columns import column_axpy, column_dot
+from .columns import bit_is_set, clear_bit, column_axpy, column_dot
 from .lasso import centred_dot, coordinate_minimiser
 
 
@@ -51,12 +51,13 @@ def _gradient(X, coef, active, r, offset, col_sums, col_means, col_norm2, l1, l2
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_means, col_norm2,
-                      l1, l2, positive, screening, scale, radius, every_one, positions, scores):
+def _screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_means, norm_codes,
+                      norm_table, l1, l2, positive, screening, scale, radius, every_one, positions,
+                      scores):
     """The push's pass over the columns ``start:stop``: ``g_j = x~_j . (r + offset) - l2 coef_j``
-    (minus the gradient of the smooth part) of each active column, whose squared norm
-    ``||x~_j||^2`` is at most ``col_norm2[j]`` (an upper bound, float32 where the block keeps
-    them so: the tests below stay safe). With ``screening``, a feature at zero leaves
+    (minus the gradient of the smooth part) of each active column (``active``: a bit a
+    feature), whose squared norm ``||x~_j||^2`` is at most ``norm_table[norm_codes[j]]`` (an
+    upper bound: the tests below stay safe). With ``screening``, a feature at zero leaves
     ``active`` when the gap-safe test proves it zero at the optimum: ``scale |g_j| + radius
     sqrt(||x~_j||^2 + l2) < l1``. The features the push may send go to ``positions`` and
     ``scores`` (from their start, in order), with their working-set priority: the non-zero
@@ -79,7 +80,7 @@ def _screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_mea
         c = coef[j]
         l1_norm += abs(c)
         coef_norm2 += c * c
-        if not active[j]:
+        if not bit_is_set(active, j):
             continue
         # the branch written out in each loop: through a shared helper the pass took 2-3x longer
         if centred:
@@ -87,11 +88,11 @@ def _screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_mea
         else:
             g = column_dot(X, j, r) - l2 * c
         pushing = g if positive else abs(g)
-        penalised_norm2 = col_norm2[j] + l2
+        penalised_norm2 = norm_table[norm_codes[j]] + l2
         if screening and c == 0.0:
             slack = l1 - scale * pushing  # the test without a square root
             if slack > 0.0 and slack * slack > radius * radius * penalised_norm2:
-                active[j] = False
+                clear_bit(active, j)
                 continue
         n_active += 1
         gradient_norm2 += g * g
@@ -203,11 +204,12 @@ def gradient(X, coef, active, r, offset, col_sums, col_means, col_norm2, l1, l2,
                      float(l1), float(l2), bool(positive), out)
 
 
-def screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_means, col_norm2,
+def screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_means, norm_bounds,
                      l1, l2, positive, screening, scale, radius, every_one, positions, scores):
-    """:func:`_screen_and_score`, with int / float / bool scalars."""
+    """:func:`_screen_and_score`, with int / float / bool scalars; ``norm_bounds``: ``(codes,
+    table)`` (see :func:`~.columns.upper_bound_codes`)."""
     return _screen_and_score(X, int(start), int(stop), coef, active, r, float(offset), col_sums,
-                             col_means, col_norm2, float(l1), float(l2), bool(positive),
+                             col_means, *norm_bounds, float(l1), float(l2), bool(positive),
                              bool(screening), float(scale), float(radius), bool(every_one),
                              positions, scores)
 

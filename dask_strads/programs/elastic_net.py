@@ -22,12 +22,13 @@ costs one Dask graph. Screening needs no extra round: the gap-safe sphere of the
 round's gap, centred at the dual point of the state it measured, holds the optimum's dual
 point; the push tests each feature against it from the gradient it computes anyway, at the
 new state, the sphere widened by the distance between the two states' scaled residuals (the
-pull's), so a block keeps no gradient. It keeps its columns' squared norms as float32 upper
-bounds (the tests stay safe; the columns a push sends get exact ones), and a push works
-``COLUMN_CHUNK`` columns at a time: it holds no array of the block's width.
+pull's), so a block keeps no gradient. It keeps its columns' squared norms as a byte each, the
+code of an upper bound (the tests stay safe; the columns a push sends get exact ones), its
+screening mask as bits, and a push works ``COLUMN_CHUNK`` columns at a time: it holds no array
+of the block's width.
 
 A push updates its block's state in place (``updates_in_place``): a worker holds one state per
-block, its coefficients and screening mask. A report measures the coefficients its
+block, its coefficients and screening mask (a bit a feature). A report measures the coefficients its
 round's pushes saw, which are the block's coefficients after those pushes (a push changes them
 only by the previous pull's working-set values). The pull that meets the tolerance marks the
 shared value stopped, and the rounds submitted behind it change nothing: the fit's result is
@@ -38,8 +39,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.columns import (COLUMN_CHUNK, add_columns, column_chunks, column_norms, column_stats,
-                               index_type, upper_bounds32)
+from ..kernels.columns import (COLUMN_CHUNK, add_columns, all_bits, column_chunks, column_norms,
+                               column_stats, count_bits, index_type, unpacked_bits,
+                               upper_bound_codes)
 from ..kernels.elastic_net import dot, half_norm2, screen_and_score
 from .base import Program, initial_parameters
 from .working_set import Columns, duality_gap, join_columns, residual_dot, solve
@@ -66,19 +68,23 @@ class BlockState:
 
     block: int
     coef: np.ndarray
-    active: np.ndarray  # not screened out
+    active: np.ndarray  # not screened out: a bit a feature (see kernels.columns.all_bits)
     stage: int = 0  # of the penalties the screening was for
 
     def __deepcopy__(self, memo):
         positions = np.flatnonzero(self.coef)
         return PackedState(self.block, len(self.coef), positions, self.coef[positions],
-                           np.packbits(self.active), self.stage)
+                           self.active.copy(), self.stage)
+
+    def active_features(self):
+        """The screening mask, a bool a feature."""
+        return unpacked_bits(self.active, len(self.coef))
 
 
 @dataclass(frozen=True)
 class PackedState:
     """A :class:`BlockState` exactly, at a fraction of its size: its non-zero coefficients and
-    its mask as bits. A checkpoint copies every block's state while the blocks hold theirs:
+    its mask. A checkpoint copies every block's state while the blocks hold theirs:
     whole, the copies were the peak of a fit's memory."""
 
     block: int
@@ -91,8 +97,7 @@ class PackedState:
     def unpacked(self):
         coef = np.zeros(self.width)
         coef[self.positions] = self.values
-        active = np.unpackbits(self.active_bits, count=self.width).astype(np.bool_)
-        return BlockState(self.block, coef, active, self.stage)
+        return BlockState(self.block, coef, self.active_bits.copy(), self.stage)
 
 
 @dataclass(frozen=True)
@@ -179,7 +184,7 @@ class ElasticNetProgram(Program):
     def init_block(self, data, block_id):
         columns, coef = data.columns, data.coef_init.copy()
         r_change = self._product(columns, coef)
-        state = BlockState(block_id, coef, np.ones(columns.width, dtype=np.bool_))
+        state = BlockState(block_id, coef, all_bits(columns.width))
         return state, Start(r_change, -dot(coef, columns.col_means) if columns.centred else 0.0)
 
     def _product(self, columns, coef):
@@ -197,7 +202,7 @@ class ElasticNetProgram(Program):
         columns, coef = data.columns, state.coef
         _commit(state, shared)
         if state.stage != shared.stage:  # a path's next alpha: screening starts again
-            state.active[:] = True
+            state.active[:] = all_bits(len(coef))
         wanted = max(shared.ws_size, int(np.count_nonzero(coef)))
         terms, positions, score = self._full_pass(columns, state, shared, wanted)
         update = Candidates(positions, score, coef[positions], columns.take(positions), *terms)
@@ -227,7 +232,7 @@ class ElasticNetProgram(Program):
         screening = self.screening and np.isfinite(shared.gap) and l1 > 0.0
         radius = (np.sqrt(2.0 * max(shared.gap, 0.0)) + shared.dual_scale * shared.distance
                   if screening else 0.0)
-        every_one = np.count_nonzero(state.active) <= wanted
+        every_one = count_bits(state.active, len(state.coef)) <= wanted
         found = np.empty(min(COLUMN_CHUNK, columns.width), dtype=np.int64)
         found_scores = np.empty(len(found))
         parts = []
@@ -340,8 +345,8 @@ class ElasticNetProgram(Program):
 def solver_columns(X, n_samples, means):
     """A block's :class:`Columns` (a dense array or a CSC matrix of ``n_samples`` rows) as the
     working-set program keeps them, from one pass over the data: the centred squared norms as
-    float32 upper bounds (see :class:`Columns`), and the sums only where ``means`` are not all
-    zero (None: the columns' own means)."""
+    the byte codes of upper bounds (see :class:`Columns`), and the sums only where ``means``
+    are not all zero (None: the columns' own means)."""
     X_kernel = _kernel_matrix(X)
     centred = means is None or bool(np.any(means))
     col_sums, norms2, canonical = column_norms(X_kernel, np.zeros(n_samples), centred)
@@ -353,8 +358,9 @@ def solver_columns(X, n_samples, means):
 
 
 def bounded(columns):
-    """``columns`` with their squared norms kept as float32 upper bounds."""
-    return replace(columns, col_norm2=upper_bounds32(columns.col_norm2))
+    """``columns`` with their squared norms kept as a byte each, the code of an upper bound
+    (``(codes, table)``, see :func:`~dask_strads.kernels.columns.upper_bound_codes`)."""
+    return replace(columns, col_norm2=upper_bound_codes(columns.col_norm2))
 
 
 def block_columns(X, y_centred, means):

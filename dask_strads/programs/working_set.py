@@ -26,9 +26,10 @@ PRECISION = 1e-14
 class Columns:
     """Some columns of the design and what the solver needs of each. Columns that are not
     centred (no intercept) have empty ``col_sums`` and ``col_means``: their residual's offset
-    stays 0, and sums would serve nothing. A block's columns keep their squared norms as float32
-    upper bounds (half the bytes; the push's screening and priorities need no more); the
-    columns taken from them for a working set come with exact ones."""
+    stays 0, and sums would serve nothing. A block's columns keep their squared norms as
+    ``(codes, table)``, a byte a column naming an upper bound (an eighth of the bytes; the
+    push's screening and priorities need no more); the columns taken from them for a working
+    set come with exact ones."""
 
     X: object
     col_sums: np.ndarray
@@ -61,7 +62,7 @@ class Columns:
 
     @property
     def exact_norms(self):
-        return self.col_norm2.dtype == np.float64
+        return isinstance(self.col_norm2, np.ndarray)
 
     @property
     def width(self):
