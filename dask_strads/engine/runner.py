@@ -204,33 +204,30 @@ class Engine:
             self.submit_round(run, t)
             if self.read_reports(run, self.pipeline_depth, watching):
                 break
-            if not self.executor.local and (t + 1) % LINEAGE_ROUNDS == 0:
+            if (not self.executor.local and not self.program.n_carried
+                    and (t + 1) % LINEAGE_ROUNDS == 0):
                 self._cut_lineage(run)
         self.read_reports(run, 0, watching)
 
     def _cut_lineage(self, run):
-        """Let Dask forget the rounds run so far. The scheduler and every worker keep a task's
-        state for as long as some task that depends on it, however indirectly, is alive, and
-        each round depends on the one before: without a cut they would keep every round of the
-        fit until its end (some 50 kB a round on each worker, growing with the rounds, not with
-        the model). Once the newest round submitted has run, the values later rounds read (the
-        pulls they may read, the carried blocks) are taken over by tasks without dependencies
-        that return them where they are, and the pushes need no handle to order them: nothing
-        alive depends on the rounds before any more."""
-        live = [(run.pulled, r, run.hub) for r in run.pulled]
-        live += [(run.carried, c, run.home[c]) for c in range(len(run.carried))]
+        """Let Dask forget the rounds run so far. A worker keeps a finished task's state for as
+        long as a task on it that depends on it, however indirectly, is alive, and each round
+        depends on the one before: without a cut every worker would keep every round of the fit
+        until its end (some 50 kB a round on each worker, growing with the rounds, not with the
+        model). Once the newest round submitted has run, the pulls later rounds may read are
+        sent back to the hub as data of their own, which depends on no task, and the pushes
+        need no handle to order them: nothing alive depends on the rounds before any more. A
+        program with carried blocks is not cut: its carried blocks, parameters, would have to
+        pass through the client."""
+        rounds = sorted(run.pulled)
         # the pushes' handles: the newest push of each block, or a checkpoint's copy of its
         # state that its next push must follow
         self.executor.wait([h for h in run.pushed if h is not None]
-                           + [handles[i] for handles, i, _ in live]
-                           + list(run.guards.values()), run.owners)
-        graph = {}
-        taken = [self._task(graph, worker, run.key("kept", handles[i].key), tasks.held,
-                            handles[i].key) for handles, i, worker in live]
-        new = self.executor.submit(graph)
-        self.executor.wait([new[ref.key] for ref in taken], run.owners)
-        for (handles, i, _), ref in zip(live, taken):
-            handles[i] = new[ref.key]
+                           + [run.pulled[r] for r in rounds] + list(run.guards.values()),
+                           run.owners)
+        values = self.executor.gather([run.pulled[r] for r in rounds], run.owners)
+        for r, value in zip(rounds, values):
+            run.pulled[r] = self.executor.put(value, run.hub, run.key("kept-pull", r, run.id))
         run.pushed = [None] * len(run.pushed)
         run.guards = {}
         run.last_round_pushes = []

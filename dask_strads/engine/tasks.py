@@ -11,8 +11,6 @@ import copy
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from distributed import Future, get_worker, worker_client
-
 from ..programs.base import call_push, carried_id, reads
 from .cells import keep, opened
 
@@ -160,17 +158,6 @@ def state_at(cell, last, round_index):
 
 def itself(value):
     return value
-
-
-def held(key):
-    """The value of the task ``key``, the same object where this worker holds it: a handle of
-    it that depends on no task (see ``Engine._cut_lineage``). Dask's active memory manager may
-    have dropped this worker's replica for one elsewhere: then it is fetched from there."""
-    data = get_worker().data
-    if key in data:
-        return data[key]
-    with worker_client() as client:
-        return Future(key, client).result()
 
 
 def snapshot(read, *args):
