@@ -28,9 +28,6 @@ class RowsOf:
     def __len__(self):
         return len(self.rows)
 
-    def __array__(self, dtype=None, copy=None):
-        return np.asarray(self.array[self.rows], dtype=dtype)
-
     def __reduce__(self):
         return np.asarray, (self.array[self.rows],)
 

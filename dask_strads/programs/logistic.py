@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.columns import add_columns
+from ..kernels.columns import add_columns, column_chunks
 from ..kernels.logistic import (column_dots, column_range_dots, datafit, margin_derivatives,
                                 newton_direction, violations)
 from .base import Program
@@ -42,9 +42,6 @@ from .elastic_net import kernel_csc
 
 #: Smallest working set of a block and class; it grows to twice the block's nonzeros.
 MIN_WORKING_SET = 10
-#: Columns whose gradient a push (or a block's start) computes at a time: it holds no array of
-#: the block's width.
-COLUMN_CHUNK = 2**16
 #: Prox-Newton steps of a push when the program has one block, and coordinate-descent sweeps for
 #: a step's direction. With several blocks a push takes one step: further steps, against margins
 #: the other blocks are changing at the same time, did not save rounds (two blocks, the tweets).
@@ -198,7 +195,7 @@ class LogisticProgram(Program):
         else:
             coef[:, :start.shape[1]] = start
         dz = np.array([add_columns(data.X, c, np.zeros(self.Y.shape[1])) for c in coef])
-        penalised = _chunks(data.width - data.has_intercept)
+        penalised = column_chunks(data.width - data.has_intercept)
         scale = max((_largest_magnitude(column_range_dots(data.X, start, stop, -0.5 * self.C * y))
                      for y in self.Y for start, stop in penalised), default=0.0)
         penalty = np.array([self.block_penalty(c) for c in coef])
@@ -275,11 +272,11 @@ class LogisticProgram(Program):
         the margins being ``g``) and its working set: the nonzero coefficients and the worst
         violators, twice as many coordinates as nonzeros, at least ``MIN_WORKING_SET``, none
         that satisfies its condition; sorted. The gradient and the violations are computed
-        ``COLUMN_CHUNK`` columns at a time, the worst so far kept."""
+        ``kernels.columns.COLUMN_CHUNK`` columns at a time, the worst so far kept."""
         size = max(MIN_WORKING_SET, 2 * np.count_nonzero(coef))
         free = data.width - 1 if data.has_intercept else -1
         worst, positions, scores = 0.0, np.zeros(0, dtype=np.int64), np.zeros(0)
-        for start, stop in _chunks(data.width):
+        for start, stop in column_chunks(data.width):
             score = column_range_dots(data.X, start, stop, g)
             violations(score, coef[start:stop], self.l1, self.l2,
                        free - start if start <= free < stop else -1, out=score)
@@ -401,11 +398,6 @@ class LogisticProgram(Program):
         if not self.fit_intercept:
             return np.concatenate(parameters).T, np.zeros(len(self.Y))
         return np.concatenate([p[:-1] for p in parameters]).T, parameters[0][-1]
-
-
-def _chunks(width):
-    """``(start, stop)`` of the ``COLUMN_CHUNK``-column pieces of ``range(width)``."""
-    return [(start, min(start + COLUMN_CHUNK, width)) for start in range(0, width, COLUMN_CHUNK)]
 
 
 def _largest_magnitude(values):

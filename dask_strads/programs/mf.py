@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from ..kernels.columns import index_type
 from ..kernels.mf import update_rows
 from ..kernels.row_pieces import RowsOf
 from .base import Program
@@ -136,19 +137,15 @@ def observed(part, axis):
     if sp.issparse(part):
         part = sp.csr_matrix(part, copy=True) if axis == 0 else sp.csc_matrix(part, copy=True)
         part.sum_duplicates()
-        return (part.indptr.astype(_pointer_type(part.nnz)), part.indices.astype(np.int64),
+        # int32 row pointers where the entries allow: half the bytes a block keeps (the
+        # kernels' wrappers widen a push's pointers for the call)
+        return (part.indptr.astype(index_type(part.nnz)), part.indices.astype(np.int64),
                 part.data.astype(np.float64))
     part = np.asarray(part, dtype=np.float64)
     lines, length = part.shape if axis == 0 else part.shape[::-1]
     values = part.ravel(order="C" if axis == 0 else "F")
-    return (np.arange(lines + 1, dtype=_pointer_type(values.size)) * length,
+    return (np.arange(lines + 1, dtype=index_type(values.size)) * length,
             np.tile(np.arange(length, dtype=np.int64), lines), values)
-
-
-def _pointer_type(n_entries):
-    """int32 row pointers where the entries allow: half the bytes a block keeps (the kernels'
-    wrappers widen a push's pointers for the call)."""
-    return np.int32 if n_entries <= np.iinfo(np.int32).max else np.int64
 
 
 def touched_rows(indptr, indices, other_edges):
