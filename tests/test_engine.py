@@ -1,4 +1,5 @@
 """The engine against independent references: run_sequential, np.linalg.solve, who_has."""
+import asyncio
 import dask
 import numpy as np
 import pytest
@@ -316,25 +317,34 @@ def test_place_blocks_names_the_error_of_a_lazy_block(client_factory):
 
 
 
-def test_a_wait_that_distributed_cancels_is_waited_again(client_factory):
-    """distributed's sync() can raise UnboundLocalError when the loop cancels the wait it was
-    timing (under heavy load): the executor checks the cluster and waits again, as after a
-    timeout."""
-    client = client_factory(2, processes=False)
-    executor = DistributedExecutor(client)
-    future = client.submit(sum, [1, 2, 3])
+def test_values_reach_a_client_whose_gathers_distributed_broke(client_factory):
+    """A gather cancelled at the wrong moment (a wait's timeout, Ctrl-C) leaves distributed's
+    client awaiting a cancelled request in every later gather: ``Future.result`` and
+    ``Client.gather`` of that client fail from then on (UnboundLocalError out of its sync()),
+    which once made fits wait forever. The executor brings values to it all the same."""
+    with Client(client_factory(2).scheduler.address, set_as_default=False) as client:
+        future = client.submit(sum, [1, 2, 3], pure=False)
+        assert future.result() == 6
 
-    class CancelledOnce:
-        calls = 0
+        async def cancel_a_gather(steps):
+            gathering = asyncio.ensure_future(client.gather([future], asynchronous=True))
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            gathering.cancel()
 
-        def result(self, timeout=None):
-            self.calls += 1
-            if self.calls == 1:
-                raise UnboundLocalError("cannot access local variable 'result'")
-            return future.result(timeout=timeout)
-
-    handle = CancelledOnce()
-    assert executor.result(handle, executor.workers) == 6 and handle.calls == 2
+        for steps in range(50):
+            client.sync(cancel_a_gather, steps)
+            try:
+                future.result(timeout=10)
+            except UnboundLocalError:
+                break
+        else:
+            pytest.fail("no cancelled gather broke the client")
+        with pytest.raises(UnboundLocalError):
+            client.gather([client.submit(sum, [4, 5], pure=False)])
+        executor = DistributedExecutor(client)
+        assert executor.result(client.submit(sum, [1, 2, 3, 4], pure=False)) == 10
+        assert executor.gather([future]) == [6]
 
 
 # --------------------------------------------------------------------------- history

@@ -1,10 +1,12 @@
 """Model-agnostic execution of STRADS programs on Dask."""
-from .executors import ClusterError, DistributedExecutor, LocalExecutor
+from .errors import ClusterError, WorkerLost, WorkerPaused
+from .executors import DistributedExecutor, LocalExecutor
 from .history import FitStats, History
 from .runner import Engine, EngineResult
 from .runtime import close_embedded_client, embedded_client, executor_for
 
 __all__ = [
-    "ClusterError", "DistributedExecutor", "Engine", "EngineResult", "FitStats", "History", "LocalExecutor",
-    "close_embedded_client", "embedded_client", "executor_for",
+    "ClusterError", "DistributedExecutor", "Engine", "EngineResult", "FitStats", "History",
+    "LocalExecutor", "WorkerLost", "WorkerPaused", "close_embedded_client", "embedded_client",
+    "executor_for",
 ]

@@ -10,7 +10,8 @@ import sparse
 from dask._task_spec import DataNode, convert_legacy_graph
 from dask.sizeof import sizeof
 from distributed import Future
-from distributed.client import _wait
+
+from .compat import wait_on
 
 #: A collection's graph may hold data (``da.from_array`` of a numpy array holds its chunks):
 #: past this many bytes they are scattered to the cluster instead of sent inside the graphs
@@ -48,11 +49,12 @@ class PlacedBlocks:
         return len(self.handles)
 
 
-def worker_info(client):
-    """``{address: info}`` of the cluster's workers, asked of the scheduler itself:
-    ``client.scheduler_info()`` returns the client's cached copy, which its periodic refresh may
-    replace at any moment by one that lists no workers."""
-    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+def worker_info(client, timeout=None):
+    """``{address: info}`` of the cluster's workers, asked of the scheduler itself (within
+    ``timeout`` seconds): ``client.scheduler_info()`` returns the client's cached copy, which its
+    periodic refresh may replace at any moment by one that lists no workers."""
+    return client.sync(client.scheduler.identity, n_workers=-1,
+                       callback_timeout=timeout)["workers"]
 
 
 def worker_addresses(client, timeout=30):
@@ -76,14 +78,6 @@ def spread(n_blocks, workers, slots=None):
         return [workers[b * len(workers) // n_blocks] for b in range(n_blocks)]
     n_slots = max(slots) + 1
     return [workers[s * len(workers) // n_slots] for s in slots]
-
-
-def wait_on(client, futures, timeout=None):
-    """``distributed.wait(futures, timeout)`` on ``client``. ``distributed.wait`` asks for the
-    default client, which may be another, and making ``client`` the current one
-    (``client.as_current()``) sets the global dask config's scheduler: fits waiting at once on
-    threads (a cross-validation's paths) would leave it set to a client no longer current."""
-    return client.sync(_wait, list(futures), timeout=timeout)
 
 
 def scatter_one(client, value, worker, key):

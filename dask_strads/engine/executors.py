@@ -5,42 +5,45 @@ they are listed under, whose arguments refer to other tasks of the graph (``Task
 values of earlier graphs (the handles the executor returned for them). On a cluster a handle is
 a :class:`distributed.Future` and the value stays on its worker; locally it holds the value.
 """
+import concurrent.futures
 import weakref
+from time import monotonic
 
 import dask
 import numpy as np
 from dask._task_spec import DataNode, TaskRef
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
-from ..log import logger
-from .blocks import (fresh_copies, place_blocks, spread, wait_on, worker_addresses,
-                     worker_info)
+from .blocks import fresh_copies, place_blocks, spread, worker_addresses, worker_info
+from .compat import fetch, on_loop, wait_on
+from .errors import ClusterError, WorkerLost
+from .stalls import Stalls
 
 #: How often a wait on the cluster checks that the workers it depends on are still there.
 POLL_SECONDS = 2.0
-
-
-class ClusterError(RuntimeError):
-    """The cluster lost what a fit needs: a worker holding blocks, or the scheduler."""
-
-
-class WorkerLost(ClusterError):
-    """Workers holding blocks of a fit left the cluster (``workers``: their addresses)."""
-
-    def __init__(self, message, workers):
-        super().__init__(message)
-        self.workers = workers
+#: A result the scheduler holds this long while the client has not heard that it is done stops
+#: the fit (the client's connection to the scheduler lost messages).
+UNHEARD_SECONDS = 60.0
+#: The scheduler not answering within this many seconds is unreachable.
+SCHEDULER_SECONDS = 30.0
 
 
 class DistributedExecutor:
-    """Runs graphs on a ``distributed.Client``; every task pinned to its worker."""
+    """Runs graphs on a ``distributed.Client``; every task pinned to its worker.
+
+    Every wait on the cluster is bounded: each :data:`POLL_SECONDS` it checks the scheduler and
+    the workers holding the fit's blocks (see :meth:`check` and :mod:`.stalls`), and a value is
+    moved to the client by a request that is never cancelled, so that waiting less than a
+    transfer takes (on a loaded machine) cannot leave the client unable to receive values.
+    """
 
     local = False
 
     def __init__(self, client):
         self.client = client
         self.workers = worker_addresses(client)
-        self._said_paused = False
+        #: the fit's typical round in seconds, which sets the bounds of :mod:`.stalls`
+        self.round_seconds = 0.0
 
     def refresh(self):
         """The workers now in the cluster, from now on the ones blocks are placed on."""
@@ -55,10 +58,12 @@ class DistributedExecutor:
 
     def share(self, value, key):
         """A handle of ``value`` on every worker (read by many tasks, sent once)."""
-        return self.client.scatter({key: value}, broadcast=True, hash=False)[key]
+        return self._settle(self.client.scatter({key: value}, broadcast=True, hash=False,
+                                                asynchronous=True))[key]
 
     def put(self, value, worker, key):
-        return self.client.scatter({key: value}, workers=[worker], hash=False)[key]
+        return self._settle(self.client.scatter({key: value}, workers=[worker], hash=False,
+                                                asynchronous=True), [worker])[key]
 
     def submit(self, graph):
         """Send one graph; returns ``{key: handle}`` for every task in it."""
@@ -76,24 +81,15 @@ class DistributedExecutor:
         """The value of ``handle``, waiting as long as the workers in ``owners`` (their blocks'
         state lives there) are alive and the scheduler answers; else a
         :class:`ClusterError` that says which worker or scheduler was lost."""
-        while True:
-            try:
-                return handle.result(timeout=POLL_SECONDS)
-            except (TimeoutError, UnboundLocalError):
-                # distributed's sync() raises UnboundLocalError when the loop cancels the wait
-                # it was timing (seen under heavy load): a timeout like any other
-                self.check(owners)
-            except Exception as error:
-                self.check(owners, error)
-                raise
+        return self.gather([handle], owners)[0]
 
-    def check(self, owners, cause=None):
+    def check(self, owners, cause=None, stalls=None):
         """Raise :class:`ClusterError` if the scheduler is gone or a worker of ``owners`` left;
-        say once when workers are paused by Dask's memory manager."""
+        with ``stalls`` (a :class:`.stalls.Stalls`), also watch for paused and silent ones."""
         try:
             if self.client.status != "running":
                 raise OSError(f"client {self.client.status}")
-            workers = worker_info(self.client)
+            workers = worker_info(self.client, timeout=SCHEDULER_SECONDS)
         except Exception as error:
             raise ClusterError(f"the scheduler at {self.client.scheduler.address} is unreachable "
                                f"({error}): the fit cannot go on") from cause or error
@@ -103,17 +99,14 @@ class DistributedExecutor:
             said = "; ".join(f"worker {w} holding blocks {', '.join(map(str, b))}"
                              for w, b in blocks.items())
             raise WorkerLost(f"{said} was lost during the fit", lost) from cause
-        paused = sorted(w for w in set(owners) if workers[w].get("status") == "paused")
-        if paused and not self._said_paused:
-            self._said_paused = True
-            logger.warning("workers paused by Dask's memory manager (memory limit reached), the "
-                           "fit waits for them: %s", ", ".join(paused))
+        if stalls is not None:
+            stalls.see(owners, workers, monotonic())
 
     def compute(self, *collections):
         """Values of dask collections, computed on the cluster from copies under fresh keys;
         data their graphs hold is scattered first rather than sent inside the graph."""
         held = fresh_copies(self.client, *collections)
-        return self.client.gather(self.client.compute(held))
+        return self.gather(self.client.compute(held))
 
     def done(self, handle):
         return handle.done()
@@ -121,25 +114,63 @@ class DistributedExecutor:
     def wait(self, handles, owners=()):
         """Wait until ``handles`` are computed, their values left where they are, as long as
         the workers in ``owners`` are alive (else :class:`ClusterError`, as :meth:`result`)."""
+        stalls = Stalls(self.round_seconds)
+        unheard = {}  # key -> when the scheduler was first seen holding it, unknown to us
+        pending = [h for h in handles if not h.done()]
+        while pending:
+            try:
+                wait_on(self.client, pending, timeout=POLL_SECONDS)
+            except Exception as error:  # timed out, or a future cancelled (a key forgotten)
+                self.check(owners, error, stalls)
+                if isinstance(error, TimeoutError):
+                    self._heard(pending, unheard)
+            pending = [h for h in pending if not h.done()]
         for handle in handles:
-            while not handle.done():
-                try:
-                    wait_on(self.client, [handle], timeout=POLL_SECONDS)
-                except TimeoutError:
-                    self.check(owners)
-                except Exception as error:  # cancelled: the scheduler forgot a lost key
-                    self.check(owners, error)
-                    raise
-            if handle.status == "error":
-                self.check(owners, handle.exception())
-                raise handle.exception()
+            if handle.status != "finished":
+                error = (handle.exception() if handle.status == "error" else
+                         ClusterError(f"the scheduler forgot {handle.key} ({handle.status})"))
+                self.check(owners, error)
+                raise error
+
+    def _heard(self, pending, unheard):
+        """Raise :class:`ClusterError` when the scheduler has held a result for
+        :data:`UNHEARD_SECONDS` that the client still waits for."""
+        held = self._settle(self.client.scheduler.who_has(keys=[h.key for h in pending]))
+        now = monotonic()
+        for key in [key for key, where in held.items() if where]:
+            if now - unheard.setdefault(key, now) > UNHEARD_SECONDS:
+                raise ClusterError(
+                    f"the scheduler has held {key} for {UNHEARD_SECONDS:.0f} s, but this client "
+                    f"({self.client.id}) was never told that it is done: its connection to the "
+                    "scheduler lost messages, and the fit cannot go on with it")
 
     def gather(self, handles, owners=()):
+        """The values of ``handles``, once computed (see :meth:`wait`)."""
+        handles = list(handles)
+        self.wait(handles, owners)
         try:
-            return self.client.gather(list(handles))
-        except Exception as error:
+            values = self._settle(fetch(self.client, [h.key for h in handles]), owners)
+        except KeyError as error:  # a holder left after the wait
             self.check(owners, error)
-            raise
+            raise ClusterError(f"values of the fit were lost: {error}") from error
+        return [values[h.key] for h in handles]
+
+    def _settle(self, awaitable, owners=()):
+        """The outcome of one of the client's coroutines, run on its event loop without ever
+        being cancelled, checking the cluster (as :meth:`check`) while it takes long."""
+        outcome = on_loop(self.client, awaitable)
+        stalls = Stalls(self.round_seconds)
+        while True:
+            try:
+                return outcome.result(timeout=POLL_SECONDS)
+            except concurrent.futures.TimeoutError:
+                self.check(owners, stalls=stalls)
+
+    def release(self, handles):
+        """Let the cluster forget ``handles`` and what only they need, now rather than when
+        the last reference to them goes (a traceback kept after Ctrl-C holds a run's)."""
+        for handle in handles:
+            handle.release()
 
     def as_array(self, handles, workers, axis=0):
         """A Dask array whose chunks are the values of ``handles`` (on ``workers``), left where
@@ -224,6 +255,9 @@ class LocalExecutor:
 
     def gather(self, handles, owners=()):
         return [h.value for h in handles]
+
+    def release(self, handles):
+        """Values here go with their last reference."""
 
     def as_array(self, handles, workers, axis=0):
         import dask.array as da

@@ -61,6 +61,12 @@ class History:
         self.records.append(record)
         self.stats.compute_seconds += record.get("compute_seconds", 0.0)
 
+    def typical_round_seconds(self, last=10):
+        """The median time between the ``last`` newest records (0 before the second)."""
+        times = [r["time"] for r in self.records[-last - 1:]]
+        gaps = sorted(b - a for a, b in zip(times, times[1:]))
+        return gaps[len(gaps) // 2] if gaps else 0.0
+
     def truncate(self, last_round):
         """Forget the records after ``last_round`` (rounds that will run again)."""
         dropped = [r for r in self.records if r["round"] > last_round]

@@ -16,7 +16,7 @@ from . import disk, tasks
 from .history import History
 from .hubs import claim_hub, release_hub
 from .blocks import PlacedBlocks
-from .executors import ClusterError, WorkerLost
+from .errors import ClusterError, WorkerLost
 from .progress import watchers
 from .recovery import KEPT, add_checkpoint, checkpoint_items, usable
 from .runtime import executor_for
@@ -77,6 +77,15 @@ class _Run:
         self.guards = {}  # carried block -> the copy its next push must follow
         self.losses = {}  # block -> times its worker was lost
         self.last_round_pushes = []  # the blocks pushed in the newest round submitted
+        self.collected = []  # the handles of the result, once collected
+
+    def handles(self):
+        """Every handle the run holds (not the data blocks: their owner placed them)."""
+        return [*self.cells, *self.pushed, *self.carried, *self.pulled.values(),
+                *(h for _, h in self.pending), *(h for c in self.checkpoints for p in c.pairs()
+                                                 for h in p),
+                *(h for _, hs in self.disk_writes for h in hs), *self.guards.values(),
+                *self.collected, self.program]
 
     def key(self, kind, *parts):
         return "-".join(["strads", self.name, kind, *map(str, parts)])
@@ -173,6 +182,9 @@ class Engine:
                     return result
                 except WorkerLost as error:
                     run = self._recover(run, blocks, slots, error)
+        except BaseException:  # Ctrl-C too: the cluster forgets the run's tasks and values now
+            self.executor.release(h for h in run.handles() if h is not None)
+            raise
         finally:
             release_hub(run.hub)
             for watcher in watching:
@@ -410,8 +422,10 @@ class Engine:
                 break
             round_index, handle = run.pending.popleft()
             report = executor.result(handle, run.owners)
+            executor.release([handle])  # read once
             record = {"round": round_index, "time": perf_counter() - run.start, **report}
             run.history.append(record)
+            executor.round_seconds = run.history.typical_round_seconds()
             for watcher in watching:
                 watcher.update(record, run)
             if run.final_round is None and self._stops(run, record):
@@ -445,8 +459,10 @@ class Engine:
                    for c, (w, value) in enumerate(zip(run.home, run.carried))]
         handles = self.executor.submit(graph)
         run.history.stats.wall_seconds = perf_counter() - run.start
-        return EngineResult([handles[t.key] for t in params], [handles[t.key] for t in carried],
-                            run.history, self.executor, list(run.owners), list(run.home))
+        result = EngineResult([handles[t.key] for t in params], [handles[t.key] for t in carried],
+                              run.history, self.executor, list(run.owners), list(run.home))
+        run.collected = result.params + result.carried
+        return result
 
     # -- helpers ------------------------------------------------------------------------------
     @staticmethod
