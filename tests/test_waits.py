@@ -229,6 +229,26 @@ def test_a_worker_paused_for_good_stops_the_fit_with_an_error_that_names_it(
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_fit_places_no_block_on_a_worker_paused_before_it(start_workers):
+    """A worker already paused when a fit starts would never run its blocks' tasks: the fit
+    says so, runs on the others and ends with the model of a fit on an unpaused cluster."""
+    client, _ = start_workers(({}, ()), ({}, ()))
+    X, y = regression()
+    clean = within(BOUND, fitted_lasso, client, X, y)
+    (paused,) = client.run(_pause_for_good, workers=[sorted(worker_info(client))[0]])
+    deadline = time.monotonic() + 30
+    while worker_info(client)[paused]["status"] != "paused":
+        assert time.monotonic() < deadline, "the worker was never paused"
+        time.sleep(0.1)
+    with logged() as messages:
+        est = within(BOUND, fitted_lasso, client, X, y)
+    assert any(f"workers {paused} are paused" in message for message in messages)
+    assert not [key for key, where in client.who_has().items()
+                if "strads-" in str(key) and paused in where]
+    np.testing.assert_allclose(est.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_a_stopped_worker_is_named_then_left_behind(start_workers, monkeypatch):
     """A worker holding blocks stopped with SIGSTOP: past the bound a warning names it, and once
     the scheduler drops it (``worker-ttl``, 8 s here) the fit goes on without it and ends with

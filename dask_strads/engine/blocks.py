@@ -11,6 +11,7 @@ from dask._task_spec import DataNode, convert_legacy_graph
 from dask.sizeof import sizeof
 from distributed import Future
 
+from ..log import logger
 from .compat import wait_on
 
 #: A collection's graph may hold data (``da.from_array`` of a numpy array holds its chunks):
@@ -58,16 +59,22 @@ def worker_info(client, timeout=None):
 
 
 def worker_addresses(client, timeout=30):
-    """The cluster's workers; waits up to ``timeout`` seconds for one (a cluster starting, or a
-    nanny restarting a worker)."""
-    workers = sorted(worker_info(client))
-    if not workers:
+    """The cluster's workers that can take blocks; waits up to ``timeout`` seconds for one (a
+    cluster starting, or a nanny restarting a worker). Workers paused by Dask's memory manager
+    run no task until their memory falls: they are left out while others run."""
+    info = worker_info(client)
+    if not info:
         try:
             client.wait_for_workers(1, timeout=timeout)
         except TimeoutError as error:
             raise RuntimeError(f"the Dask cluster has no workers after {timeout} s") from error
-        workers = sorted(worker_info(client))
-    return workers
+        info = worker_info(client)
+    paused = sorted(w for w, about in info.items() if about.get("status") == "paused")
+    if paused and len(paused) < len(info):
+        logger.warning("workers %s are paused by Dask's memory manager (memory limit reached): "
+                       "the fit places no blocks there", ", ".join(paused))
+        return sorted(set(info) - set(paused))
+    return sorted(info)
 
 
 def spread(n_blocks, workers, slots=None):
