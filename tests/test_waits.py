@@ -5,6 +5,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -169,8 +170,8 @@ def start_workers(tmp_path):
                 _dask_command("worker", "--scheduler-file", str(scheduler_file), "--nthreads",
                               "1", "--no-nanny", "--no-dashboard", "--death-timeout", "30",
                               "--local-directory", str(tmp_path / f"worker-{i}"), *args),
-                cwd=tmp_path, env={**os.environ, "PYTHONPATH": tests_path, **env}, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True))
+                cwd=tmp_path, env={**os.environ, "PYTHONPATH": tests_path, **env},
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         time.sleep(0.5)  # the file may be half written the moment it appears
         client = Client(scheduler_file=str(scheduler_file), set_as_default=False, timeout=60)
         client.wait_for_workers(len(workers), timeout=60)
@@ -223,6 +224,7 @@ def test_a_worker_paused_for_good_stops_the_fit_with_an_error_that_names_it(
     with pytest.raises(WorkerPaused, match="has been paused.*memory limit") as error:
         within(BOUND, est.fit, X, y)
     assert f"memory limit {paused['limit'] / 2**20:.0f} MB" in str(error.value)
+    assert re.search(r"\d+ MB of that dask_strads' blocks", str(error.value))
     assert error.value.workers == [paused["worker"]] and paused["worker"] in str(error.value)
     assert time.monotonic() - started < 60
     np.testing.assert_array_equal(est.coef_, coef)
@@ -321,13 +323,14 @@ def test_a_pause_stops_the_fit_past_its_bound_and_not_before():
     """The bound is PAUSED_SECONDS, or ROUNDS_OF_PATIENCE rounds when rounds are longer; a
     pause that ends restarts the count."""
     owners = ["a", "b", "a"]
-    watch = stalls.Stalls(round_seconds=0.1)
+    watch = stalls.Stalls(round_seconds=0.1, held_bytes={"b": 300 * 2**20}.get)
     watch.see(owners, {"a": worker(), "b": worker("paused")}, now=0.0)
     watch.see(owners, {"a": worker(), "b": worker()}, now=stalls.PAUSED_SECONDS - 1)
     watch.see(owners, {"a": worker(), "b": worker("paused")}, now=stalls.PAUSED_SECONDS)
     watch.see(owners, {"a": worker(), "b": worker("paused")}, now=2 * stalls.PAUSED_SECONDS - 1)
     with pytest.raises(WorkerPaused, match=r"worker b has been paused .* for 60 s: its memory "
-                       r"\(900 MB in use, 700 MB .*memory limit 1024 MB"):
+                       r"\(900 MB in use, 700 MB of it data Dask holds, 300 MB of that "
+                       r"dask_strads' blocks and values.*memory limit 1024 MB"):
         watch.see(owners, {"a": worker(), "b": worker("paused")}, now=2 * stalls.PAUSED_SECONDS)
     slow = stalls.Stalls(round_seconds=10.0)  # 20 rounds of 10 s: 200 s
     slow.see(owners, {"a": worker("paused"), "b": worker()}, now=0.0)

@@ -114,7 +114,7 @@ class DistributedExecutor:
     def wait(self, handles, owners=()):
         """Wait until ``handles`` are computed, their values left where they are, as long as
         the workers in ``owners`` are alive (else :class:`ClusterError`, as :meth:`result`)."""
-        stalls = Stalls(self.round_seconds)
+        stalls = Stalls(self.round_seconds, self._held_bytes)
         unheard = {}  # key -> when the scheduler was first seen holding it, unknown to us
         pending = [h for h in handles if not h.done()]
         while pending:
@@ -143,6 +143,12 @@ class DistributedExecutor:
                     f"the scheduler has held {key} for {UNHEARD_SECONDS:.0f} s, but this client "
                     f"({self.client.id}) was never told that it is done: its connection to the "
                     "scheduler lost messages, and the fit cannot go on with it")
+
+    def _held_bytes(self, worker):
+        """Bytes of the dask_strads values (keys ``strads-…``) Dask holds on ``worker``."""
+        keys = self._settle(self.client.scheduler.has_what(workers=[worker])).get(worker, [])
+        ours = [key for key in keys if str(key).startswith("strads-")]
+        return sum(self._settle(self.client.scheduler.nbytes(keys=ours, summary=False)).values())
 
     def gather(self, handles, owners=()):
         """The values of ``handles``, once computed (see :meth:`wait`)."""

@@ -28,8 +28,9 @@ class Stalls:
     """Watches the workers of a fit across the polls of one wait; ``round_seconds`` is the
     fit's typical round so far (0 before its first)."""
 
-    def __init__(self, round_seconds=0.0):
+    def __init__(self, round_seconds=0.0, held_bytes=None):
         self.round_seconds = round_seconds
+        self.held_bytes = held_bytes  # worker -> bytes of dask_strads values Dask holds there
         self._paused_since = {}  # worker -> when first seen paused
         self._heartbeat = {}  # worker -> (its last_seen as the scheduler said, when we saw it)
         self._warned = set()
@@ -57,7 +58,8 @@ class Stalls:
                            "the fit waits for it, %.0f s at most", worker,
                            self.bound(PAUSED_SECONDS))
         if now - since >= self.bound(PAUSED_SECONDS):
-            raise WorkerPaused(_paused_message(worker, info, now - since), [worker])
+            held = self.held_bytes(worker) if self.held_bytes else None
+            raise WorkerPaused(_paused_message(worker, info, now - since, held), [worker])
 
     def _watch_heartbeat(self, worker, info, now, owners):
         seen = info.get("last_seen")
@@ -78,15 +80,16 @@ class Stalls:
                 silent, self.round_seconds)
 
 
-def _paused_message(worker, info, seconds):
+def _paused_message(worker, info, seconds, held):
     metrics = info.get("metrics", {})
     limit = info.get("memory_limit")
     return (f"worker {worker} has been paused by Dask's memory manager for {seconds:.0f} s: its "
             f"memory ({_mb(metrics.get('memory'))} in use, {_mb(metrics.get('managed_bytes'))} "
-            f"of it data Dask holds, this fit's blocks among them) stays past its pause threshold "
-            f"(memory limit {_mb(limit) if limit else 'none'}), so the fit cannot go on there. "
-            "Give the workers more memory (dask worker --memory-limit), or use more workers so "
-            "that each holds less")
+            f"of it data Dask holds, {_mb(held)} of that dask_strads' blocks and values, besides "
+            "the blocks' state the fit keeps in the worker's memory) stays past its pause "
+            f"threshold (memory limit {_mb(limit) if limit else 'none'}), so the fit cannot go on "
+            "there. Give the workers more memory (dask worker --memory-limit), or use more "
+            "workers so that each holds less")
 
 
 def _mb(n_bytes):
