@@ -7,12 +7,11 @@ import dask
 import numpy as np
 import scipy.sparse as sp
 import sparse
-from dask._task_spec import DataNode, convert_legacy_graph
 from dask.sizeof import sizeof
 from distributed import Future
 
 from ..log import logger
-from .compat import wait_on
+from .compat import DataNode, convert_legacy_graph, wait_on
 
 #: A collection's graph may hold data (``da.from_array`` of a numpy array holds its chunks):
 #: past this many bytes they are scattered to the cluster instead of sent inside the graphs

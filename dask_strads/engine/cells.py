@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from dask.sizeof import sizeof
 from distributed import WorkerPlugin, get_worker
-from distributed.utils import sync
+
+from .compat import add_plugin_here
 
 #: The cells of this process's Dask worker(s), by the key of the task that made each.
 _CELLS = {}
@@ -83,6 +84,4 @@ class ReleaseCells(WorkerPlugin):
 
 def _install(worker):
     with _INSTALLING:
-        if PLUGIN_NAME not in worker.plugins:
-            # plugins are added on the worker's event loop, which walks them at each transition
-            sync(worker.loop, worker.plugin_add, plugin=ReleaseCells(), name=PLUGIN_NAME)
+        add_plugin_here(worker, ReleaseCells(), PLUGIN_NAME)

@@ -1,8 +1,26 @@
-"""The parts of distributed's API below its public surface that the engine relies on, in one
-place, so that a new distributed release touches this file only."""
+"""The parts of dask's and distributed's API below their public surface that the engine relies
+on, in one place, so that a new release touches this file only: dask's task spec (the graphs the
+engine writes), distributed's wait on a given client, adding a plugin from inside a task, and
+gathering outside the client's batching."""
 import asyncio
 
-from distributed.client import _wait  # distributed.wait without asking for the default client
+import dask
+import distributed
+from distributed.utils import sync
+
+#: The releases of dask and distributed this module was checked against.
+TESTED = "dask and distributed 2025.4 to 2026.8"
+
+try:
+    from dask._task_spec import DataNode, Task, TaskRef, convert_legacy_graph, parse_input
+    from distributed.client import _wait  # distributed.wait without asking for the default client
+except ImportError as error:
+    raise ImportError(
+        f"dask_strads needs parts of dask and distributed that dask {dask.__version__} / "
+        f"distributed {distributed.__version__} lack ({error}); it works with {TESTED}") from error
+
+__all__ = ["DataNode", "Task", "TaskRef", "add_plugin_here", "convert_legacy_graph", "fetch",
+           "on_loop", "parse_input", "wait_on"]
 
 
 def wait_on(client, futures, timeout=None):
@@ -35,3 +53,11 @@ async def fetch(client, keys):
     if response["status"] != "OK":
         raise KeyError(f"no worker holds {', '.join(map(str, response['keys']))}")
     return response["data"]
+
+
+def add_plugin_here(worker, plugin, name):
+    """Add ``plugin`` to ``worker`` from inside one of its tasks (once per ``name``): plugins
+    are added on the worker's event loop, which walks them at each transition, and
+    ``Client.register_plugin`` would need a client on the worker."""
+    if name not in worker.plugins:
+        sync(worker.loop, worker.plugin_add, plugin=plugin, name=name)

@@ -11,11 +11,10 @@ from time import monotonic
 
 import dask
 import numpy as np
-from dask._task_spec import DataNode, TaskRef
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from .blocks import fresh_copies, place_blocks, spread, worker_addresses, worker_info
-from .compat import fetch, on_loop, wait_on
+from .compat import DataNode, TaskRef, fetch, on_loop, wait_on
 from .errors import ClusterError, WorkerLost
 from .stalls import Stalls
 

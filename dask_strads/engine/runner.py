@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from time import perf_counter
 
-from dask._task_spec import Task, TaskRef, parse_input
 
 from ..kernels.compilation import announce_compiling
 from ..log import logger
@@ -16,6 +15,7 @@ from . import disk, tasks
 from .history import History
 from .hubs import claim_hub, release_hub
 from .blocks import PlacedBlocks
+from .compat import Task, TaskRef, parse_input
 from .errors import ClusterError, WorkerLost
 from .progress import watchers
 from .recovery import KEPT, add_checkpoint, checkpoint_items, usable
