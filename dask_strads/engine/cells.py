@@ -12,7 +12,8 @@ Dask never spills a cell then. It sizes a reference as its cell (``sizeof``, whe
 made it ends), so that its managed memory and the dashboard count the cells; spilling a reference
 writes a few bytes and frees nothing, after which Dask counts the cell as unmanaged memory, which
 its spill and pause thresholds (on the process's memory) still see. A cell leaves the registry
-when Dask releases its key (:class:`ReleaseCells`, installed on a worker with its first cell).
+when Dask releases its key (:class:`ReleaseCells`, installed on a worker with its first cell,
+beside the handler through which other workers read the cells: :class:`.plane.ServePlane`).
 Local executors run in one process and never spill: their cells are the task values themselves.
 """
 import sys
@@ -28,6 +29,7 @@ from .compat import add_plugin_here
 _CELLS = {}
 _INSTALLING = threading.Lock()
 PLUGIN_NAME = "dask-strads-cells"
+PLANE_PLUGIN_NAME = "dask-strads-plane"
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,14 @@ def keep(cell, key):
     return CellRef(key)
 
 
+def local_cell(value):
+    """The cell ``value`` stands for if it is in this process (a local executor's cell, or one
+    of this process's workers'), else None."""
+    if not isinstance(value, CellRef):
+        return value
+    return _CELLS.get(value.key)
+
+
 def opened(value):
     """The cell a task's argument stands for."""
     if not isinstance(value, CellRef):
@@ -83,5 +93,8 @@ class ReleaseCells(WorkerPlugin):
 
 
 def _install(worker):
+    from .plane import ServePlane  # here: the plane module imports this one
+
     with _INSTALLING:
         add_plugin_here(worker, ReleaseCells(), PLUGIN_NAME)
+        add_plugin_here(worker, ServePlane(), PLANE_PLUGIN_NAME)

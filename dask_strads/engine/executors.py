@@ -7,7 +7,7 @@ a :class:`distributed.Future` and the value stays on its worker; locally it hold
 """
 import concurrent.futures
 import weakref
-from time import monotonic
+from time import monotonic, sleep
 
 import dask
 import numpy as np
@@ -15,7 +15,7 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from .blocks import fresh_copies, place_blocks, spread, worker_addresses, worker_info
 from .compat import DataNode, TaskRef, fetch, on_loop, wait_on
-from .errors import ClusterError, WorkerLost
+from .errors import ClusterError, PeerUnreachable, WorkerLost
 from .stalls import Stalls
 
 #: How often a wait on the cluster checks that the workers it depends on are still there.
@@ -128,8 +128,22 @@ class DistributedExecutor:
             if handle.status != "finished":
                 error = (handle.exception() if handle.status == "error" else
                          ClusterError(f"the scheduler forgot {handle.key} ({handle.status})"))
+                if isinstance(error, PeerUnreachable):
+                    self._await_loss(owners, error)
                 self.check(owners, error)
                 raise error
+
+    def _await_loss(self, owners, error):
+        """A push found a worker of ``owners`` gone or deaf before the scheduler did: give the
+        scheduler :data:`UNHEARD_SECONDS` to drop it (then :class:`WorkerLost`, from which a fit
+        recovers), else raise :class:`ClusterError` naming it."""
+        deadline = monotonic() + UNHEARD_SECONDS
+        while monotonic() < deadline:
+            self.check(owners, error)
+            sleep(POLL_SECONDS / 4)
+        raise ClusterError(f"{error}, and the scheduler still lists it after "
+                           f"{UNHEARD_SECONDS:.0f} s: the fit cannot go on",
+                           error.workers) from error
 
     def _heard(self, pending, unheard):
         """Raise :class:`ClusterError` when the scheduler has held a result for

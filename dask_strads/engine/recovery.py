@@ -46,8 +46,8 @@ def checkpoint_items(engine, run, t, pushes, hand_offs, pull):
     shared values the next rounds read, in that order."""
     return ([("block", b, w, tasks.state_at, (run.cells[b], pushes.get(b, run.pushed[b]), t))
              for b, w in enumerate(run.owners)]
-            + [("carried", c, run.home[c], tasks.itself, (hand_offs.get(c, run.carried[c]),))
-               for c in range(len(run.carried))]
+            + [("carried", c, run.home[c], tasks.carried_as_is,
+                (hand_offs.get(c, run.carried[c]), c)) for c in range(len(run.carried))]
             + [("shared", r, run.hub, tasks.itself, (pull if r == t else run.pulled[r],))
                for r in range(max(-1, t - engine.staleness), t + 1)])
 

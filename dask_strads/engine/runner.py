@@ -15,11 +15,14 @@ from . import disk, tasks
 from .history import History
 from .hubs import claim_hub, release_hub
 from .blocks import PlacedBlocks
+from .cells import CellRef
 from .compat import Task, TaskRef, parse_input
+from .plane import FETCH_SECONDS, Source
 from .errors import ClusterError, WorkerLost
 from .progress import watchers
 from .recovery import KEPT, add_checkpoint, checkpoint_items, usable
 from .runtime import executor_for
+from .stalls import ROUNDS_OF_PATIENCE
 
 
 #: Rounds between in-memory checkpoints on a cluster (by default).
@@ -76,12 +79,12 @@ class _Run:
         self.disk_writes = []  # (round, handles of its writes) not yet marked complete
         self.guards = {}  # carried block -> the copy its next push must follow
         self.losses = {}  # block -> times its worker was lost
-        self.last_round_pushes = []  # the blocks pushed in the newest round submitted
         self.collected = []  # the handles of the result, once collected
 
     def handles(self):
         """Every handle the run holds (not the data blocks: their owner placed them)."""
-        return [*self.cells, *self.pushed, *self.carried, *self.pulled.values(),
+        held_carried = [c for c in self.carried if not isinstance(c, Source)]  # else in a cell
+        return [*self.cells, *self.pushed, *held_carried, *self.pulled.values(),
                 *(h for _, h in self.pending), *(h for c in self.checkpoints for p in c.pairs()
                                                  for h in p),
                 *(h for _, hs in self.disk_writes for h in hs), *self.guards.values(),
@@ -242,7 +245,6 @@ class Engine:
             run.pulled[r] = self.executor.put(value, run.hub, run.key("kept-pull", r, run.id))
         run.pushed = [None] * len(run.pushed)
         run.guards = {}
-        run.last_round_pushes = []
 
     def start(self, blocks, slots=None, restore=None):
         """Place the blocks, build their cells and the carried blocks, and pull once; or, with
@@ -354,28 +356,20 @@ class Engine:
                          self.pipeline_depth + program.report_lag)
         source = run.pulled[max(-1, t - 1 - self.staleness)]
         graph, pushes = {}, {}
-        hand_offs = {}
-        # a worker sends after its pushes of the round before, whose messages are then gone:
-        # at most a round's messages at a time, not those of every round submitted
-        pushed_before = {}
-        for b in run.last_round_pushes:
-            pushed_before.setdefault(run.owners[b], []).append(run.pushed[b])
+        hand_offs = {}  # carried block -> the Source of the push that now holds it
+        timeout = max(FETCH_SECONDS, ROUNDS_OF_PATIENCE * run.history.typical_round_seconds())
         for b, instruction in instructions.items():
             worker, c = run.owners[b], carried_id(instruction)
-            extra = () if c is None else (run.carried[c],)
-            extra += tuple(self._task(graph, sender, run.key("send", sources[0], b, t, run.id),
-                                      tasks.send, run.program, [run.cells[s] for s in sources],
-                                      [run.pushed[s] for s in sources]
-                                      + pushed_before.get(sender, []), b, t)
-                           for sender, sources in by_owner(reads(instruction), run.owners))
+            sources = [Source(s, run.owners[s], self._cell_named(run, s), run.pushed[s],
+                              timeout) for s in reads(instruction)]
             previous = run.pushed[b] if c not in run.guards else (run.pushed[b],
                                                                   run.guards.pop(c))
             pushes[b] = self._task(graph, worker, run.key("push", b, t, run.id), tasks.push,
                                    run.program, run.cells[b], previous, source, instruction,
-                                   t, keep_from, *extra)
+                                   t, keep_from, None if c is None else run.carried[c],
+                                   sources)
             if c is not None:
-                hand_offs[c] = self._task(graph, worker, run.key("carried", c, t, run.id),
-                                          tasks.hand_off, run.cells[b], pushes[b], c)
+                hand_offs[c] = Source(b, worker, self._cell_named(run, b), pushes[b], timeout)
                 run.home[c] = worker
         pull = self._task(graph, run.hub, run.key("pull", t, run.id), tasks.pull, run.program,
                           run.pulled[t - 1], list(pushes), *pushes.values())
@@ -396,9 +390,8 @@ class Engine:
             run.disk_writes.append((t, [handles[w.key] for w in writes]))
         for b, task in pushes.items():
             run.pushed[b] = handles[task.key]
-        run.last_round_pushes = list(pushes)
-        for c, task in hand_offs.items():
-            run.carried[c] = handles[task.key]
+        for c, held in hand_offs.items():
+            run.carried[c] = held._replace(after=handles[held.after.key])
         run.pulled[t] = handles[pull.key]
         if checkpoint is not None:
             checkpoint = checkpoint.resolved(handles)
@@ -472,6 +465,14 @@ class Engine:
         graph.setdefault(worker, {})[key] = Task(key, function, *map(parse_input, args))
         return TaskRef(key)
 
+    def _cell_named(self, run, b):
+        """Block ``b``'s cell as a :class:`.plane.Source` refers to it. On a cluster, by its key
+        only: as a dependency, Dask would copy the reference to the reading worker, and its
+        memory manager may then drop the copy on the cell's own worker, which lets go of the
+        cell."""
+        cell = run.cells[b]
+        return cell if self.executor.local else CellRef(cell.key)
+
     def _collect_tasks(self, graph, run, name, round_index, release=False):
         """Add to ``graph`` a task per block giving its parameters after ``round_index``
         (``release``: and letting go of the block's states, see :func:`.tasks.collect`)."""
@@ -510,14 +511,6 @@ class _RunningFit:
         refs = self._engine._collect_tasks(graph, run, "peek", run.submitted)
         handles = executor.submit(graph)
         return executor.as_array([handles[r.key] for r in refs], run.owners, axis)
-
-
-def by_owner(blocks, owners):
-    """``(worker, blocks it holds)`` for the workers holding ``blocks``, each in order."""
-    groups = {}
-    for b in blocks:
-        groups.setdefault(owners[b], []).append(b)
-    return groups.items()
 
 
 def _call(callback, record, running):

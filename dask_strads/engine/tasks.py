@@ -3,7 +3,8 @@
 A block's data and state live in a :class:`BlockCell` on the block's worker for the whole fit: a
 push reads its state there and leaves the new one there, so its task's value is only what the
 pull needs (:class:`Pushed`). The state never travels, and no task is needed to split a push's
-output. A carried block leaves its push through the cell's outbox, taken by a hand-off task.
+output. A carried block stays in the outbox of the cell whose push made it until the next push
+that takes it fetches it, as it fetches its messages, over the message plane (:mod:`.plane`).
 On a Dask worker the cell is kept out of Dask's data store, which could spill it (see
 :mod:`.cells`): the tasks that use it get a reference and open it.
 """
@@ -11,7 +12,8 @@ import copy
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from ..programs.base import call_push, carried_id, reads
+from ..programs.base import Program, call_push, carried_id
+from . import plane
 from .cells import keep, opened
 
 
@@ -27,6 +29,7 @@ class BlockCell:
 
     block_id: int
     data: object
+    program: object = None  # the fit's, which answers other blocks' requests for messages
     versions: dict = field(default_factory=dict)
     outbox: dict = field(default_factory=dict)
 
@@ -50,10 +53,14 @@ class BlockCell:
 
 @dataclass(frozen=True)
 class Pushed:
-    """What a push sends to the pull: the program's partial and the seconds it computed."""
+    """What a push sends to the pull: the program's partial, the seconds it computed, and the
+    messages (and carried blocks) it fetched over the plane, with their bytes from other
+    worker processes."""
 
     partial: object
     seconds: float
+    messages: int = 0
+    message_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,7 @@ class Pulled:
 def prepare(program, raw, block_id, initialise=True, key=None):
     """The block's cell (kept under the task's ``key``, see :func:`.cells.keep`): its prepared
     data and, unless it will be restored from a checkpoint, its initial state."""
-    cell = BlockCell(block_id, program.prepare_block(raw, block_id))
+    cell = BlockCell(block_id, program.prepare_block(raw, block_id), program)
     if initialise:
         start = perf_counter()
         state, partial = program.init_block(cell.data, block_id)
@@ -85,39 +92,42 @@ def initial_carried(program, carried_id):
     return program.init_carried(carried_id)
 
 
-def push(program, cell, previous, pulled, instruction, round_index, keep_from, *inputs):
+def push(program, cell, previous, pulled, instruction, round_index, keep_from, carried=None,
+         sources=()):
     """Round ``round_index`` of one block. ``previous`` (the block's last push) only orders the
-    pushes of a block; ``inputs`` are the carried block the instruction asks for, if any, then
-    the messages it reads, grouped by the worker that sent them (see :func:`send`)."""
+    pushes of a block; ``carried`` is the carried block the instruction asks for (a value, or
+    the :class:`.plane.Source` of the push that left it), ``sources`` the
+    :class:`.plane.Source` of each block whose message it reads."""
     start = perf_counter()
     cell = opened(cell)
+    received = plane.Received()
     c = carried_id(instruction)
-    carried, sent = (None, inputs) if c is None else (inputs[0], inputs[1:])
-    received = {source: message for group in sent for source, message in group.items()}
+    if c is not None:
+        carried = take_carried(carried, c, received)
+    messages = {s.block: plane.message(s, cell.block_id, round_index, received)
+                for s in sources}
     state, partial, new_carried = call_push(
         program, cell.block_id, cell.data, cell.latest(), instruction, pulled.shared, carried,
-        {source: received[source] for source in reads(instruction)})
+        messages)
     if c is not None:
         cell.outbox[c] = new_carried
     cell.record(round_index, state, keep_from, program.retained)
-    return Pushed(partial, perf_counter() - start)
+    return Pushed(partial, perf_counter() - start, received.messages, received.bytes)
 
 
-def send(program, cells, after, to_block, round_index):
-    """The messages of the blocks of ``cells`` (all on this worker) to the push of ``to_block``
-    in round ``round_index``, ``{block: message}``, each from its block's state after the round
-    before (``after``, the blocks' last pushes and this worker's pushes of the round before,
-    only orders the task): one task a worker and push, however many of the worker's blocks the
-    push reads."""
-    return {cell.block_id: program.message(cell.block_id, cell.data,
-                                           cell.state_at(round_index - 1), to_block)
-            for cell in map(opened, cells)}
+def take_carried(carried, carried_id, received=None):
+    """A carried block given as a value, or fetched from the cell its last push left it in."""
+    if isinstance(carried, plane.Source):
+        return plane.carried(carried, carried_id, received or plane.Received())
+    return carried
 
 
-def hand_off(cell, pushed, carried_id):
-    """The carried block a push left in its cell, as a value of its own that Dask can move to
-    the next worker; the cell lets go of it."""
-    return opened(cell).outbox.pop(carried_id)
+def carried_as_is(carried, carried_id):
+    """A carried block as :func:`take_carried` gives it, left where it is (a checkpoint's
+    copy, on the worker holding it)."""
+    if isinstance(carried, plane.Source):
+        return plane.peek_carried(carried, carried_id)
+    return carried
 
 
 def pull(program, previous, block_ids, *pushed):
@@ -125,7 +135,16 @@ def pull(program, previous, block_ids, *pushed):
     shared, report = program.pull({b: p.partial for b, p in zip(block_ids, pushed)},
                                   previous.shared)
     slowest_push = max((p.seconds for p in pushed), default=0.0)
-    return Pulled(shared, {**report, "compute_seconds": slowest_push + perf_counter() - start})
+    report = {**report, "compute_seconds": slowest_push + perf_counter() - start}
+    if uses_plane(program):
+        report["plane_messages"] = sum(p.messages for p in pushed)
+        report["plane_bytes"] = sum(p.message_bytes for p in pushed)
+    return Pulled(shared, report)
+
+
+def uses_plane(program):
+    """Whether a program's pushes fetch messages or carried blocks."""
+    return bool(program.n_carried) or type(program).message is not Program.message
 
 
 def report(pulled):
@@ -147,7 +166,7 @@ def collect(program, cell, last_push, pulled, round_index, release=False):
 
 
 def collect_carried(program, carried, carried_id):
-    return program.collect_carried(carried, carried_id)
+    return program.collect_carried(take_carried(carried, carried_id), carried_id)
 
 
 def state_at(cell, last, round_index):

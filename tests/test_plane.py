@@ -1,0 +1,150 @@
+"""The message plane: messages and carried blocks go worker to worker outside the scheduler, so a
+round is its pushes, its pull and its report for every program; a worker that dies while it
+answers, or stops answering, ends in a recovery or a clear error, never a hang."""
+import contextlib
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import dask
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from dask_strads import (ElasticNet, ImplicitMatrixFactorization, Lasso,
+                         LatentDirichletAllocation, LogisticRegression, MatrixFactorization)
+from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
+from dask_strads import run_sequential
+from dask_strads.engine import Engine, stalls
+from dask_strads.programs.mf import MFProgram
+
+from test_mf_program import setup
+from test_waits import BOUND, logged, within
+
+RATINGS = make_ratings(n_users=600, n_items=300, n_ratings=20000, random_state=0)[0]
+REGRESSION = make_correlated_regression(200, 400, 10, random_state=0)[:2]
+CORPUS = make_lda_corpus(n_docs=300, n_words=400, n_topics=5, random_state=0)[0]
+
+ESTIMATORS = {  # what each fits, with P blocks on P workers
+    "lasso": (lambda P: Lasso(alpha=1e-3, max_iter=20, tol=0.0, n_blocks=P), REGRESSION),
+    "elastic_net": (lambda P: ElasticNet(alpha=1e-3, max_iter=20, tol=0.0, n_blocks=P),
+                    REGRESSION),
+    "logistic": (lambda P: LogisticRegression(max_iter=10, tol=0.0, n_blocks=P),
+                 (REGRESSION[0], REGRESSION[1] > np.median(REGRESSION[1]))),
+    "lda": (lambda P: LatentDirichletAllocation(5, max_iter=4, random_state=0), (CORPUS,)),
+    "mf": (lambda P: MatrixFactorization(4, max_iter=4, tol=0.0, random_state=0), (RATINGS,)),
+    "implicit_mf": (lambda P: ImplicitMatrixFactorization(4, max_iter=4, random_state=0),
+                    (abs(RATINGS),)),
+}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("P", [2, 4])
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_a_round_is_at_most_p_plus_3_tasks(client_factory, name, P):
+    """Counted in the graphs the engine submits on worker processes: whatever a program sends,
+    a round holds at most its P pushes, the pull and the report (and a spare)."""
+    client = client_factory(P)
+    make, data = ESTIMATORS[name]
+    est = make(P).set_params(checkpoint_interval=0)
+    est.client = client
+    est.fit(*data)
+    assert 3 <= est.history_.stats.tasks_per_round <= P + 3
+
+
+class DiesWhileAnswering(MFProgram):
+    """MF whose worker process exits the first time it answers another worker's request for a
+    message once the file ``armed`` exists: a worker lost in the middle of a round's messages."""
+
+    def __init__(self, *args, armed, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.armed = armed
+
+    def message(self, block_id, data, state, to_block):
+        answering = threading.current_thread() is threading.main_thread()  # its event loop
+        if answering and _claim(self.armed):
+            os._exit(1)
+        return super().message(block_id, data, state, to_block)
+
+
+def _claim(path):
+    """True in the one process that takes ``path`` (renamed away), False in the others."""
+    try:
+        os.rename(path, f"{path}.taken")
+    except FileNotFoundError:
+        return False
+    return True
+
+
+@pytest.fixture
+def three_processes():
+    """A cluster of three worker processes of its own: the tests below lose one."""
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        with Client(cluster, set_as_default=False) as client:
+            client.wait_for_workers(3, timeout=60)
+            yield client
+
+
+def test_a_worker_dying_while_it_sends_a_message_is_recovered(three_processes, tmp_path):
+    """The worker answering a push's request for a message exits mid-answer after round 4:
+    the push fails naming it, the scheduler drops it, and the fit goes on from the checkpoint
+    of round 3 on the two workers left, ending with the factors of the sequential loop."""
+    armed = tmp_path / "armed"
+    program, raw = setup(RATINGS, 3, 3, program_class=DiesWhileAnswering, armed=str(armed))
+    rounds = 12
+
+    def arm(record):
+        if record["round"] == 4 and not Path(f"{armed}.taken").exists():  # not when replayed
+            armed.touch()
+
+    result = Engine(program, three_processes, max_rounds=rounds, checkpoint_interval=4,
+                    callback=arm).run(raw)
+    assert Path(f"{armed}.taken").exists(), "no worker answered a request after round 4"
+    (recovery,) = result.history.stats.recoveries
+    assert recovery["round"] == 3 and len(recovery["lost"]) == 1
+    params, reports = run_sequential(program, raw, rounds)
+    for ours, reference in zip(result.gather(), params):
+        np.testing.assert_array_equal(ours, reference)
+    assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
+
+
+def test_a_stopped_peer_is_named_then_left_behind(monkeypatch):
+    """A worker holding blocks stopped (SIGSTOP) after round 3 answers nothing: the fit waits
+    for it with a warning that names it, and once the scheduler drops it (its worker-ttl, 8 s
+    here) goes on without it, ending with the factors of the sequential loop."""
+    monkeypatch.setattr(stalls, "SILENT_SECONDS", 2.0)
+    program, raw = setup(RATINGS, 3, 3)
+    rounds = 12
+    stopped = {}
+    with dask.config.set({"distributed.scheduler.worker-ttl": "8s"}), LocalCluster(
+            n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster, set_as_default=False) as client:
+            client.wait_for_workers(3, timeout=60)
+            pids = client.run(os.getpid)
+
+            def stop_block_0(record):
+                if record["round"] == 3 and not stopped:
+                    key = next(k for k in client.who_has() if "-block-0-" in str(k))
+                    stopped["worker"] = client.who_has()[key][0]
+                    os.kill(pids[stopped["worker"]], signal.SIGSTOP)
+
+            engine = Engine(program, client, max_rounds=rounds, checkpoint_interval=4,
+                            callback=stop_block_0)
+            try:
+                with logged() as messages:
+                    result = within(BOUND, engine.run, raw)
+            finally:
+                if stopped:  # unless its nanny, which the scheduler asks to, restarted it
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pids[stopped["worker"]], signal.SIGCONT)
+            params = result.gather()
+    assert any(f"worker {stopped['worker']} holding blocks 0" in m and "has not answered" in m
+               for m in messages)
+    (recovery,) = result.history.stats.recoveries
+    assert stopped["worker"] in recovery["lost"]
+    reference, reports = run_sequential(program, raw, rounds)
+    for ours, expected in zip(params, reference):
+        np.testing.assert_array_equal(ours, expected)
