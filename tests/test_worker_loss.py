@@ -141,6 +141,34 @@ def test_a_worker_lost_after_the_last_report_is_recovered_from_the_round_before(
     np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_one_block_fit_resumes_from_its_checkpoint_on_another_worker(three_workers):
+    """One block (the Lasso's default below 1e7 stored values) lives on one worker: its
+    checkpoint's replica goes to another worker of the cluster, so that killing the block's
+    worker after round 14 resumes the fit from the checkpoint of round 9, not from the start,
+    and the fit ends with the clean run's model."""
+    client = three_workers
+
+    def make(**params):
+        return Lasso(alpha=1e-4, tol=0.0, max_iter=30, random_state=0, **params)
+
+    X, y = CASES["lasso"][1]()
+    clean = make()
+    clean.client = client
+    clean.fit(X, y)
+    assert clean.n_blocks_ == 1
+    callback, state = _killer(client, 14)
+    recovered = make(callback=callback)
+    recovered.client = client
+    recovered.fit(X, y)
+    assert "killed" in state
+    (recovery,) = recovered.history_.stats.recoveries
+    assert recovery["lost"] == [state["killed"]] and recovery["round"] == 9
+    assert recovered.n_iter_ == clean.n_iter_
+    np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+    assert len(recovered.history_) == len(clean.history_)
+
+
 def test_without_checkpoints_a_lost_worker_is_a_clear_error(three_workers):
     """The engine with recovery off stops within seconds, naming the worker and its blocks."""
     client = three_workers
