@@ -321,9 +321,15 @@ class Engine:
                     raise ClusterError(
                         f"{error}; block {b} has now lost its worker {run.losses[b]} times "
                         "(a worker that runs out of memory on it?): the fit stops") from error
-        alive = set(executor.refresh())
-        if not alive:
+        before = set(executor.refresh())
+        if not before:
             raise ClusterError(f"{error}, and no worker is left") from error
+        if isinstance(blocks, PlacedBlocks):  # some of them were on the worker lost
+            blocks, slots = blocks.blocks, blocks.slots
+        # placed before a checkpoint is chosen: a worker lost while they are placed (which
+        # places them again, see blocks.place_blocks) is then known to be lost
+        placed = PlacedBlocks.on(executor, blocks, slots, f"strads-{self.program.name}-data")
+        alive = set(executor.refresh())
         restore = None
         for checkpoint in reversed(run.checkpoints):
             if checkpoint.round > self._last_resumable_round:
@@ -335,15 +341,13 @@ class Engine:
         resumed = restore[0].round if restore else -1
         logger.warning("%s; going on from round %d on the %d workers left", error, resumed + 1,
                        len(alive))
-        if isinstance(blocks, PlacedBlocks):  # some of them were on the worker lost
-            blocks, slots = blocks.blocks, blocks.slots
-        new = self.start(blocks, slots, restore)
+        new = self.start(placed, slots, restore)
         release_hub(run.hub)
         new.start, new.history, new.losses = run.start, run.history, run.losses
         new.writes_to_disk = run.writes_to_disk
         new.history.truncate(resumed)
         new.history.stats.recoveries.append({
-            "round": resumed, "lost": list(error.workers),
+            "round": resumed, "lost": [*error.workers, *sorted(before - alive)],
             "blocks_moved": sum(a != b for a, b in zip(run.owners, new.owners)),
             "seconds": perf_counter() - started})
         return new
