@@ -1,4 +1,5 @@
 """Checkpoints on disk: a fit resumes from them and ends with the uninterrupted fit's model."""
+import errno
 import json
 import os
 import signal
@@ -6,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zipfile
 from dataclasses import dataclass
 
 import dask
@@ -16,6 +18,8 @@ from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
 from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
 from dask_strads.engine import Engine, disk, storage
 from dask_strads.programs import jacobi_blocks
+
+from conftest import fit_is_refused
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -144,6 +148,91 @@ def test_damaged_or_half_written_checkpoints_are_skipped(tmp_path):
     resumed = make(max_iter=40, checkpoint_dir=tmp_path).fit(X, y)
     assert resumed.history_.stats.resumed_from == int(older.name[6:]) + 1
     assert_same_model(resumed, make(max_iter=40).fit(X, y), ["coef_"])
+
+
+def test_a_checkpoint_file_with_a_flipped_byte_is_skipped_with_a_warning_naming_it(
+        tmp_path, monkeypatch):
+    """One bit of a block's array changed in the newest checkpoint: the file is refused (the
+    zip member's CRC-32 no longer matches), a warning names it, and the fit resumes from the
+    checkpoint before it with the uninterrupted fit's model."""
+    X, y = lasso_data()
+    make = CASES["lasso"][0]
+    make(max_iter=30, checkpoint_dir=tmp_path).fit(X, y)  # rounds 19 and 29 are kept
+    damaged = tmp_path / "round-000029" / "block-0.npz"
+    raw = bytearray(damaged.read_bytes())
+    with zipfile.ZipFile(damaged) as archive:
+        member = archive.getinfo("array_0.npy")
+    data_start = member.header_offset + 30 + len(member.filename) + len(member.extra)
+    raw[data_start + member.file_size - 3] ^= 0x10  # a byte of the array's last value
+    damaged.write_bytes(raw)
+    said = []
+    monkeypatch.setattr(disk.logger, "warning", lambda message, *args: said.append(
+        message % args))
+    resumed = make(max_iter=40, checkpoint_dir=tmp_path).fit(X, y)
+    assert resumed.history_.stats.resumed_from == 20
+    assert len(said) == 1 and str(damaged) in said[0] and "round 29" in said[0]
+    assert_same_model(resumed, make(max_iter=40).fit(X, y), ["coef_"])
+
+
+def full_disk_after(n_files, monkeypatch):
+    """Writes of checkpoint files fail from the ``n_files + 1``-th on as on a full disk: some
+    bytes written to the file, then ``OSError(ENOSPC)`` (numpy's savez, which storage writes
+    with, patched)."""
+    calls = []
+    savez = np.savez
+
+    def write(file, *args, **arrays):
+        calls.append(1)
+        if len(calls) <= n_files:
+            return savez(file, *args, **arrays)
+        file.write(b"PK\x03\x04 half of a file")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(np, "savez", write)
+
+
+def test_a_full_disk_stops_the_writes_names_the_directory_and_the_fit_goes_on(
+        tmp_path, monkeypatch):
+    """The disk fills up while round 19's checkpoint is written (round 9's two files are
+    written): a warning names the directory and the error, the half-written files are removed,
+    no later checkpoint is written, and the fit ends with the model of a fit without
+    checkpoints. The complete checkpoint of round 9 is kept, and a later fit resumes from it."""
+    X, y = lasso_data()
+    make = CASES["lasso"][0]
+    folder = tmp_path / "checkpoints"
+    said = []
+    monkeypatch.setattr(disk.logger, "warning", lambda message, *args: said.append(
+        message % args))
+    full_disk_after(2, monkeypatch)
+    fitted = make(max_iter=30, checkpoint_dir=folder).fit(X, y)
+    reference = make(max_iter=30).fit(X, y)
+    assert_same_model(fitted, reference, ["coef_", "intercept_"])
+    assert len(said) == 1 and str(folder) in said[0] and "No space left on device" in said[0]
+    assert not [path for path in tmp_path.rglob("*") if ".partial" in path.name]
+    assert sorted(p.name for p in folder.iterdir()) == ["round-000009"]
+    monkeypatch.undo()
+    resumed = make(max_iter=30, checkpoint_dir=folder).fit(X, y)
+    assert resumed.history_.stats.resumed_from == 10
+    assert_same_model(resumed, reference, ["coef_", "intercept_"])
+
+
+def test_a_checkpoint_dir_that_cannot_be_written_is_refused_before_any_cluster_work(
+        tmp_path, client_factory):
+    """A directory no one can create, even root (a path under a regular file: root ignores a
+    read-only mode, not that), is refused with a ValueError naming it before any block is
+    placed (it failed at the first checkpoint, after 9 rounds), and the estimator keeps its
+    model."""
+    X, y = lasso_data()
+    (tmp_path / "file").write_text("not a directory")
+    unwritable = tmp_path / "file" / "checkpoints"
+    est = CASES["lasso"][0](max_iter=15)
+    est.client = client_factory(2)
+    est.fit(X, y)
+    coef = est.coef_
+    est.set_params(checkpoint_dir=unwritable)
+    fit_is_refused(est, est.client, (X, y), ValueError,
+                   f"checkpoint_dir {str(unwritable)!r} cannot be written to")
+    assert est.coef_ is coef
 
 
 @pytest.mark.parametrize("change, differs", [({"alpha": 0.02}, "hyperparameters"),

@@ -15,42 +15,58 @@ from distributed import Client, LocalCluster
 from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
 from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
 from dask_strads.engine import ClusterError, Engine
-from dask_strads.engine.blocks import place_blocks
+from dask_strads.engine import blocks as placement
+from dask_strads.engine.blocks import place_blocks, worker_info
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.programs import BlockJacobi, jacobi_blocks
 
 from conftest import _dask_command, _stop
+from test_waits import cpu_hogs  # noqa: F401 (a fixture)
 
 DEADLINE = 30  # seconds from the kill to the error, generous for a loaded 2-core machine
 
 
 @pytest.fixture
-def three_workers(tmp_path):
-    """``dask scheduler`` and three ``dask worker --no-nanny`` processes on 127.0.0.1."""
+def add_workers(tmp_path):
+    """``add_workers(n)``: ``n`` more ``dask worker --no-nanny`` processes (a thread each) of a
+    ``dask scheduler`` on 127.0.0.1 that the first call starts; returns a client of it once
+    they are all there."""
     scheduler_file = tmp_path / "scheduler.json"
-    processes = [subprocess.Popen(
-        _dask_command("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                      "--scheduler-file", str(scheduler_file)),
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)]
-    try:
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        for i in range(3):
-            processes.append(subprocess.Popen(
-                _dask_command("worker", "--scheduler-file", str(scheduler_file), "--nthreads",
-                              "1", "--no-nanny", "--no-dashboard", "--death-timeout", "30",
-                              "--local-directory", str(tmp_path / f"worker-{i}")),
-                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True))
-        time.sleep(0.5)  # the file may be half written the moment it appears
-        with Client(scheduler_file=str(scheduler_file), set_as_default=False,
-                    timeout=60) as client:
-            client.wait_for_workers(3, timeout=60)
-            yield client
-    finally:
-        _stop(processes)
+    processes, clients = [], []
+
+    def start(*command):
+        processes.append(subprocess.Popen(
+            _dask_command(*command), cwd=tmp_path, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True))
+
+    def add(n):
+        if not clients:
+            start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                  "--scheduler-file", str(scheduler_file))
+            deadline = time.monotonic() + 60
+            while not scheduler_file.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)  # the file may be half written the moment it appears
+            clients.append(Client(scheduler_file=str(scheduler_file), set_as_default=False,
+                                  timeout=60))
+        expected = len(worker_info(clients[0])) + n
+        for _ in range(n):
+            start("worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1",
+                  "--no-nanny", "--no-dashboard", "--death-timeout", "30",
+                  "--local-directory", str(tmp_path / f"worker-{len(processes)}"))
+        clients[0].wait_for_workers(expected, timeout=60)
+        return clients[0]
+
+    yield add
+    for client in clients:
+        client.close()
+    _stop(processes)
+
+
+@pytest.fixture
+def three_workers(add_workers):
+    """``dask scheduler`` and three ``dask worker --no-nanny`` processes on 127.0.0.1."""
+    return add_workers(3)
 
 
 def _killer(client, after_round, prefix="-block-0-"):
@@ -141,6 +157,34 @@ def test_a_worker_lost_after_the_last_report_is_recovered_from_the_round_before(
     np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_one_block_fit_resumes_from_its_checkpoint_on_another_worker(three_workers):
+    """One block (the Lasso's default below 1e7 stored values) lives on one worker: its
+    checkpoint's replica goes to another worker of the cluster, so that killing the block's
+    worker after round 14 resumes the fit from the checkpoint of round 9, not from the start,
+    and the fit ends with the clean run's model."""
+    client = three_workers
+
+    def make(**params):
+        return Lasso(alpha=1e-4, tol=0.0, max_iter=30, random_state=0, **params)
+
+    X, y = CASES["lasso"][1]()
+    clean = make()
+    clean.client = client
+    clean.fit(X, y)
+    assert clean.n_blocks_ == 1
+    callback, state = _killer(client, 14)
+    recovered = make(callback=callback)
+    recovered.client = client
+    recovered.fit(X, y)
+    assert "killed" in state
+    (recovery,) = recovered.history_.stats.recoveries
+    assert recovery["lost"] == [state["killed"]] and recovery["round"] == 9
+    assert recovered.n_iter_ == clean.n_iter_
+    np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+    assert len(recovered.history_) == len(clean.history_)
+
+
 def test_without_checkpoints_a_lost_worker_is_a_clear_error(three_workers):
     """The engine with recovery off stops within seconds, naming the worker and its blocks."""
     client = three_workers
@@ -170,13 +214,79 @@ def _assert_lasso_recovers(client, X, y):
     np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_dask_input_is_recomputed_on_the_workers_left(three_workers):
-    """Lazy blocks of a lost worker are computed again from their collection."""
-    client = three_workers
+def _dask_lasso_data():
+    """A Lasso's data as Dask arrays of a dense array, chunks (n/4, p/2): 1.4 MB, scattered to
+    the cluster when a placement computes its blocks."""
     X, y = make_correlated_regression(300, 600, 10, random_state=0)[:2]
-    X_dask, y_dask = da.from_array(X, chunks=(100, 600)), da.from_array(y, chunks=100)
-    _assert_lasso_recovers(client, X_dask, y_dask)
+    return da.from_array(X, chunks=(75, 300)), da.from_array(y, chunks=75)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_dask_input_is_recomputed_on_the_workers_left_fit_after_fit_under_load(add_workers,
+                                                                               cpu_hogs):
+    """Lazy blocks of a lost worker are computed again from their collection: three fits on
+    Dask arrays, each losing the worker of block 0 (SIGKILL, no nanny) at 40% of its rounds,
+    with busy loops on every core beside them, each end with the clean run's model (a new
+    worker joins before the next fit)."""
+    client = add_workers(3)
+    X, y = _dask_lasso_data()
+    make, _ = CASES["lasso"]
+    clean = make()
+    clean.client = client
+    clean.fit(X, y)
+    for _ in range(3):
+        callback, state = _killer(client, 12)  # of 30 rounds
+        recovered = make().set_params(callback=callback)
+        recovered.client = client
+        recovered.fit(X, y)
+        assert "killed" in state and len(recovered.history_.stats.recoveries) == 1
+        np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+        add_workers(1)
+
+
+def _workers_left(client, n):
+    """Wait until the scheduler lists at most ``n`` workers."""
+    deadline = time.monotonic() + DEADLINE
+    while len(worker_info(client)) > n:
+        assert time.monotonic() < deadline, "the killed worker was not removed"
+        time.sleep(0.1)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_worker_lost_while_the_blocks_are_placed_again_is_lost_too(three_workers,
+                                                                     monkeypatch):
+    """The worker of block 0 killed after round 14; while the blocks are placed again from the
+    Dask arrays, once their data is scattered, another worker holding some of it is killed
+    (its keys forgotten: the placement's tasks are cancelled). The placement starts afresh on
+    the worker left, and the fit ends with the clean run's model."""
+    client = three_workers
+    X, y = _dask_lasso_data()
+    make, _ = CASES["lasso"]
+    clean = make()
+    clean.client = client
+    clean.fit(X, y)
+    pids = client.run(os.getpid)
+    callback, state = _killer(client, 14)
+    scattered = placement._scattered
+
+    def kill_a_holder(client_, graph):
+        futures = scattered(client_, graph)
+        if "killed" in state and "also" not in state:
+            holders = sorted({w for where in client.who_has(list(futures.values())).values()
+                              for w in where})
+            state["also"] = holders[0]
+            os.kill(pids[holders[0]], signal.SIGKILL)
+            _workers_left(client, 1)
+        return futures
+
+    monkeypatch.setattr(placement, "_scattered", kill_a_holder)
+    recovered = make().set_params(callback=callback)
+    recovered.client = client
+    recovered.fit(X, y)
+    assert "also" in state and len(worker_info(client)) == 1
+    (recovery,) = recovered.history_.stats.recoveries
+    assert recovery["lost"] == [state["killed"], state["also"]]
+    np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
 
 
 def test_blocks_are_placed_again_after_their_held_data_was_lost(three_workers):

@@ -1,4 +1,5 @@
 """Placing data blocks on the workers of a cluster and keeping them there."""
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 
 import uuid
@@ -12,12 +13,21 @@ from distributed import Future
 
 from ..log import logger
 from .compat import DataNode, convert_legacy_graph, wait_on
+from .errors import ClusterError
 
 #: A collection's graph may hold data (``da.from_array`` of a numpy array holds its chunks):
 #: past this many bytes they are scattered to the cluster instead of sent inside the graphs
 #: that read them (Dask warns of a "large graph" from 10 MB).
 SCATTER_ABOVE_BYTES = 1 << 20
 _DATA = (np.ndarray, sp.spmatrix, sp.sparray, sparse.SparseArray)
+#: Attempts at placing a fit's blocks. A worker lost part-way through a placement (more likely
+#: on a loaded machine, where a lost worker takes long to be noticed) fails it: the next attempt
+#: starts afresh, on the workers then in the cluster, from data sent or scattered again.
+PLACEMENT_ATTEMPTS = 3
+#: What such a failure raises: a connection closed under it (CommClosedError is an OSError),
+#: keys the scheduler forgot with their worker (distributed's FutureCancelledError and
+#: FuturesCancelledError are CancelledErrors), a value no worker holds any more (KeyError).
+_LOST_UNDER_IT = (OSError, CancelledError, KeyError)
 
 
 @dataclass(frozen=True)
@@ -110,8 +120,25 @@ def persist_blocks(client, blocks):
 
 def place_blocks(client, blocks, workers=None, slots=None, prefix="strads-data"):
     """Pin a list of blocks: in memory ones are scattered straight to the worker that will own
-    them (see :func:`spread`), under the keys ``<prefix>-<block>-<random>``; lazy ones (dask
-    collections) persisted where the cluster computes them."""
+    them (see :func:`spread`) among ``workers`` (by default the cluster's), under the keys
+    ``<prefix>-<block>-<random>``; lazy ones (dask collections) persisted where the cluster
+    computes them. A placement that fails as a lost worker or connection makes it is tried again
+    (:data:`PLACEMENT_ATTEMPTS` in all) on the workers then in the cluster."""
+    for attempt in range(1, PLACEMENT_ATTEMPTS + 1):
+        try:
+            return _place(client, blocks, workers, slots, prefix)
+        except _LOST_UNDER_IT as error:
+            if attempt == PLACEMENT_ATTEMPTS:
+                raise ClusterError(f"placing the data blocks failed {attempt} times, the last "
+                                   f"with {type(error).__name__}: {error}: the cluster keeps "
+                                   "losing workers or connections") from error
+            logger.warning("placing the data blocks failed (%s: %s): placing them again on the "
+                           "workers in the cluster now (attempt %d of %d)",
+                           type(error).__name__, error, attempt + 1, PLACEMENT_ATTEMPTS)
+            workers = None
+
+
+def _place(client, blocks, workers, slots, prefix):
     if blocks and all(dask.is_dask_collection(b) for b in blocks):
         return persist_blocks(client, blocks)
     owners = spread(len(blocks), workers or worker_addresses(client), slots)

@@ -9,12 +9,17 @@ Layout of ``checkpoint_dir``::
                                      round, fingerprint, history records
 
 Files are written atomically and without pickle (:mod:`.storage`). A round directory without
-``complete.json``, or with a file that cannot be read, is skipped. The two newest complete rounds
-are kept. ``checkpoint_dir`` is a local path or an fsspec URL; on a cluster it must be reachable
-by the workers and the client alike.
+``complete.json``, or with a file that cannot be read (a changed byte fails the zip members'
+CRC-32), is skipped. The two newest complete rounds are kept. ``checkpoint_dir`` is a local path
+or an fsspec URL; on a cluster it must be reachable by the workers and the client alike. A fit
+checks that it can write there before it starts (:func:`check_writable`); a write that fails
+later (a full disk) removes that round's files and stops the fit's writes, with a warning: the
+fit goes on (on a cluster, with its checkpoints in memory).
 """
 import json
+import os
 import posixpath
+import uuid
 
 import fsspec
 
@@ -34,10 +39,33 @@ def _filesystem(root):
     return fsspec.core.url_to_fs(root)
 
 
+def check_writable(root):
+    """Raise a ValueError naming ``root`` unless a file can be written in it and removed (a
+    fit would otherwise find out at its first checkpoint)."""
+    root = os.fspath(root)
+    fs, local = _filesystem(root)
+    probe = posixpath.join(local, f".write-probe-{uuid.uuid4().hex[:8]}")
+    try:
+        fs.makedirs(local, exist_ok=True)
+        with fs.open(probe, "wb") as file:
+            file.write(b"probe")
+        fs.rm(probe)
+    except OSError as error:
+        raise ValueError(f"checkpoint_dir {root!r} cannot be written to ({error}): give a "
+                         "directory this process (and on a cluster, every worker) can write "
+                         "to, or checkpoint_dir=None") from error
+
+
 def write(path, read, *args):
-    """Write ``read(*args)`` to ``path``, on the worker that holds it."""
-    storage.save(read(*args), path)
-    return path
+    """Write ``read(*args)`` to ``path``, on the worker that holds it: None, or the OSError
+    that stopped it (a full disk), for the client to say and clean up after."""
+    try:
+        fs, local = _filesystem(path)
+        fs.makedirs(posixpath.dirname(local), exist_ok=True)
+        storage.save(read(*args), path)
+    except OSError as error:
+        return error
+    return None
 
 
 def add_writes(engine, run, graph, t, items, copies=None):
@@ -46,8 +74,6 @@ def add_writes(engine, run, graph, t, items, copies=None):
     from those, which no later push can change. Returns references to the writes (all must
     finish before the round is complete on disk)."""
     folder = round_dir(engine.checkpoint_dir, t)
-    fs, local = _filesystem(folder)
-    fs.makedirs(local, exist_ok=True)
     writes = []
     for i, (kind, index, worker, read, args) in enumerate(items):
         if copies is not None:
@@ -58,8 +84,26 @@ def add_writes(engine, run, graph, t, items, copies=None):
     return writes
 
 
-def complete(root, t, fingerprint, records):
-    """Mark round ``t`` complete (its files are written) and drop older rounds."""
+def complete(root, t, fingerprint, records, failures=()):
+    """Mark round ``t`` complete and drop older rounds: True. ``failures``: the errors of the
+    round's writes (see :func:`write`); with one, or if this fails, the round's files are
+    removed with a warning: False, and the fit writes no more checkpoints."""
+    error = failures[0] if failures else None
+    if error is None:
+        try:
+            _mark_complete(root, t, fingerprint, records)
+            return True
+        except OSError as raised:
+            error = raised
+    abandon(root, t)
+    logger.warning("writing the checkpoint of round %d to checkpoint_dir %s failed (%s): its "
+                   "files are removed, and this fit goes on without writing checkpoints (%s "
+                   "kept there)", t, root, error,
+                   ", ".join(f"round {r}" for r in sorted(_rounds(root))) or "none")
+    return False
+
+
+def _mark_complete(root, t, fingerprint, records):
     fs, folder = _filesystem(round_dir(root, t))
     with fs.open(f"{folder}/complete.json.partial", "w") as file:
         json.dump({"round": t, "fingerprint": fingerprint, "records": records}, file,
@@ -67,6 +111,13 @@ def complete(root, t, fingerprint, records):
     fs.mv(f"{folder}/complete.json.partial", f"{folder}/complete.json")
     for old in sorted(_rounds(root))[:-KEPT]:
         fs.rm(_filesystem(round_dir(root, old))[1], recursive=True)
+
+
+def abandon(root, t):
+    """Remove what was written of round ``t``, if anything."""
+    fs, folder = _filesystem(round_dir(root, t))
+    if fs.exists(folder):
+        fs.rm(folder, recursive=True)
 
 
 def _rounds(root):

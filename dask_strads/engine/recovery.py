@@ -56,8 +56,11 @@ def add_checkpoint(engine, run, graph, t, items):
     """Add the copies of round ``t``'s ``items`` (see :func:`checkpoint_items`) and their
     replicas to its graph; returns the :class:`Checkpoint` (of references into the graph). The
     next push of a block, or of a carried block, must follow its copy: in-place programs change
-    them afterwards."""
-    workers = sorted(set(run.owners))
+    them afterwards. A replica goes to another worker holding blocks of the fit (whose loss the
+    fit watches for); when one worker holds them all (a fit of one block), to another worker of
+    the cluster, as the scheduler lists them now."""
+    owners = sorted(set(run.owners))
+    workers = owners if len(owners) > 1 else engine.executor.refresh()
     pairs = []
     for kind, index, worker, read, args in items:
         first = engine._task(graph, worker, run.key("checkpoint", kind, index, t, run.id),
@@ -67,13 +70,20 @@ def add_checkpoint(engine, run, graph, t, items):
         # halves of the pair on one worker. The moved key is released once the replica is made.
         sent = engine._task(graph, worker, run.key("checkpoint-sent", kind, index, t, run.id),
                             tasks.itself, first)
-        other = workers[(workers.index(worker) + 1) % len(workers)]
+        other = replica_worker(worker, workers)
         pairs.append((first, engine._task(graph, other, run.key("replica", kind, index, t,
                                                                 run.id), tasks.itself, sent)))
     n_blocks, n_carried = len(run.owners), len(run.carried)
     shared = [index for kind, index, *_ in items if kind == "shared"]
     return Checkpoint(t, pairs[:n_blocks], pairs[n_blocks:n_blocks + n_carried],
                       dict(zip(shared, pairs[n_blocks + n_carried:])))
+
+
+def replica_worker(worker, workers):
+    """The worker after ``worker`` in the sorted ``workers``, cyclically; ``worker`` itself only
+    when it is the cluster's only one."""
+    others = sorted(set(workers) - {worker})
+    return next((w for w in others if w > worker), others[0]) if others else worker
 
 
 def usable(executor, checkpoint, alive):

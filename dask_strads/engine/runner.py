@@ -77,6 +77,7 @@ class _Run:
         self.submitted = -1
         self.checkpoints = []  # the newest KEPT, oldest first
         self.disk_writes = []  # (round, handles of its writes) not yet marked complete
+        self.writes_to_disk = True  # until a write fails (a full disk)
         self.guards = {}  # carried block -> the copy its next push must follow
         self.losses = {}  # block -> times its worker was lost
         self.collected = []  # the handles of the result, once collected
@@ -157,6 +158,8 @@ class Engine:
         self.callback = callback
         self.checkpoint_interval = int(checkpoint_interval)
         self.checkpoint_dir = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
+        if self.checkpoint_dir and self.checkpoint_interval:
+            disk.check_writable(self.checkpoint_dir)
         self._fingerprint = fingerprint
 
     @cached_property
@@ -320,9 +323,15 @@ class Engine:
                     raise ClusterError(
                         f"{error}; block {b} has now lost its worker {run.losses[b]} times "
                         "(a worker that runs out of memory on it?): the fit stops") from error
-        alive = set(executor.refresh())
-        if not alive:
+        before = set(executor.refresh())
+        if not before:
             raise ClusterError(f"{error}, and no worker is left") from error
+        if isinstance(blocks, PlacedBlocks):  # some of them were on the worker lost
+            blocks, slots = blocks.blocks, blocks.slots
+        # placed before a checkpoint is chosen: a worker lost while they are placed (which
+        # places them again, see blocks.place_blocks) is then known to be lost
+        placed = PlacedBlocks.on(executor, blocks, slots, f"strads-{self.program.name}-data")
+        alive = set(executor.refresh())
         restore = None
         for checkpoint in reversed(run.checkpoints):
             if checkpoint.round > self._last_resumable_round:
@@ -334,14 +343,13 @@ class Engine:
         resumed = restore[0].round if restore else -1
         logger.warning("%s; going on from round %d on the %d workers left", error, resumed + 1,
                        len(alive))
-        if isinstance(blocks, PlacedBlocks):  # some of them were on the worker lost
-            blocks, slots = blocks.blocks, blocks.slots
-        new = self.start(blocks, slots, restore)
+        new = self.start(placed, slots, restore)
         release_hub(run.hub)
         new.start, new.history, new.losses = run.start, run.history, run.losses
+        new.writes_to_disk = run.writes_to_disk
         new.history.truncate(resumed)
         new.history.stats.recoveries.append({
-            "round": resumed, "lost": list(error.workers),
+            "round": resumed, "lost": [*error.workers, *sorted(before - alive)],
             "blocks_moved": sum(a != b for a, b in zip(run.owners, new.owners)),
             "seconds": perf_counter() - started})
         return new
@@ -380,7 +388,7 @@ class Engine:
             items = checkpoint_items(self, run, t, pushes, hand_offs, pull)
             if not self.executor.local:  # a worker can be lost only on a cluster
                 checkpoint = add_checkpoint(self, run, graph, t, items)
-            if self.checkpoint_dir:
+            if self.checkpoint_dir and run.writes_to_disk:
                 writes = disk.add_writes(self, run, graph, t, items,
                                          checkpoint and checkpoint.pairs())
         if checkpoint is None and not writes:
@@ -427,13 +435,18 @@ class Engine:
         return run.final_round is not None
 
     def _complete_on_disk(self, run, newest_read):
-        """Mark the checkpoint rounds whose files are all written (and whose report was read)."""
+        """Mark the checkpoint rounds whose files are all written (and whose report was read);
+        once a write failed, remove those of the rounds written since instead."""
         while run.disk_writes and run.disk_writes[0][0] <= newest_read and all(
                 self.executor.done(h) for h in run.disk_writes[0][1]):
             t, handles = run.disk_writes.pop(0)
-            self.executor.gather(handles, run.owners)  # a failed write raises here
+            failures = [e for e in self.executor.gather(handles, run.owners) if e is not None]
+            if not run.writes_to_disk:
+                disk.abandon(self.checkpoint_dir, t)
+                continue
             records = [r for r in run.history.records if r["round"] <= t]
-            disk.complete(self.checkpoint_dir, t, self.fingerprint, records)
+            run.writes_to_disk = disk.complete(self.checkpoint_dir, t, self.fingerprint, records,
+                                               failures)
 
     def collect(self, run):
         """The parameter blocks and carried blocks of the round the result comes from."""

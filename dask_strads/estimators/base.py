@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_random_state, validate_data
 
 from ..dashboard import DashboardFeed, install, strads_link
 from ..engine import Engine
+from ..engine.disk import check_writable
 from ..engine.progress import watchers
 from ..engine.runtime import executor_for
 from .inputs import is_dask_array
@@ -98,10 +99,13 @@ class DaskEstimatorMixin:
 
     def _check_params(self):
         """Check the hyperparameters against the class's ``_parameter_constraints`` (raises
-        scikit-learn's ``InvalidParameterError``, a ValueError and a TypeError) and the client;
-        the first thing a fit does, before any cluster work."""
+        scikit-learn's ``InvalidParameterError``, a ValueError and a TypeError), the client and
+        that ``checkpoint_dir`` can be written; the first thing a fit does, before any cluster
+        work."""
         self._validate_params()
         self._check_client()
+        if self.checkpoint_dir is not None and self.checkpoint_interval:
+            check_writable(self.checkpoint_dir)
 
     def _check_client(self):
         if self._client is not None and _closed(self._client):
