@@ -5,10 +5,12 @@ processes, and for each program fits a small problem once to warm up (numba JIT)
 ``--repeats`` times with the round graphs recorded. Per fit it reads:
 
 - the task stream (``distributed.get_task_stream``): every task of every round, by kind (push,
-  send, pull, report, carried hand-off) and its compute seconds;
-- each worker's ``transfer_incoming_log``: the values workers fetched from one another, with
-  the size Dask records for each (exact for numpy arrays; the engine's own classes through
-  ``dask_strads.sizes``), by the kind of the task that made them;
+  pull, report) and its compute seconds;
+- each worker's ``transfer_incoming_log``: the values workers fetched from one another through
+  Dask, with the size Dask records for each (exact for numpy arrays; the engine's own classes
+  through ``dask_strads.sizes``), by the kind of the task that made them; and the messages and
+  carried blocks fetched over the engine's message plane, with their bytes between processes
+  (the rounds' ``plane_messages`` and ``plane_bytes``);
 - the scheduler's transition counter (every state change of every task is one transition);
 - CPU seconds (not wall: they hardly depend on what else runs on the machine) of the
   scheduler's event-loop thread, which the client in this process shares, and of the worker
@@ -58,7 +60,7 @@ from dask_strads.datasets import make_lda_corpus, make_ratings, make_sparse_regr
 
 CORES = os.cpu_count()
 #: Kinds of the tasks a round is made of (the third field of the engine's keys).
-ROUND_KINDS = ("push", "send", "carried", "pull", "report")
+ROUND_KINDS = ("push", "pull", "report")
 KERNEL_KINDS = ("push", "pull")
 
 
@@ -142,6 +144,10 @@ def round_kind(key):
     return parts[2], int(parts[-2])
 
 
+def uses_plane(est):
+    return "plane_messages" in est.history_.columns()
+
+
 def clear_transfer_log(dask_worker):
     dask_worker.transfer_incoming_log.clear()
 
@@ -198,6 +204,9 @@ def measure_fit(client, fit, data):
                 bytes_moved += sum(sizes)
                 transfers += 1
                 transfer_seconds += duration
+    plane_messages = sum(est.history_.column("plane_messages"), start=0) if uses_plane(est) else 0
+    plane_bytes = sum(est.history_.column("plane_bytes"), start=0) if uses_plane(est) else 0
+    bytes_moved += plane_bytes
     pushes = tasks["push"]
     kernel = sum(compute[k] for k in KERNEL_KINDS) / rounds
     workers = len(client.scheduler_info()["workers"])
@@ -213,6 +222,7 @@ def measure_fit(client, fit, data):
         "bytes": bytes_moved / rounds,
         "bytes / block": bytes_moved / max(pushes, 1),
         "transfers": transfers / rounds,
+        "plane messages": plane_messages / rounds,
         "transfer s": transfer_seconds / rounds,
         "wall s": wall,
         "kernel s": kernel,
@@ -223,6 +233,7 @@ def measure_fit(client, fit, data):
 COLUMNS = (("rounds", "{:.0f}"), ("tasks", "{:.1f}"), ("transitions", "{:.0f}"),
            ("scheduler cpu s", "{:.4f}"), ("workers cpu s", "{:.4f}"),
            ("bytes", "{:,.0f}"), ("bytes / block", "{:,.0f}"), ("transfers", "{:.1f}"),
+           ("plane messages", "{:.1f}"),
            ("transfer s", "{:.4f}"), ("wall s", "{:.4f}"), ("kernel s", "{:.4f}"),
            ("overhead s", "{:.4f}"))
 

@@ -150,6 +150,12 @@ def test_preloaded_scheduler_serves_the_page_before_and_during_a_fit(preloaded, 
     assert model.dashboard_link == link
     fit = check_page_tells_the_fit(link, model, during, "MatrixFactorization", "mf")
     assert len(fit["workers"]) == 2  # user block b and item block b on each worker
+    rounds = fit["records"]  # the page's, a round each; the estimator's, an iteration each
+    assert sum(r["plane_messages"] for r in rounds) == sum(
+        model.history_.column("plane_messages")) > 0
+    assert sum(r["plane_bytes"] for r in rounds) == sum(model.history_.column("plane_bytes")) > 0
+    assert (f"{rounds[-1]['plane_messages']} in the last round, "
+            f"{rounds[-1]['plane_bytes'] / 1e6:.3g} MB between processes") in fetch(link)
     keys = client.run_on_scheduler(lambda dask_scheduler: [
         k for k in dask_scheduler.tasks if isinstance(k, str) and k.endswith(fit["id"])])
     assert all(k.startswith("strads-mf-") for k in keys)

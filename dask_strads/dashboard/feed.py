@@ -12,7 +12,7 @@ from .store import TOPIC
 #: Seconds between two messages of a running fit.
 SEND_INTERVAL = 0.5
 #: The record keys the page shows.
-SHOWN = ("round", "iteration", "time", "objective", "gap")
+SHOWN = ("round", "iteration", "time", "objective", "gap", "plane_messages", "plane_bytes")
 
 
 class DashboardFeed:

@@ -44,6 +44,9 @@ def _fit_html(fit):
     facts = {"state": fit["state"], "rounds": fit["rounds"],
              "wall time": f"{fit['wall_seconds']:.3g} s",
              "objective": number(fit["objective"]), "gap": number(fit["gap"])}
+    if fit.get("plane_messages") is not None:  # the newest round's, worker to worker
+        facts["messages"] = (f"{fit['plane_messages']} in the last round, "
+                             f"{fit['plane_bytes'] / 1e6:.3g} MB between processes")
     head = "".join(f"<span class='fact'><b>{e(k)}</b> {e(str(v))}</span>"
                    for k, v in facts.items())
     workers = "".join(

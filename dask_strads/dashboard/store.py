@@ -20,7 +20,7 @@ MAX_RECORDS = 10_000
 
 class FitStore(SchedulerPlugin):
     """A scheduler plugin that keeps :data:`MAX_FITS` fits: for each its estimator, program,
-    state, records (round, time, objective, gap), blocks per worker, recoveries, and the seconds
+    state, records (round, time, objective, gap, messages on the plane), blocks per worker, recoveries, and the seconds
     its tasks computed on each worker."""
 
     name = "dask_strads"
@@ -94,6 +94,8 @@ class FitStore(SchedulerPlugin):
                 "state": fit["state"], "started": fit["started"], "wall_seconds": wall,
                 "rounds": last["round"] + 1 if records else 0,
                 "objective": last.get("objective"), "gap": last.get("gap"),
+                "plane_messages": last.get("plane_messages"),
+                "plane_bytes": last.get("plane_bytes"),
                 "records": records, "workers": workers, "recoveries": fit["recoveries"]}
 
 

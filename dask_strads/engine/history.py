@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 #: The keys every record starts with, in this order (``iteration`` and ``gap`` where they exist).
 LEADING = ("round", "iteration", "time", "objective", "gap")
+#: What the rounds of programs using the message plane count (see :mod:`.plane`).
+PLANE_COUNTS = ("plane_messages", "plane_bytes")
 #: Columns plotted on a log scale when all their values are positive and span a decade or more.
 LOG_SCALE = ("objective", "gap", "relative_decrease")
 
@@ -178,3 +180,10 @@ def _optional(module):
     except ImportError as error:
         raise ImportError(f"History.to_frame and History.plot need pandas and matplotlib: "
                           f"pip install \"dask_strads[plot]\" ({error})") from error
+
+
+def plane_totals(records):
+    """The :data:`PLANE_COUNTS` of ``records`` added up, for a record that stands for them all
+    (an iteration's); empty if they count none."""
+    return {key: sum(r[key] for r in records if key in r)
+            for key in PLANE_COUNTS if any(key in r for r in records)}

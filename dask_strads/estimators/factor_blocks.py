@@ -1,5 +1,6 @@
 """How the factorization estimators cut a users x items matrix into their programs' blocks, and
 read a run's history back as iterations."""
+from ..engine.history import plane_totals
 from ..partition import block_edges
 from ..programs.mf import ITEMS, USERS, make_raw_block, sub_rounds_for
 from .inputs import blocks_along
@@ -32,10 +33,15 @@ def _block_maker(side):
 
 def per_iteration(history, sub_rounds):
     """One record per iteration, from its closing round (the users' last sub-round; not the
-    rounds submitted behind a stop, which change nothing)."""
+    rounds submitted behind a stop, which change nothing), with the messages of all its
+    rounds."""
+    rounds = {}
+    for r in history.records:
+        rounds.setdefault(r["round"] // (2 * sub_rounds), []).append(r)
     history.records[:] = [
         {"round": r["round"], "iteration": r["round"] // (2 * sub_rounds), "time": r["time"],
          "objective": r["objective"], "rmse": r["rmse"],
-         "relative_decrease": r["relative_decrease"]}
+         "relative_decrease": r["relative_decrease"],
+         **plane_totals(rounds[r["round"] // (2 * sub_rounds)])}
         for r in history.records if r["side"] == USERS and "objective" in r]
     return history

@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..engine.blocks import worker_info
+from ..engine.history import plane_totals
 from ..kernels.compilation import announce_compiling
 from ..kernels.lda import row_bytes
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
@@ -416,6 +417,7 @@ def _per_iteration(history, n_blocks):
         records.append({"round": group[-1]["round"], "iteration": start // n_blocks,
                         "time": group[-1]["time"], "objective": -log_likelihood,
                         "log_likelihood": log_likelihood,
-                        "tokens_per_second": tokens / seconds if seconds > 0 else float("inf")})
+                        "tokens_per_second": tokens / seconds if seconds > 0 else float("inf"),
+                        **plane_totals(group)})
     history.records[:] = records
     return history
