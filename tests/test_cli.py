@@ -18,6 +18,7 @@ import dask_strads
 from dask_strads import (ImplicitMatrixFactorization, Lasso, LatentDirichletAllocation,
                          MatrixFactorization)
 from dask_strads.cli import main
+from bounded import fifo, within  # noqa: F401  (fifo: a fixture)
 from test_io import triplet_table, write_bag_of_words
 
 #: The console script pip installs beside the interpreter.
@@ -216,3 +217,17 @@ def test_debug_shows_the_traceback(tmp_path):
     with pytest.raises(dask_strads.io.MalformedFileError):
         main(["fit", "lasso", str(tmp_path / "bad.svm"), "-o", str(tmp_path / "m.npz"),
               "--debug", "--quiet"])
+
+
+def test_a_fifo_given_for_a_file_is_refused_at_once(tmp_path, capsys, fifo, regression_file):
+    model, recommender = tmp_path / "m.npz", tmp_path / "mf.npz"
+    dask_strads.save(Lasso(alpha=0.1).fit(np.eye(15), np.arange(15.0)), model)
+    dask_strads.save(MatrixFactorization(2, max_iter=2).fit(np.eye(4) + 1), recommender)
+    for argv in (["info", fifo("model.npz")],
+                 ["fit", "lasso", fifo("train.svm"), "-o", tmp_path / "out.npz"],
+                 ["predict", model, fifo("test.svm"), "-o", tmp_path / "out.csv"],
+                 ["predict", fifo("other.npz"), regression_file, "-o", tmp_path / "out.csv"],
+                 ["recommend", recommender, "--users", fifo("users.txt"), "-o",
+                  tmp_path / "top.csv"]):
+        assert within(20, main, [str(a) for a in argv] + ["--quiet"]) == 1
+        assert "is a FIFO (named pipe), not a regular file" in capsys.readouterr().err

@@ -12,6 +12,7 @@ import dask_strads
 from dask_strads import (ElasticNet, ImplicitMatrixFactorization, Lasso,
                          LatentDirichletAllocation, LogisticRegression, MatrixFactorization)
 from dask_strads.persistence import ModelFileError
+from bounded import fifo, within  # noqa: F401  (fifo: a fixture)
 
 # the loading process refuses any unpickling while it loads (numba's kernel cache, used by the
 # predictions afterwards, unpickles its index)
@@ -170,3 +171,10 @@ def test_files_that_are_no_model_are_refused(tmp_path):
     path.write_bytes(b"not a zip")
     with pytest.raises(ModelFileError, match="cannot be read"):
         dask_strads.load(path)
+
+
+def test_a_fifo_or_a_folder_is_refused_before_it_is_opened(tmp_path, fifo):
+    with pytest.raises(ModelFileError, match=r"model\.npz is a FIFO \(named pipe\), not a regular"):
+        within(10, dask_strads.load, fifo("model.npz"))
+    with pytest.raises(ModelFileError, match="is a folder, not a regular file"):
+        within(10, dask_strads.load, tmp_path)

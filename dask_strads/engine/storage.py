@@ -16,6 +16,8 @@ import fsspec
 import numpy as np
 import scipy.sparse as sp
 
+from ..local_files import NotARegularFile, check_regular_file
+
 FORMAT = 1
 
 
@@ -43,6 +45,10 @@ def save(value, path, digest=False):
 def load(path, require_digest=False):
     """The value stored at ``path``, checked against its digest when it has one; with
     ``require_digest`` a file without one is refused."""
+    try:
+        check_regular_file(path)
+    except NotARegularFile as error:
+        raise StorageError(str(error)) from None
     try:
         with fsspec.open(os.fspath(path), "rb") as file, \
                 np.load(file, allow_pickle=False) as stored:
