@@ -68,6 +68,8 @@ def read_model(path):
 
     try:
         document = storage.load(path, require_digest=True)
+    except storage.ForeignFile as error:
+        raise ModelFileError(f"{path} is not a dask_strads model file: {error.reason}") from None
     except storage.StorageError as error:
         raise ModelFileError(str(error)) from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:

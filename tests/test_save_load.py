@@ -168,9 +168,33 @@ def test_files_that_are_no_model_are_refused(tmp_path):
     storage.save({"version": 1}, path)
     with pytest.raises(ModelFileError, match="no SHA-256 digest"):
         dask_strads.load(path)
-    path.write_bytes(b"not a zip")
-    with pytest.raises(ModelFileError, match="cannot be read"):
+
+
+def write_text(path):
+    path.write_text("user,item,rating\n1,2,3.5\n")
+
+
+def write_empty(path):
+    path.write_bytes(b"")
+
+
+def write_npy(path):
+    with open(path, "wb") as file:
+        np.save(file, np.arange(3.0))
+
+
+def write_foreign_zip(path):
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("notes.txt", "not a model")
+
+
+@pytest.mark.parametrize("write", [write_text, write_empty, write_npy, write_foreign_zip])
+def test_a_file_of_another_kind_is_named_as_no_model_file(tmp_path, write):
+    path = tmp_path / "m.npz"
+    write(path)
+    with pytest.raises(ModelFileError, match=r"m\.npz is not a dask_strads model file") as raised:
         dask_strads.load(path)
+    assert "pickle" not in str(raised.value)
 
 
 def test_a_fifo_or_a_folder_is_refused_before_it_is_opened(tmp_path, fifo):

@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import json
 import os
+import zipfile
 
 import fsspec
 import numpy as np
@@ -23,6 +24,14 @@ FORMAT = 1
 
 class StorageError(ValueError):
     """A stored value cannot be read: damaged, foreign, or of another format."""
+
+
+class ForeignFile(StorageError):
+    """A file that was not written by :func:`save` at all (``reason`` says why not)."""
+
+    def __init__(self, path, reason):
+        super().__init__(f"{path} is not a dask_strads file: {reason}")
+        self.path, self.reason = path, reason
 
 
 def save(value, path, digest=False):
@@ -50,8 +59,13 @@ def load(path, require_digest=False):
     except NotARegularFile as error:
         raise StorageError(str(error)) from None
     try:
-        with fsspec.open(os.fspath(path), "rb") as file, \
-                np.load(file, allow_pickle=False) as stored:
+        with fsspec.open(os.fspath(path), "rb") as file:
+            if not zipfile.is_zipfile(file):
+                raise ForeignFile(path, "it is no .npz (zip) archive")
+            file.seek(0)
+            stored = np.load(file, allow_pickle=False)
+            if "structure" not in stored.files:
+                raise ForeignFile(path, "it is an .npz archive without a structure member")
             described = json.loads(str(stored["structure"]))
             if described.get("format") != FORMAT:
                 raise StorageError(f"{path} is of format {described.get('format')!r}, this "
