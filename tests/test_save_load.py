@@ -1,8 +1,11 @@
 """dask_strads.save / dask_strads.load: models kept in files without pickle."""
+import io
 import json
+import re
 import subprocess
 import sys
 import zipfile
+import zlib
 
 import numpy as np
 import pytest
@@ -202,3 +205,122 @@ def test_a_fifo_or_a_folder_is_refused_before_it_is_opened(tmp_path, fifo):
         within(10, dask_strads.load, fifo("model.npz"))
     with pytest.raises(ModelFileError, match="is a folder, not a regular file"):
         within(10, dask_strads.load, tmp_path)
+
+
+class RepeatedDeflate:
+    """zlib's raw deflate, fully flushed after each write: the same input then gives the same
+    bytes, so a chunk written again and again is deflated once (zipfile still counts its size
+    and CRC every time)."""
+
+    def __init__(self):
+        self._deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+        self._last = self._deflated = None
+
+    def compress(self, data):
+        if data is not self._last:
+            self._last = data
+            self._deflated = self._deflate.compress(data) + self._deflate.flush(zlib.Z_FULL_FLUSH)
+        return self._deflated
+
+    def flush(self):
+        return self._deflate.flush()
+
+
+def write_zip_bomb(path, monkeypatch, declared=3 * 2**30):
+    """A model file of some MB whose one array declares ``declared`` bytes of float64 zeros,
+    deflated (a valid zip: sizes and CRC as zipfile writes them)."""
+    document = {"dict": [[{"value": "format"}, {"value": "dask_strads-model"}],
+                         [{"value": "coef_"}, {"array": 0}]]}
+    structure = io.BytesIO()
+    np.save(structure, np.array(json.dumps({"format": 1, "value": document,
+                                            "sha256": "0" * 64})))
+    header = io.BytesIO()
+    np.lib.format.write_array_header_2_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (declared // 8,)})
+    chunk = bytes(2**24)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("structure.npy", structure.getvalue())
+        with monkeypatch.context() as patch:
+            patch.setattr(zipfile, "_get_compressor", lambda *args: RepeatedDeflate())
+            info = zipfile.ZipInfo("array_0.npy")
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with archive.open(info, "w", force_zip64=True) as member:
+                member.write(header.getvalue())
+                for _ in range(declared // len(chunk)):
+                    member.write(chunk)
+    return path
+
+
+# loads a file in a fresh process: the error, then the seconds load took and the peak of the
+# memory it allocated (numpy's arrays and Python's objects, as tracemalloc counts them), in MB
+LOAD_MEASURED = """
+import importlib, sys, time, tracemalloc
+import dask_strads.estimators.base  # what load imports, before measuring
+module, name = sys.argv[2].split(":")
+load = getattr(importlib.import_module(module), name)
+tracemalloc.start()
+start = time.perf_counter()
+try:
+    load(sys.argv[1])
+    print("loaded")
+except ValueError as error:
+    print(error)
+print(time.perf_counter() - start, tracemalloc.get_traced_memory()[1] / 2**20)
+"""
+
+
+def load_measured(path, load="dask_strads:load"):
+    """``(message, seconds, peak MB)`` of ``load(path)`` in a fresh process, which a regression
+    (minutes, GB) has killed after 120 s."""
+    done = subprocess.run([sys.executable, "-c", LOAD_MEASURED, str(path), load],
+                          capture_output=True, text=True, timeout=120, check=True)
+    message, measures = done.stdout.strip().rsplit("\n", 1)
+    seconds, peak = map(float, measures.split())
+    return message, seconds, peak
+
+
+def test_a_zip_bomb_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    path = write_zip_bomb(tmp_path / "bomb.npz", monkeypatch)
+    assert path.stat().st_size < 4 * 2**20
+    message, seconds, peak = load_measured(path)
+    assert re.search(r"bomb\.npz declares 3,221,22\d,\d{3} bytes of arrays in a file of "
+                     r"3,\d{3},\d{3} bytes, more than .* refused before reading it", message)
+    assert seconds < 5 and peak < 50, (seconds, peak)
+
+
+def test_a_header_declaring_more_than_its_member_holds_is_refused(tmp_path):
+    path = tmp_path / "m.npz"
+    dask_strads.save(Lasso(alpha=0.1).fit(np.eye(5), np.arange(5.0)), path)
+    header = io.BytesIO()  # 2^40 float64 values, in a member of 40 bytes
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (2**40,)})
+    rewrite_member(path, "array_0.npy", lambda raw: header.getvalue() + raw[-40:])
+    with pytest.raises(ModelFileError, match=r"member array_0.npy declares an array "
+                       r"\(1099511627776,\) of float64 \(8,796,093,022,208 bytes\) and holds 40"):
+        within(10, dask_strads.load, path)
+
+
+def test_the_digest_is_checked_without_a_second_copy_of_the_arrays(tmp_path):
+    from dask_strads.engine import storage
+
+    storage.save({"big": np.ones(2**23)}, tmp_path / "big.npz", digest=True)  # 64 MB
+    message, _, peak = load_measured(tmp_path / "big.npz", "dask_strads.engine.storage:load")
+    assert message == "loaded" and peak < 64 * 1.25, peak
+
+
+def test_arrays_of_every_layout_are_read_back_and_their_digest_checked(tmp_path):
+    from dask_strads.engine import storage
+
+    rng = np.random.default_rng(0)
+    values = [np.asfortranarray(rng.normal(size=(300, 700))),  # > one chunk, in column order
+              rng.normal(size=(3, 4))[:, ::2], np.arange(6, dtype=">i4"), np.array(2.5),
+              np.zeros((0, 3)), np.array(["a", "bc"]), np.array([True, False])]
+    storage.save(values, tmp_path / "v.npz", digest=True)
+    back = storage.load(tmp_path / "v.npz", require_digest=True)
+    for got, expected in zip(back, values):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
+    rewrite_member(tmp_path / "v.npz", "array_0.npy",  # one value of the column-order array
+                   lambda raw: raw[:-8] + np.float64(7.0).tobytes())
+    with pytest.raises(storage.StorageError, match="modified or damaged"):
+        storage.load(tmp_path / "v.npz")

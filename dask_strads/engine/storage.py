@@ -1,37 +1,21 @@
 """Writing block states and models to files and reading them back, without pickle.
 
 A value (the programs' dataclasses and objects, tuples, lists, dicts, numpy arrays of numbers or
-strings, scipy.sparse matrices and scalars) is stored as one ``.npz`` file: its arrays, and a
-JSON description of the structure around them, with a SHA-256 digest of both if asked. Reading
-never unpickles (``allow_pickle=False``) and rebuilds only classes defined in ``dask_strads``: a
+strings, scipy.sparse matrices and scalars) is stored as one ``.npz`` file (:mod:`.archive`):
+its arrays, and a JSON description of the structure around them, with a SHA-256 digest of both
+if asked. Reading never unpickles and rebuilds only classes defined in ``dask_strads``: a
 damaged, modified (when it has a digest) or foreign file raises :class:`StorageError`.
 """
 import dataclasses
-import hashlib
 import importlib
-import json
-import os
-import zipfile
 
-import fsspec
 import numpy as np
 import scipy.sparse as sp
 
 from ..local_files import NotARegularFile, check_regular_file
+from .archive import ForeignFile, StorageError, read, write
 
-FORMAT = 1
-
-
-class StorageError(ValueError):
-    """A stored value cannot be read: damaged, foreign, or of another format."""
-
-
-class ForeignFile(StorageError):
-    """A file that was not written by :func:`save` at all (``reason`` says why not)."""
-
-    def __init__(self, path, reason):
-        super().__init__(f"{path} is not a dask_strads file: {reason}")
-        self.path, self.reason = path, reason
+__all__ = ["ForeignFile", "StorageError", "load", "save"]
 
 
 def save(value, path, digest=False):
@@ -40,15 +24,7 @@ def save(value, path, digest=False):
     costs a pass over the arrays) for :func:`load` to check."""
     arrays = []
     structure = _encode(value, arrays)
-    payload = {f"array_{i}": a for i, a in enumerate(arrays)}
-    described = {"format": FORMAT, "value": structure}
-    if digest:
-        described["sha256"] = _digest(structure, arrays)
-    payload["structure"] = np.array(json.dumps(described))
-    fs, path = fsspec.core.url_to_fs(os.fspath(path))
-    with fs.open(f"{path}.partial", "wb") as file:
-        np.savez(file, **payload)
-    fs.mv(f"{path}.partial", path)
+    write(path, structure, arrays, digest)
 
 
 def load(path, require_digest=False):
@@ -59,37 +35,12 @@ def load(path, require_digest=False):
     except NotARegularFile as error:
         raise StorageError(str(error)) from None
     try:
-        with fsspec.open(os.fspath(path), "rb") as file:
-            if not zipfile.is_zipfile(file):
-                raise ForeignFile(path, "it is no .npz (zip) archive")
-            file.seek(0)
-            stored = np.load(file, allow_pickle=False)
-            if "structure" not in stored.files:
-                raise ForeignFile(path, "it is an .npz archive without a structure member")
-            described = json.loads(str(stored["structure"]))
-            if described.get("format") != FORMAT:
-                raise StorageError(f"{path} is of format {described.get('format')!r}, this "
-                                   f"version reads format {FORMAT}")
-            arrays = [stored[f"array_{i}"] for i in range(len(stored.files) - 1)]
-            digest = described.get("sha256")
-            if digest is None and require_digest:
-                raise StorageError(f"{path} has no SHA-256 digest to check it against")
-            if digest is not None and digest != _digest(described["value"], arrays):
-                raise StorageError(f"{path} was modified or damaged: its content does not "
-                                   "match the SHA-256 digest written with it")
-            return _decode(described["value"], arrays)
+        structure, arrays = read(path, require_digest)
+        return _decode(structure, arrays)
     except StorageError:
         raise
     except Exception as error:
         raise StorageError(f"{path} cannot be read: {error}") from error
-
-
-def _digest(structure, arrays):
-    digest = hashlib.sha256(json.dumps(structure, sort_keys=True).encode())
-    for array in arrays:
-        digest.update(f"{array.dtype.str}{array.shape}".encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
 
 
 def _encode(value, arrays):
