@@ -1,4 +1,5 @@
 """dask_strads.save / dask_strads.load: models kept in files without pickle."""
+import hashlib
 import io
 import json
 import re
@@ -324,3 +325,92 @@ def test_arrays_of_every_layout_are_read_back_and_their_digest_checked(tmp_path)
                    lambda raw: raw[:-8] + np.float64(7.0).tobytes())
     with pytest.raises(storage.StorageError, match="modified or damaged"):
         storage.load(tmp_path / "v.npz")
+
+
+def rewrite_document(path, change):
+    """Rewrite a model file's JSON document with ``change(document)`` and give it the digest of
+    its new content, computed as docs/formats.md says (a digest proves no authorship: anyone
+    can recompute it)."""
+    with np.load(path) as stored:
+        members = dict(stored)
+    described = json.loads(str(members.pop("structure")))
+    change(described["value"])
+    digest = hashlib.sha256(json.dumps(described["value"], sort_keys=True).encode())
+    for i in range(len(members)):
+        array = members[f"array_{i}"]
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    described["sha256"] = digest.hexdigest()
+    np.savez(path, structure=np.array(json.dumps(described)), **members)
+
+
+def entry(document, *keys):
+    """The node of ``document[keys[0]][keys[1]]...`` (dict nodes), to read or replace."""
+    node = document
+    for key in keys:
+        node = next(pair for pair in node["dict"] if pair[0] == {"value": key})
+        parent, node = node, node[1]
+    return parent
+
+
+def replace_entry(*keys, node):
+    def change(document):
+        entry(document, *keys)[1] = node
+    return change
+
+
+CALLS_MAIN = {"object": "dask_strads.__main__:main", "attributes": {}}
+# loads each crafted file, then tells whether the command line module was imported
+LOAD_CRAFTED = """
+import sys
+import dask_strads
+from dask_strads.persistence import ModelFileError
+for path in sys.argv[1:]:
+    try:
+        dask_strads.load(path)
+        print("loaded", path)
+    except ModelFileError as error:
+        print("refused:", error)
+print("imported:", [m for m in sys.modules if m.startswith(("dask_strads.__main__",
+                                                           "dask_strads.cli"))])
+"""
+
+
+def test_classes_outside_the_estimators_state_are_refused_without_import(tmp_path):
+    models, _ = fitted_models()
+    crafted = {
+        "main_attribute": ("lasso", replace_entry("attributes", "coef_", node=CALLS_MAIN)),
+        "main_estimator": ("lasso", replace_entry("estimator", node={
+            "value": "dask_strads.__main__:main"})),
+        "main_in_history": ("lasso", replace_entry("attributes", "history_", node={
+            "dataclass": "dask_strads.engine.history:History",
+            "fields": {"records": {"list": []}, "stats": CALLS_MAIN}})),
+        "history_as_coef": ("lasso", replace_entry("attributes", "coef_", node={
+            "dataclass": "dask_strads.engine.history:FitStats", "fields": {}})),
+        "implicit_program_in_mf": ("mf", replace_entry("attributes", "_program", node={
+            "object": "dask_strads.programs.implicit_mf:ImplicitMFProgram",
+            "attributes": {}})),
+        "mixin_estimator": ("lasso", replace_entry("estimator", node={
+            "value": "dask_strads.estimators.base:DaskEstimatorMixin"})),
+        "private_estimator": ("lasso", replace_entry("estimator", node={
+            "value": "dask_strads.estimators.paths:_PathFit"})),
+    }
+    paths = []
+    for name, (model, change) in crafted.items():
+        paths.append(tmp_path / f"{name}.npz")
+        dask_strads.save(models[model], paths[-1])
+        rewrite_document(paths[-1], change)
+    done = subprocess.run([sys.executable, "-c", LOAD_CRAFTED, *map(str, paths)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "imported: []", done.stdout
+    refused = dict(zip(crafted, lines[:-1]))
+    for name in ("main_attribute", "main_in_history", "history_as_coef",
+                 "implicit_program_in_mf"):
+        assert re.search(r"refused: .*: \w+\.\w+ cannot be read: refusing to build "
+                         r"dask_strads\.[\w.]+:\w+: not a dask_strads class this file may hold",
+                         refused[name]), refused[name]
+    for name in ("main_estimator", "mixin_estimator", "private_estimator"):
+        assert re.search(r"refused: .* names the estimator '[\w.:]+', which is not one of "
+                         "dask_strads' estimators", refused[name]), refused[name]
