@@ -328,20 +328,21 @@ def test_arrays_of_every_layout_are_read_back_and_their_digest_checked(tmp_path)
 
 
 def rewrite_document(path, change):
-    """Rewrite a model file's JSON document with ``change(document)`` and give it the digest of
-    its new content, computed as docs/formats.md says (a digest proves no authorship: anyone
-    can recompute it)."""
+    """Rewrite a model file's JSON document (and its list of arrays) with
+    ``change(document, arrays)`` and give it the digest of its new content, computed as
+    docs/formats.md says (a digest proves no authorship: anyone can recompute it)."""
     with np.load(path) as stored:
         members = dict(stored)
     described = json.loads(str(members.pop("structure")))
-    change(described["value"])
+    arrays = [members[f"array_{i}"] for i in range(len(members))]
+    change(described["value"], arrays)
     digest = hashlib.sha256(json.dumps(described["value"], sort_keys=True).encode())
-    for i in range(len(members)):
-        array = members[f"array_{i}"]
+    for array in arrays:
         digest.update(f"{array.dtype.str}{array.shape}".encode())
         digest.update(np.ascontiguousarray(array).tobytes())
     described["sha256"] = digest.hexdigest()
-    np.savez(path, structure=np.array(json.dumps(described)), **members)
+    np.savez(path, structure=np.array(json.dumps(described)),
+             **{f"array_{i}": a for i, a in enumerate(arrays)})
 
 
 def entry(document, *keys):
@@ -353,9 +354,12 @@ def entry(document, *keys):
     return parent
 
 
-def replace_entry(*keys, node):
-    def change(document):
-        entry(document, *keys)[1] = node
+def replace_entry(*keys, node=None, array=None):
+    """A change that replaces an entry by ``node``, or by a node of the new ``array``."""
+    def change(document, arrays):
+        if array is not None:
+            arrays.append(array)
+        entry(document, *keys)[1] = node if array is None else {"array": len(arrays) - 1}
     return change
 
 
@@ -414,3 +418,145 @@ def test_classes_outside_the_estimators_state_are_refused_without_import(tmp_pat
     for name in ("main_estimator", "mixin_estimator", "private_estimator"):
         assert re.search(r"refused: .* names the estimator '[\w.:]+', which is not one of "
                          "dask_strads' estimators", refused[name]), refused[name]
+
+
+def crafted(tmp_path, model, change):
+    path = tmp_path / "crafted.npz"
+    dask_strads.save(model, path)
+    rewrite_document(path, change)
+    return path
+
+
+@pytest.mark.parametrize("version", [-5, 0, 1.5, "1", True, None])
+def test_versions_that_no_dask_strads_writes_are_refused(tmp_path, version):
+    model = Lasso(alpha=0.1).fit(np.eye(5), np.arange(5.0))
+    path = crafted(tmp_path, model, replace_entry("version", node={"value": version}))
+    with pytest.raises(ModelFileError, match=f"declares model format version {re.escape(repr(version))}: "
+                       "versions are integers from 1"):
+        dask_strads.load(path)
+
+
+def add_arrays(arrays, *new):
+    arrays.extend(new)
+    return [{"array": len(arrays) - len(new) + i} for i in range(len(new))]
+
+
+def seen_of_a_quadrillion_items(document, arrays):
+    """MF's _seen as a consistent CSR matrix of shape (1, 10**15)."""
+    data, indices, indptr = add_arrays(arrays, np.ones(2, dtype=bool),
+                                       np.array([0, 10**15 - 1]), np.array([0, 2]))
+    entry(document, "attributes", "_seen")[1] = {"sparse": "csr", "shape": [1, 10**15],
+                                                 "parts": [data, indices, indptr]}
+
+
+def coordinates_past_the_rows(document, arrays):
+    """MF's program updating coordinates 0 and 99 of rows of 4 columns."""
+    sides = entry(document, "attributes", "_program")[1]["attributes"]["sides"]
+    users = next(value for key, value in sides["dict"] if key == {"value": "users"})
+    users["fields"]["coords"] = add_arrays(arrays, np.array([0, 99]))[0]
+
+
+def both(*changes):
+    def change(document, arrays):
+        for each in changes:
+            each(document, arrays)
+    return change
+
+
+def drop_attribute(name):
+    def change(document, arrays):
+        attributes = entry(document, "attributes")[1]["dict"]
+        attributes.remove(entry(document, "attributes", name))
+    return change
+
+
+def add_attribute(name, node):
+    def change(document, arrays):
+        entry(document, "attributes")[1]["dict"].append([{"value": name}, node])
+    return change
+
+
+@pytest.mark.parametrize("model, change, message", [
+    ("lasso", replace_entry("attributes", "coef_", array=np.zeros(11)),
+     r"Lasso\.coef_ has shape \(11,\), expected \(n_features_in_=12,\)"),
+    ("lasso", replace_entry("attributes", "coef_", array=np.array(["1"] * 12)),
+     r"Lasso\.coef_ has dtype <U1, expected float"),
+    ("lasso", replace_entry("attributes", "n_features_in_", node={"value": -3}),
+     r"Lasso\.n_features_in_ is -3, expected at least 1"),
+    ("lasso", replace_entry("attributes", "intercept_", node={"value": "0"}),
+     r"Lasso\.intercept_ is a str, expected a number"),
+    ("lasso", replace_entry("attributes", "l1_ratio", node={"value": 0.5}),
+     r"Lasso\.l1_ratio is 0\.5, expected 1\.0"),
+    ("lasso", add_attribute("predict", {"value": 1}), r"Lasso has no attribute 'predict'"),
+    ("lasso", drop_attribute("coef_"), r"Lasso\.coef_ is missing"),
+    ("logistic", both(replace_entry("attributes", "coef_", array=np.zeros((2, 12))),
+                      replace_entry("attributes", "intercept_", array=np.zeros(2))),
+     r"LogisticRegression: 2 classes_ and 2 rows of coef_ \(expected 1 for 2 classes"),
+    ("mf", seen_of_a_quadrillion_items, r"MatrixFactorization\._seen has shape "
+     r"\(1, 1000000000000000\), expected \(users=30, n_features_in_=20\)"),
+    ("mf", replace_entry("attributes", "user_bias_", array=np.zeros(29)),
+     r"MatrixFactorization\.user_bias_ has shape \(29,\), expected \(users=30,\)"),
+    ("mf", coordinates_past_the_rows, r"MatrixFactorization\._program\.sides\['users'\]\."
+     r"coords holds values in \[0, 99\], expected them in \[0, width = 4\)"),
+    ("lda", replace_entry("attributes", "components_", array=np.zeros((4, 25))),
+     r"LatentDirichletAllocation\.components_ has shape \(4, 25\), expected "
+     r"\(n_components=3, n_features_in_=25\)"),
+])
+def test_fitted_attributes_are_checked_against_the_estimator(tmp_path, model, change,
+                                                             message):
+    path = crafted(tmp_path, fitted_models()[0][model], change)
+    with pytest.raises(ModelFileError, match=r"crafted\.npz: " + message):
+        dask_strads.load(path)
+
+
+def test_every_estimator_and_variant_of_its_state_loads_back(tmp_path):
+    import pandas as pd
+    from sklearn.exceptions import NotFittedError
+
+    from dask_strads import ElasticNetCV, LassoCV
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 5))
+    y = X @ rng.normal(size=5)
+    table = pd.DataFrame({"user": ["a", "b", "c", "a"], "item": ["x", "y", "x", "z"],
+                          "rating": [1.0, 2.0, 3.0, 4.0]})
+    counts = sp.csr_matrix(rng.integers(0, 3, (10, 6)).astype(float))
+    lda = LatentDirichletAllocation(2, max_iter=2, random_state=0).fit(counts)
+    lda.vocabulary_ = np.array(list("abcdef"), dtype=object)
+    use = {
+        "names": (Lasso(alpha=0.01).fit(pd.DataFrame(X, columns=list("abcde")), y),
+                  lambda m: m.predict(pd.DataFrame(X, columns=list("abcde")))),
+        "lasso_cv": (LassoCV(alphas=[0.1, 0.01], cv=3).fit(X, y), lambda m: m.predict(X)),
+        "enet_cv_grids": (ElasticNetCV(alphas=4, l1_ratio=[0.2, 1.0], cv=3).fit(X, y),
+                          lambda m: (m.predict(X), m.alphas_, m.mse_path_)),
+        "enet_cv_grid": (ElasticNetCV(alphas=[0.1, 0.01], l1_ratio=[0.2, 1.0], cv=3).fit(X, y),
+                         lambda m: (m.predict(X), m.mse_path_)),
+        "three_classes": (LogisticRegression().fit(X, rng.integers(0, 3, 40)),
+                          lambda m: m.predict_proba(X)),
+        "named_classes": (LogisticRegression().fit(X, np.where(X[:, 0] > 0, "yes", "no")),
+                          lambda m: m.predict(X)),
+        "string_ids": (MatrixFactorization(2, max_iter=2, random_state=0).fit(table),
+                       lambda m: m.recommend(["a", "c"], n=2)),
+        "no_biases": (MatrixFactorization(2, max_iter=2, biases=False, random_state=0)
+                      .fit(table), lambda m: m.recommend(["a"], n=3)),
+        "pairs": (MatrixFactorization(2, max_iter=2, random_state=0)
+                  .fit(table[["user", "item"]], table["rating"]),
+                  lambda m: m.predict(table[["user", "item"]])),
+        "implicit_ids": (ImplicitMatrixFactorization(2, max_iter=2, random_state=0).fit(table),
+                         lambda m: m.recommend(["b"], n=2)),
+        "vocabulary": (lda, lambda m: (m.transform(counts), m.vocabulary_)),
+    }
+    for name, (model, used) in use.items():
+        dask_strads.save(model, tmp_path / f"{name}.npz")
+        loaded = dask_strads.load(tmp_path / f"{name}.npz")
+        got, expected = (value if isinstance(value, tuple) else (value,)
+                         for value in (used(loaded), used(model)))
+        for got_one, expected_one in zip(got, expected):
+            np.testing.assert_array_equal(got_one, expected_one, err_msg=name)
+    for unfitted, method in ((Lasso(alpha=0.3), "predict"), (MatrixFactorization(4), "transform"),
+                             (LassoCV(cv=4), "predict")):
+        dask_strads.save(unfitted, tmp_path / "unfitted.npz")
+        back = dask_strads.load(tmp_path / "unfitted.npz")
+        assert type(back) is type(unfitted) and back.get_params() == unfitted.get_params()
+        with pytest.raises(NotFittedError):
+            getattr(back, method)(X)
