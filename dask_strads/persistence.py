@@ -9,13 +9,18 @@ whole. Its JSON document::
      "params": {...}, "attributes": {...}}
 
 ``params`` are the constructor's parameters, ``attributes`` the fitted state (arrays referenced
-by position). Loading needs no cluster, never unpickles, builds only dask_strads classes, checks
-the digest and the parameters, and refuses a newer format version.
+by position). Loading needs no cluster and never unpickles. It checks the sizes the file
+declares before reading it, and the digest; it builds only a public estimator, from parameters
+its constraints accept, and only the attributes and objects its declared state holds
+(:mod:`.estimator_states`), of the kinds, dtypes and shapes declared; it refuses a newer format
+version.
 """
 import warnings
 
 from . import __version__
 from .engine import storage
+from .estimator_states import STATES
+from .fitted_state import Invalid, read_state
 
 FORMAT = "dask_strads-model"
 VERSION = 1
@@ -64,30 +69,59 @@ def load(path):
 def read_model(path):
     """``(estimator, about)``: :func:`load`'s estimator, and the file's ``format``,
     ``version`` and writing ``dask_strads`` version."""
-    from .estimators.base import DaskEstimatorMixin
-
     try:
-        document = storage.load(path, require_digest=True)
+        structure, arrays = storage.read_parts(path, require_digest=True)
+    except storage.ForeignFile as error:
+        raise ModelFileError(f"{path} is not a dask_strads model file: {error.reason}") from None
     except storage.StorageError as error:
         raise ModelFileError(str(error)) from None
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
+    try:
+        document = storage.entries(structure)
+        about = {key: storage.decode(document[key], arrays, ())
+                 for key in ("format", "version", "dask_strads", "estimator") if key in document}
+    except storage.StorageError as error:
+        raise ModelFileError(f"{path} is not a dask_strads model file: {error}") from None
+    if about.get("format") != FORMAT:
         raise ModelFileError(f"{path} is not a dask_strads model file")
-    version = document.get("version")
-    if not isinstance(version, int) or version > VERSION:
+    _check_version(about, path)
+    cls, state = _estimator(about.get("estimator"), path)
+    try:
+        estimator = cls(**storage.decode(document.get("params", {"dict": []}), arrays, ()))
+        estimator._validate_params()
+    except Exception as error:
+        raise ModelFileError(f"{path} holds a {cls.__name__} that cannot be built: "
+                             f"{error}") from None
+    try:
+        attributes = read_state(state, storage.entries(document.get("attributes")), arrays,
+                                estimator)
+    except Invalid as error:
+        raise ModelFileError(f"{path}: {error.message}") from None
+    except storage.StorageError as error:  # the attributes are no dict
+        raise ModelFileError(f"{path} cannot be read: its attributes: {error}") from None
+    vars(estimator).update(attributes)
+    return estimator, {key: about.get(key) for key in ("format", "version", "dask_strads")}
+
+
+def _check_version(about, path):
+    version = about.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ModelFileError(f"{path} declares model format version {version!r}: versions are "
+                             f"integers from 1 (this dask_strads reads 1 to {VERSION})")
+    if version > VERSION:
         raise ModelFileError(
             f"{path} is in model format version {version!r} (written by dask_strads "
-            f"{document.get('dask_strads')}); this dask_strads ({__version__}) reads versions up "
+            f"{about.get('dask_strads')}); this dask_strads ({__version__}) reads versions up "
             f"to {VERSION}: upgrade dask_strads to load it")
-    try:
-        cls = storage.dask_strads_class(document["estimator"])
-        if not (isinstance(cls, type) and issubclass(cls, DaskEstimatorMixin)):
-            raise ModelFileError(f"{document['estimator']} is not a dask_strads estimator")
-        estimator = cls(**document["params"])
-        estimator._validate_params()
-    except ModelFileError:
-        raise
-    except Exception as error:
-        raise ModelFileError(f"{path} holds an estimator that cannot be built: {error}") from None
-    vars(estimator).update(document["attributes"])
-    return estimator, {key: document.get(key) for key in ("format", "version", "dask_strads")}
 
+
+def _estimator(name, path):
+    """The public estimator class a file names (``module:qualname``) and its state's
+    declaration; no other class is looked up."""
+    import dask_strads
+
+    qualname = name.rpartition(":")[2] if isinstance(name, str) else None
+    cls = getattr(dask_strads, qualname) if qualname in STATES else None
+    if cls is None or name != f"{cls.__module__}:{cls.__qualname__}":
+        raise ModelFileError(f"{path} names the estimator {name!r}, which is not one of "
+                             f"dask_strads' estimators ({', '.join(sorted(STATES))})")
+    return cls, STATES[qualname]

@@ -3,8 +3,12 @@
 import importlib.util
 import json
 import re
+import socket
+import socketserver
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +22,7 @@ import dask_strads
 from dask_strads import (ImplicitMatrixFactorization, Lasso, LatentDirichletAllocation,
                          MatrixFactorization)
 from dask_strads.cli import main
+from bounded import fifo, within  # noqa: F401  (fifo: a fixture)
 from test_io import triplet_table, write_bag_of_words
 
 #: The console script pip installs beside the interpreter.
@@ -216,3 +221,73 @@ def test_debug_shows_the_traceback(tmp_path):
     with pytest.raises(dask_strads.io.MalformedFileError):
         main(["fit", "lasso", str(tmp_path / "bad.svm"), "-o", str(tmp_path / "m.npz"),
               "--debug", "--quiet"])
+
+
+def test_a_fifo_given_for_a_file_is_refused_at_once(tmp_path, capsys, fifo, regression_file):
+    model, recommender = tmp_path / "m.npz", tmp_path / "mf.npz"
+    dask_strads.save(Lasso(alpha=0.1).fit(np.eye(15), np.arange(15.0)), model)
+    dask_strads.save(MatrixFactorization(2, max_iter=2).fit(np.eye(4) + 1), recommender)
+    for argv in (["info", fifo("model.npz")],
+                 ["fit", "lasso", fifo("train.svm"), "-o", tmp_path / "out.npz"],
+                 ["predict", model, fifo("test.svm"), "-o", tmp_path / "out.csv"],
+                 ["predict", fifo("other.npz"), regression_file, "-o", tmp_path / "out.csv"],
+                 ["recommend", recommender, "--users", fifo("users.txt"), "-o",
+                  tmp_path / "top.csv"]):
+        assert within(20, main, [str(a) for a in argv] + ["--quiet"]) == 1
+        assert "is a FIFO (named pipe), not a regular file" in capsys.readouterr().err
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize("where, code, message", [
+    (["--scheduler-file", "{folder}/missing.json"], 1,
+     r"failed: FileNotFoundError: the scheduler file .*missing\.json does not exist"),
+    (["--scheduler-file", "{folder}/notes.json"], 1,
+     r"failed: ValueError: .*notes\.json is no scheduler file"),
+    (["--scheduler-address", "tcp://127.0.0.1:{port}"], 1,
+     r"failed: ConnectionError: nothing listens at tcp://127\.0\.0\.1:\d+ \(connection refused\)"),
+    (["--scheduler-address", "tcp://10.255.255.1:8786"], 1,
+     r"failed: ConnectionError: (no answer from tcp://10\.255\.255\.1:8786|cannot reach tcp://"
+     r"10\.255\.255\.1:8786|tcp://10\.255\.255\.1:8786 answers, but not as a Dask scheduler)"),
+    (["--scheduler-address", "nonsense://x"], 2,
+     r"error: unknown kind of address 'nonsense://x': give one such as tcp://HOST:8786"),
+    (["--scheduler-address", "tcp://localhost"], 2,
+     r"error: cannot connect to 'tcp://localhost': missing port number"),
+])
+def test_a_scheduler_that_cannot_be_reached_is_one_line_within_seconds(tmp_path, where, code,
+                                                                       message):
+    model = tmp_path / "m.npz"
+    dask_strads.save(Lasso(alpha=0.1), model)
+    (tmp_path / "notes.json").write_text("not json")
+    where = [w.format(folder=tmp_path, port=free_port()) for w in where]
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "dask_strads", "info", str(model), *where],
+                          capture_output=True, text=True, timeout=120)
+    seconds = time.perf_counter() - started  # with the imports, seconds of a loaded machine
+    assert done.returncode == code and "Traceback" not in done.stderr, done.stderr
+    assert re.search(message, done.stderr.strip().splitlines()[-1]), done.stderr
+    assert seconds < 25, seconds
+
+
+def test_a_server_that_is_no_dask_scheduler_is_named_so(tmp_path, capsys, cli_cluster):
+    class Refusing(socketserver.BaseRequestHandler):
+        def handle(self):
+            self.request.recv(1024)
+            self.request.sendall(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+
+    model = tmp_path / "m.npz"
+    dask_strads.save(Lasso(alpha=0.1), model)
+    worker = next(iter(cli_cluster.scheduler_info()["workers"]))
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Refusing) as web:
+        threading.Thread(target=web.serve_forever, daemon=True).start()
+        web_address = "tcp://127.0.0.1:%d" % web.server_address[1]
+        for address, message in ((web_address, f"{web_address} answers, but not as a Dask "
+                                  "scheduler does"),
+                                 (worker, f"{worker} is a Dask Worker, not the scheduler")):
+            assert within(30, main, ["info", str(model), "--scheduler-address", address]) == 1
+            assert f"failed: ConnectionError: {message}" in capsys.readouterr().err
+        web.shutdown()

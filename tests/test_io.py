@@ -12,6 +12,7 @@ from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
 from dask_strads import MatrixFactorization, RatingsMatrix
 from dask_strads import io as dio
+from bounded import fifo, within  # noqa: F401  (fifo: a fixture)
 
 
 def gzipped(path):
@@ -252,3 +253,21 @@ def test_unknown_format_is_refused(tmp_path):
         dio.format_of(tmp_path / "data.bin")
     with pytest.raises(ValueError, match="unknown format 'hdf5'"):
         dio.read(tmp_path / "data.bin", format="hdf5")
+
+
+@pytest.mark.parametrize("name, read", [
+    ("pipe.svm", dio.read_svmlight), ("pipe.mtx", dio.read_matrix_market),
+    ("docword.pipe.txt", dio.read_bag_of_words), ("pipe.csv", dio.read_triplets),
+    ("pipe.parquet", dio.read_triplets), ("pipe.npy", dio.read_npy), ("pipe.npz", dio.read_npz),
+    ("pipe.svm", dio.read), ("pipe.txt", dio.read_vocabulary)])
+def test_a_fifo_is_refused_before_it_is_opened(fifo, name, read):
+    with pytest.raises(ValueError, match=r"pipe\.\w+ is a FIFO \(named pipe\), not a regular"):
+        within(10, read, fifo(name))
+
+
+def test_devices_and_folders_are_refused_where_a_file_is_read(tmp_path):
+    with pytest.raises(ValueError, match="/dev/null is a character device, not a regular file"):
+        within(10, dio.read_svmlight, "/dev/null")
+    (tmp_path / "data.svm").mkdir()
+    with pytest.raises(ValueError, match=r"data\.svm is a folder, not a regular file"):
+        within(10, dio.read_svmlight, tmp_path / "data.svm")

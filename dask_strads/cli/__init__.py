@@ -10,6 +10,7 @@ import sys
 
 from ..log import logger
 from . import commands
+from .connect import connect
 from .parameters import ESTIMATORS, UsageError
 
 FORMATS = ("svmlight", "matrixmarket", "bagofwords", "parquet", "csv", "npz", "npy")
@@ -26,7 +27,7 @@ def main(argv=None):
         logger.setLevel(logging.WARNING)
     client = None
     try:
-        client = _connect(args)
+        client = connect(args)
         args.run(args, client)
         return 0
     except UsageError as error:
@@ -46,20 +47,6 @@ def main(argv=None):
     finally:
         if client is not None:
             client.close()
-
-
-def _connect(args):
-    """The client of ``--scheduler-address`` / ``--scheduler-file``, else None (the embedded
-    default)."""
-    if not (args.scheduler_address or args.scheduler_file):
-        return None
-    from distributed import Client
-
-    where = args.scheduler_address or args.scheduler_file
-    logger.info("connecting to the Dask scheduler at %s", where)
-    if args.scheduler_address:
-        return Client(args.scheduler_address, set_as_default=False, timeout=30)
-    return Client(scheduler_file=args.scheduler_file, set_as_default=False, timeout=30)
 
 
 def _positive_int(text):

@@ -4,6 +4,7 @@ import os
 import numpy as np
 
 from ..io.triplets import read_table, require_pandas
+from ..local_files import check_regular_file
 from .parameters import UsageError
 
 #: Output extensions and what they hold.
@@ -39,6 +40,7 @@ def read_ids(path, name, known):
     """The ids of column ``name`` (or the first) of a table, or of a ``.txt`` file (one a
     line) or ``.npy`` array, as values of the type of ``known`` (the model's ids)."""
     path = os.fspath(path)
+    check_regular_file(path)
     if path.lower().endswith(".npy"):
         ids = np.load(path, allow_pickle=False)
     elif path.lower().endswith(".txt"):

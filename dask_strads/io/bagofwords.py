@@ -6,6 +6,7 @@ import re
 import fsspec
 import numpy as np
 
+from ..local_files import check_regular_file
 from .coordinates import read_coordinates
 from .placement import reading_client
 from .text import MalformedFileError
@@ -21,6 +22,7 @@ def read_bag_of_words(path, vocabulary="auto", client=None):
     ``vocab.NAME.txt`` beside ``docword.NAME.txt`` when it exists, or None; the words come back
     as an array of str (None without a list).
     """
+    check_regular_file(path)
     client = reading_client(client)
     (n_documents, n_words, n_entries), data_offset = _header(path)
     counts = read_coordinates(path, data_offset, (n_documents, n_words), n_entries, "integer",
@@ -36,6 +38,7 @@ def read_bag_of_words(path, vocabulary="auto", client=None):
 
 def read_vocabulary(path):
     """The words of a vocabulary file, one a line, as an array of str."""
+    check_regular_file(path)
     with fsspec.open(os.fspath(path), "rt", encoding="utf-8", compression="infer") as file:
         return np.array([line.rstrip("\r\n") for line in file], dtype=object)
 

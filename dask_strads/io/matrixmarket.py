@@ -6,6 +6,7 @@ import fsspec
 import scipy.io
 import scipy.sparse as sp
 
+from ..local_files import check_regular_file
 from .coordinates import read_coordinates
 from .placement import reading_client, stack_rows
 from .text import MalformedFileError
@@ -23,6 +24,7 @@ def read_matrix_market(path, client=None):
     complex matrices) are read whole by :func:`scipy.io.mmread`, on one worker with a client.
     Malformed lines raise :class:`~dask_strads.io.MalformedFileError` naming the line.
     """
+    check_regular_file(path)
     client = reading_client(client)
     layout, field, symmetry, shape, n_entries, data_offset = _header(path)
     if layout == "coordinate" and field in RANGED and symmetry == "general":

@@ -8,6 +8,7 @@ from fsspec.implementations.local import LocalFileSystem
 import numpy as np
 import scipy.sparse as sp
 
+from ..local_files import check_regular_file
 from .placement import n_workers, reading_client, stack_rows
 
 
@@ -15,6 +16,7 @@ def read_npy(path, client=None):
     """The array of a ``.npy`` file (never unpickled). On the workers of ``client`` (or of the
     active client) a Dask array whose row blocks each worker reads from the file itself (by
     memory map for a local file), else a numpy array."""
+    check_regular_file(path)
     client = reading_client(client)
     if client is None:
         with fsspec.open(os.fspath(path), "rb") as file:
@@ -33,6 +35,7 @@ def read_npz(path, client=None):
     """The scipy.sparse matrix of an ``.npz`` file written by ``scipy.sparse.save_npz`` (never
     unpickled), as CSR; on the workers of ``client`` (or of the active client) a Dask array of
     one CSR block read by a worker."""
+    check_regular_file(path)
     client = reading_client(client)
     if client is None:
         return _load_npz(path)

@@ -7,6 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
+from ..local_files import check_regular_file
 from .placement import n_workers, reading_client, stack_rows
 from .text import MalformedFileError, byte_ranges, line_number_at, read_range
 
@@ -24,6 +25,7 @@ def read_svmlight(path, n_features=None, zero_based="auto", client=None):
     """
     if zero_based not in ("auto", True, False):
         raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
+    check_regular_file(path)
     client = reading_client(client)
     ranges = byte_ranges(path, n_workers(client) if client is not None else 1)
     if client is None:

@@ -5,6 +5,7 @@ import os
 import dask
 import numpy as np
 
+from ..local_files import check_regular_file
 from ..ratings import RatingsMatrix, _unique
 from .placement import coordinates_matrix, reading_client
 from .text import CHUNK_BYTES, MalformedFileError
@@ -45,6 +46,7 @@ def read_table(path, names, columns=None, format=None, client=None):
     format = format or ("csv" if path.lower().endswith((".csv", ".csv.gz", ".tsv")) else "parquet")
     if format not in ("parquet", "csv"):
         raise ValueError(f"format must be 'parquet' or 'csv', got {format!r}")
+    check_regular_file(path, folder=format == "parquet")
     sep = "\t" if path.endswith(".tsv") else ","
     if client is not None:
         import dask.dataframe as dd
