@@ -21,7 +21,8 @@ from dask_strads.engine import Engine, stalls
 from dask_strads.programs.mf import MFProgram
 
 from test_mf_program import setup
-from test_waits import BOUND, logged, within
+from bounded import within
+from test_waits import BOUND, logged
 
 RATINGS = make_ratings(n_users=600, n_items=300, n_ratings=20000, random_state=0)[0]
 REGRESSION = make_correlated_regression(200, 400, 10, random_state=0)[:2]

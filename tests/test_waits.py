@@ -25,29 +25,10 @@ from dask_strads.engine.blocks import worker_info
 from dask_strads.engine import WorkerPaused
 from dask_strads.log import logger
 
+from bounded import within
 from conftest import TESTS_DIR, _dask_command, _stop
 
 BOUND = 120  # seconds any of these fits may take on a loaded 2-core machine
-
-
-def within(seconds, function, *args):
-    """``function(*args)`` run on a thread, its result or exception; fails the test (instead of
-    hanging it) if it has not returned after ``seconds``."""
-    outcome = {}
-
-    def run():
-        try:
-            outcome["value"] = function(*args)
-        except BaseException as error:  # noqa: BLE001 - handed to the test
-            outcome["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"{function.__name__} still waiting after {seconds} s"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 @contextlib.contextmanager
