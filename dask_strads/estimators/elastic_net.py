@@ -86,7 +86,11 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     Attributes
     ----------
     coef_, intercept_, n_iter_, dual_gap_, n_features_in_
-        As in sklearn; ``n_iter_`` is the number of rounds.
+        As in sklearn; ``n_iter_`` is the number of rounds. ``dual_gap_`` bounds the objective's
+        distance to its minimum from above. With ``alpha=0`` (least squares, which has no
+        dual) it is that distance, from the least-squares solution of the features' columns
+        gathered on one worker (as dense arrays): the working set then solves least squares
+        exactly (non-negative least squares with ``positive``).
     n_blocks_ : int
         The feature blocks the fit used.
     history_ : dask_strads.engine.History
@@ -150,6 +154,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             raise ValueError(f"schedule={self.schedule!r} samples Lasso coordinates and needs "
                              f"l1_ratio=1, got l1_ratio={self.l1_ratio!r}; use "
                              f"schedule={WORKING_SET!r}")
+        if self.schedule != WORKING_SET and self.alpha == 0:
+            raise ValueError(f"schedule={self.schedule!r} has no stopping test for alpha=0 "
+                             f"(least squares): use schedule={WORKING_SET!r}, or "
+                             "sklearn.linear_model.LinearRegression")
         if self.schedule == WORKING_SET and self.staleness:
             raise ValueError(f"schedule={WORKING_SET!r} solves each round's working set from the "
                              f"current residual and needs staleness=0, got "
@@ -158,6 +166,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     def fit(self, X, y):
         """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""
         self._check_params()
+        if self.alpha == 0:
+            warnings.warn("With alpha=0 the fit is least squares, solved exactly on one "
+                          "worker from a dense copy of the features' columns: you are advised "
+                          "to use the LinearRegression estimator", UserWarning, stacklevel=2)
         given = X
         # the working set centres implicitly, each block by its own column means on its worker:
         # no copy of a dense X, no means on the client
