@@ -17,7 +17,7 @@ from ..programs.logistic import LogisticProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .elastic_net import rounds_to_stop
-from .inputs import blocks_along, to_scipy_if_pydata
+from .inputs import blocks_along, check_magnitude, largest_magnitude, to_scipy_if_pydata
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("max_iter", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
@@ -112,6 +112,7 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         given = X
         X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"],
                          dtype=np.float64, estimator=self)
+        check_magnitude(largest_magnitude(X), "X")
         check_classification_targets(y)
         classes = np.unique(y)
         if len(classes) < 2:
