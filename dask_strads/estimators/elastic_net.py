@@ -6,7 +6,6 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Options, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -208,11 +207,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.n_blocks_ = len(edges) - 1
         self.history_ = history
         self._executor = executor
-        if not history.stats.converged and self.callback is None:
-            warnings.warn(
-                f"Objective did not converge in {self.n_iter_} rounds. Duality gap: "
-                f"{self.dual_gap_:.3e}, tolerance: {gap_tolerance:.3e}. Consider increasing "
-                "max_iter.", ConvergenceWarning)
+        self._warn_unless_converged(
+            history, f"Objective did not converge in {self.n_iter_} rounds. Duality gap: "
+            f"{self.dual_gap_:.3e}, tolerance: {gap_tolerance:.3e}. Consider increasing "
+            "max_iter.")
         return self
 
     def _program(self, widths, y_centred, gap_tolerance, sparse):
