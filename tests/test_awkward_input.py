@@ -15,9 +15,12 @@ from distributed import Client, LocalCluster
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso as SkLasso
 
-from dask_strads import LatentDirichletAllocation, Lasso, MatrixFactorization
+from dask_strads import (ElasticNet, ElasticNetCV, ImplicitMatrixFactorization, Lasso,
+                         LassoCV, LatentDirichletAllocation, LogisticRegression,
+                         MatrixFactorization)
+from dask_strads.estimators import inputs as inputs_module
 from dask_strads.estimators import lda as lda_module
-from dask_strads.estimators import mf as mf_module
+from conftest import fit_is_refused
 
 
 # -- data and references ----------------------------------------------------------------------
@@ -193,7 +196,7 @@ def test_lda_refuses_a_shard_larger_than_a_workers_memory(client_factory, monkey
     refused(est, dask_sparse(counts(), 30), "tokens to expand in a shard, more than the 0")
 
 
-# -- 5. MF ratings whose squares overflow -------------------------------------------------------
+# -- 5. values whose squares overflow -----------------------------------------------------------
 def test_mf_refuses_ratings_whose_squares_overflow():
     est = mf().fit(ratings())
     R = np.full((4, 3), 1e200)
@@ -201,9 +204,53 @@ def test_mf_refuses_ratings_whose_squares_overflow():
     refused(est, da.from_array(R, chunks=2), "1e\\+150")
 
 
+def huge(X, seed=0):
+    """X's stored values scaled to about 1e308, whose squares overflow float64."""
+    X = sp.csr_matrix(X, copy=True)
+    X.data = np.random.default_rng(seed).uniform(0.5, 1.0, X.nnz) * 1e308
+    return X
+
+
+SQUARING = [(Lasso, "regression", {}), (ElasticNet, "regression", {}),
+            (LogisticRegression, "classes", {}), (ImplicitMatrixFactorization, None, {"n_components": 2}),
+            (LassoCV, "regression", {"cv": 3}), (ElasticNetCV, "regression", {"cv": 3})]
+TAKE_DASK = (Lasso, ElasticNet, ImplicitMatrixFactorization)
+
+
+@pytest.mark.parametrize("make, target, kwargs, kind", [
+    (*case, kind) for case in SQUARING for kind in ("dense", "csr", "dask")
+    if kind != "dask" or case[0] in TAKE_DASK],
+    ids=lambda v: getattr(v, "__name__", v if isinstance(v, str) else None))
+def test_values_whose_squares_overflow_are_refused(client_factory, make, target, kwargs, kind):
+    """sklearn's ElasticNet raises after its iterations end non-finite; here the check comes
+    first, before any cluster work, and a fitted estimator stays as it was."""
+    X, y = regression()
+    targets = {"regression": (y,), "classes": (y > np.median(y),), None: ()}[target]
+    client = client_factory(2)
+    est = make(**kwargs)
+    est.client = client
+    est.fit(X, *targets)
+    before = snapshot(est)
+    bad = huge(X)
+    bad = {"dense": bad.toarray(), "csr": bad,
+           "dask": da.from_array(bad.toarray(), chunks=(30, 6))}[kind]
+    fit_is_refused(est, client, (bad, *targets), ValueError, "magnitude .*1e\\+150.*overflow")
+    assert_unchanged(est, before)
+
+
+@pytest.mark.parametrize("make", [Lasso, ElasticNet, LassoCV], ids=lambda m: m.__name__)
+def test_a_target_whose_squares_overflow_is_refused(make):
+    X, y = regression()
+    est = make().fit(X, y)
+    before = snapshot(est)
+    with pytest.raises(ValueError, match="Input y holds a value of magnitude"):
+        est.fit(X, y * 1e306)
+    assert_unchanged(est, before)
+
+
 def test_mf_raises_on_non_finite_factors_and_keeps_its_fit(monkeypatch):
     est = mf().fit(ratings())
-    monkeypatch.setattr(mf_module, "MAX_RATING", np.inf)  # let the fit diverge
+    monkeypatch.setattr(inputs_module, "MAX_MAGNITUDE", np.inf)  # let the fit diverge
     refused(est, np.full((4, 3), 1e200), "not finite")
 
 

@@ -9,7 +9,9 @@ import scipy.sparse as sp
 from dask.sizeof import sizeof
 from numba.core import types
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.datasets import load_diabetes
 from sklearn.linear_model import ElasticNet as SkElasticNet
+from sklearn.linear_model import LinearRegression
 from sklearn.utils.estimator_checks import check_param_validation
 
 import dask_strads
@@ -314,6 +316,75 @@ def test_a_small_problem_takes_two_rounds():
     assert_objective_matches(est, ref, X, y, 0.05, 1.0)
 
 
+# -- no penalty, or no l1 penalty: least squares and ridge --------------------------------------
+def assert_gaps_bound_the_distance(est, minimum):
+    """Every round's gap is at least its objective's distance to the minimum (rounding aside)."""
+    for record in est.history_:
+        assert record["gap"] >= record["objective"] - minimum - 1e-9 * minimum, (record, minimum)
+
+
+def wide_least_squares_problem(seed=0, n=400, p=250):
+    """More features than a first working set holds, fewer than samples."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    return X, X @ rng.standard_normal(p) + 5.0 * rng.standard_normal(n) + 1.0
+
+
+@pytest.mark.parametrize("n_blocks", [1, 3])
+@pytest.mark.parametrize("fmt", ["dense", "csc"])
+@pytest.mark.parametrize("estimator", [dask_strads.Lasso, dask_strads.ElasticNet],
+                         ids=lambda e: e.__name__)
+def test_alpha_0_is_least_squares(estimator, fmt, n_blocks):
+    """sklearn's diabetes data (10 correlated features): the fit is LinearRegression's, with
+    sklearn's advice to use it; each round's gap bounds the distance to the least-squares
+    objective and the last one meets the tolerance."""
+    X, y = load_diabetes(return_X_y=True)
+    ols = LinearRegression().fit(X, y)  # dense: on sparse X it is iterative (lsqr)
+    X = sp.csc_matrix(X) if fmt == "csc" else X
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = estimator(alpha=0.0, n_blocks=n_blocks).fit(X, y)
+    assert [str(w.message) for w in caught if issubclass(w.category, UserWarning)
+            and "LinearRegression" in str(w.message)]
+    assert not [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    np.testing.assert_allclose(est.coef_, ols.coef_, rtol=1e-7)
+    np.testing.assert_allclose(est.intercept_, ols.intercept_, rtol=1e-9)
+    minimum = enet_objective(X, y, ols.coef_, ols.intercept_, 0.0, 1.0)
+    assert_gaps_bound_the_distance(est, minimum)
+    assert est.dual_gap_ <= gap_target(1e-4, y - y.mean())
+
+
+@pytest.mark.parametrize("positive", [False, True], ids=["signed", "positive"])
+def test_alpha_0_beyond_the_first_working_set(positive):
+    """250 features: the first rounds' working sets hold some of them (their gap is the
+    objective, a bound); the fit is LinearRegression's, signed or non-negative."""
+    X, y = wide_least_squares_problem()
+    ols = LinearRegression(positive=positive).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "With alpha=0", UserWarning)
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = dask_strads.Lasso(alpha=0.0, positive=positive, n_blocks=2, tol=1e-10).fit(X, y)
+    assert min(r["working_set"] for r in est.history_ if "working_set" in r) < X.shape[1]
+    np.testing.assert_allclose(est.coef_, ols.coef_, rtol=1e-6, atol=1e-9)
+    minimum = enet_objective(X, y, ols.coef_, ols.intercept_, 0.0, 1.0)
+    assert_gaps_bound_the_distance(est, minimum)
+
+
+@pytest.mark.parametrize("alpha", [1e-4, 1e-6])
+def test_ridge_gap_bounds_the_distance_to_the_ridge_solution(alpha):
+    """l1_ratio=0 is ridge: at small alpha its gap (ridge's dual at the residual) still
+    bounds the distance to the closed-form solution, at sklearn's default tol and at a tight
+    one, where the coefficients are the closed form's."""
+    X, y = load_diabetes(return_X_y=True)
+    Xc, yc = X - X.mean(axis=0), y - y.mean()
+    coef = np.linalg.solve(Xc.T @ Xc + alpha * len(y) * np.eye(X.shape[1]), Xc.T @ yc)
+    minimum = enet_objective(X, y, coef, y.mean() - X.mean(axis=0) @ coef, alpha, 0.0)
+    for tol in (1e-4, 1e-15):
+        est = dask_strads.ElasticNet(alpha=alpha, l1_ratio=0.0, tol=tol).fit(X, y)
+        assert_gaps_bound_the_distance(est, minimum)
+    np.testing.assert_allclose(est.coef_, coef, rtol=1e-5)
+
+
 # -- the program's parts: each one can be switched off, the optimum stays ----------------------
 def run_program(X, y, alpha, l1_ratio, n_blocks, tol=TOL, rounds=300, means=None, **parts):
     y_centred = y - y.mean()
@@ -413,6 +484,7 @@ def test_sklearn_check_param_validation():
 @pytest.mark.parametrize("params,match", [
     ({"l1_ratio": 1.5}, "l1_ratio"), ({"l1_ratio": -0.1}, "l1_ratio"),
     ({"schedule": "priority"}, "l1_ratio=1"), ({"staleness": 2}, "staleness=0"),
+    ({"schedule": "cyclic", "l1_ratio": 1.0, "alpha": 0.0}, "alpha=0"),
 ], ids=str)
 def test_bad_params_raise_before_cluster_work(client_factory, params, match):
     X, y = ar1_design(40, 10, 0.5)

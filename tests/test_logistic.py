@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import make_classification
+from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression as SkLogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
@@ -238,6 +238,24 @@ def test_hand_over_gives_what_collect_gives_in_the_state_itself():
     coef, intercept = program.coefficients(handed)
     np.testing.assert_array_equal(intercept, shared.intercept)
     assert coef.shape == (3, 40) and np.any(coef)
+
+
+@pytest.mark.parametrize("estimator, data", [
+    (lambda **p: dask_strads.LogisticRegression("l1", tol=TOL, max_iter=2, **p), problem),
+    (lambda **p: dask_strads.Lasso(alpha=0.01, tol=1e-12, max_iter=2, **p),
+     lambda: make_regression(100, 300, n_informative=20, noise=1.0, random_state=0)),
+], ids=["LogisticRegression", "Lasso"])
+def test_a_callback_silences_the_convergence_warning_only_when_it_stops_the_fit(estimator,
+                                                                                data):
+    X, y = data()
+    seen = []
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        est = estimator(callback=lambda record: seen.append(record["round"])).fit(X, y)
+    assert seen and not est.history_.stats.converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = estimator(callback=lambda record: record["round"] >= 0).fit(X, y)
+    assert [r["round"] for r in est.history_ if r.get("stopped_by_callback")] == [0]
 
 
 def test_bad_input_refused_before_fitting_and_fitted_model_kept():

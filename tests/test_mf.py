@@ -3,7 +3,9 @@ counts and input types, on planted low-rank ratings and on MovieLens."""
 import copy
 
 import dask.array as da
+import dask.dataframe as dd
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 import sparse
@@ -11,7 +13,7 @@ from distributed import get_task_stream
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import check_param_validation
 
-from dask_strads import MatrixFactorization
+from dask_strads import ImplicitMatrixFactorization, MatrixFactorization
 from dask_strads.datasets import load_movielens, make_ratings, train_test_split_ratings
 from dask_strads.engine import runtime as embedded
 from conftest import fit_is_refused
@@ -289,6 +291,56 @@ def test_bad_data_raises_and_leaves_the_fit_intact(client, fitted, ratings, case
         with pytest.raises(error, match=match):
             MatrixFactorization().fit(X)
         assert embedded._embedded is started
+
+
+def _triplet_table(kind):
+    """Ten (user, item, rating) triplets of whole ids in the form ``kind``: ``(X, y)``."""
+    users, items = np.arange(10) % 4, np.arange(10) % 5
+    rating = np.arange(10) % 5 + 1
+    if kind == "frame-without-ratings":
+        return pd.DataFrame({"user": users, "item": items}), None
+    if kind == "dask-frame-without-ratings":
+        frame = pd.DataFrame({"user": users, "item": items})
+        return dd.from_pandas(frame, npartitions=2), None
+    if kind == "int-triplets-with-y":
+        return np.column_stack([users, items, rating]), rating.astype(float)
+    if kind == "float-triplets-with-y":
+        return np.column_stack([users, items, rating + 0.5]), rating + 0.5
+    raise AssertionError(kind)
+
+
+AMBIGUOUS = {
+    "frame-without-ratings": "needs a rating column \\(or y=ratings\\)",
+    "dask-frame-without-ratings": "needs a rating column \\(or y=ratings\\)",
+    "int-triplets-with-y": "looks like \\(user, item, rating\\) triplets.*X\\[:, :2\\]",
+    "float-triplets-with-y": "looks like \\(user, item, rating\\) triplets",
+}
+
+
+@pytest.mark.parametrize("case", list(AMBIGUOUS))
+@pytest.mark.parametrize("estimator", [MatrixFactorization, ImplicitMatrixFactorization],
+                         ids=lambda e: e.__name__)
+def test_ids_read_as_a_ratings_matrix_are_refused(client, ratings, estimator, case):
+    """Ids without ratings, or triplets in an array beside y, were a dense matrix of the ids."""
+    est = estimator(n_components=2, max_iter=2, random_state=0)
+    est.client = client
+    est.fit(abs(ratings[0]))  # implicit feedback is >= 0
+    before = copy.deepcopy(est)
+    X, y = _triplet_table(case)
+    fit_is_refused(est, client, (X,) if y is None else (X, y), ValueError, AMBIGUOUS[case])
+    np.testing.assert_array_equal(est.user_factors_, before.user_factors_)
+    np.testing.assert_array_equal(est.components_, before.components_)
+
+
+def test_three_columns_without_y_or_of_real_values_are_a_matrix():
+    """What stays a matrix fit: three integer columns without y, and three columns of real
+    values beside a y (ignored, as by sklearn's unsupervised estimators)."""
+    X, _ = _triplet_table("int-triplets-with-y")
+    fitted = model(max_iter=3).fit(X)
+    assert fitted.components_.shape[1] == 3 and not fitted.fitted_on_pairs_
+    reals = np.random.default_rng(0).normal(size=(30, 3)) + 3
+    np.testing.assert_array_equal(model(max_iter=3).fit(reals, np.arange(30.0)).user_factors_,
+                                  model(max_iter=3).fit(reals).user_factors_)
 
 
 @pytest.mark.parametrize("case", list(BAD_PARAMS))

@@ -1,6 +1,7 @@
 """What every dask_strads estimator shares: where it runs, checking its hyperparameters, running
 the engine, keeping or gathering the fitted parameters, and staying picklable and clonable."""
 import os
+import warnings
 from contextlib import nullcontext
 from functools import partial
 from numbers import Integral
@@ -8,6 +9,7 @@ from numbers import Integral
 import numpy as np
 from dask.base import tokenize
 from distributed import span
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_random_state, validate_data
 
@@ -15,6 +17,7 @@ from ..dashboard import DashboardFeed, install, strads_link
 from ..engine import Engine
 from ..engine.disk import check_writable
 from ..engine.progress import watchers
+from ..engine.runner import _call as call_back
 from ..engine.runtime import executor_for
 from .inputs import is_dask_array
 
@@ -146,13 +149,22 @@ class DaskEstimatorMixin:
         client = getattr(executor, "client", None)
         if client is not None and install(client):
             watching.append(DashboardFeed(client, name, program.name, max_rounds))
+        callback = None if self.callback is None else StopNoting(self.callback)
         engine = Engine(program, staleness=staleness, max_rounds=max_rounds,
-                        progress=watching, callback=self.callback, executor=executor,
+                        progress=watching, callback=callback, executor=executor,
                         checkpoint_interval=self.checkpoint_interval,
                         checkpoint_dir=self.checkpoint_dir,
                         fingerprint=partial(self._fingerprint, data, program.seed, len(blocks)))
         with span(name) if client is not None else nullcontext():
             return engine.run(blocks, slots)
+
+    @staticmethod
+    def _warn_unless_converged(history, message):
+        """A ConvergenceWarning saying ``message``, unless the fit met its tolerance or its
+        callback stopped it (a stop asked for is no failure to converge)."""
+        if not (history.stats.converged
+                or any(record.get("stopped_by_callback") for record in history)):
+            warnings.warn(message, ConvergenceWarning, stacklevel=3)
 
     def _fingerprint(self, data, seed, n_blocks):
         """What a checkpoint on disk must match to be resumed (``max_iter`` may grow)."""
@@ -189,6 +201,20 @@ class DaskEstimatorMixin:
             if is_dask_array(value):  # futures of one cluster mean nothing in a pickle
                 state[name] = self._in_memory(value)
         return state
+
+
+class StopNoting:
+    """A fit's callback (called as the engine calls one) that marks the round's record
+    ``stopped_by_callback`` when it returns True."""
+
+    def __init__(self, callback):
+        self.callback = callback
+
+    def __call__(self, record, running):
+        stop = call_back(self.callback, record, running)
+        if stop:
+            record["stopped_by_callback"] = True
+        return stop
 
 
 def _closed(client):

@@ -6,7 +6,6 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Options, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -86,7 +85,11 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     Attributes
     ----------
     coef_, intercept_, n_iter_, dual_gap_, n_features_in_
-        As in sklearn; ``n_iter_`` is the number of rounds.
+        As in sklearn; ``n_iter_`` is the number of rounds. ``dual_gap_`` bounds the objective's
+        distance to its minimum from above. With ``alpha=0`` (least squares, which has no
+        dual) it is that distance, from the least-squares solution of the features' columns
+        gathered on one worker (as dense arrays): the working set then solves least squares
+        exactly (non-negative least squares with ``positive``).
     n_blocks_ : int
         The feature blocks the fit used.
     history_ : dask_strads.engine.History
@@ -150,6 +153,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             raise ValueError(f"schedule={self.schedule!r} samples Lasso coordinates and needs "
                              f"l1_ratio=1, got l1_ratio={self.l1_ratio!r}; use "
                              f"schedule={WORKING_SET!r}")
+        if self.schedule != WORKING_SET and self.alpha == 0:
+            raise ValueError(f"schedule={self.schedule!r} has no stopping test for alpha=0 "
+                             f"(least squares): use schedule={WORKING_SET!r}, or "
+                             "sklearn.linear_model.LinearRegression")
         if self.schedule == WORKING_SET and self.staleness:
             raise ValueError(f"schedule={WORKING_SET!r} solves each round's working set from the "
                              f"current residual and needs staleness=0, got "
@@ -158,6 +165,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     def fit(self, X, y):
         """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""
         self._check_params()
+        if self.alpha == 0:
+            warnings.warn("With alpha=0 the fit is least squares, solved exactly on one "
+                          "worker from a dense copy of the features' columns: you are advised "
+                          "to use the LinearRegression estimator", UserWarning, stacklevel=2)
         given = X
         # the working set centres implicitly, each block by its own column means on its worker:
         # no copy of a dense X, no means on the client
@@ -196,11 +207,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.n_blocks_ = len(edges) - 1
         self.history_ = history
         self._executor = executor
-        if not history.stats.converged and self.callback is None:
-            warnings.warn(
-                f"Objective did not converge in {self.n_iter_} rounds. Duality gap: "
-                f"{self.dual_gap_:.3e}, tolerance: {gap_tolerance:.3e}. Consider increasing "
-                "max_iter.", ConvergenceWarning)
+        self._warn_unless_converged(
+            history, f"Objective did not converge in {self.n_iter_} rounds. Duality gap: "
+            f"{self.dual_gap_:.3e}, tolerance: {gap_tolerance:.3e}. Consider increasing "
+            "max_iter.")
         return self
 
     def _program(self, widths, y_centred, gap_tolerance, sparse):

@@ -15,7 +15,7 @@ from ..programs.implicit_mf import ImplicitMFProgram, positive_entries
 from ..programs.mf import observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .inputs import (check_dask_matrix, check_positive_int,
+from .inputs import (check_dask_matrix, check_magnitude, check_positive_int,
                      check_user_item_matrix, is_dask_array, ratings_of_triplets, stored_values,
                      to_scipy_if_pydata)
 from .factor_blocks import block_layout, per_iteration, user_item_blocks
@@ -107,12 +107,14 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
     def _check_interactions(self, X):
         """X checked without touching the estimator, its interactions counted per user and per
         item, and the executor a dask X was checked on (else None)."""
-        X, (lowest,), per_user, per_item, executor = check_user_item_matrix(
-            X, self, _value_stats, 2, lambda stats: [stats[..., 0].min(), stats[..., 1].min()],
+        X, (lowest, largest), per_user, per_item, executor = check_user_item_matrix(
+            X, self, _value_stats, 3,
+            lambda stats: [stats[..., 0].min(), stats[..., 1].min(), stats[..., 2].max()],
             _interaction_counts)
         if lowest < 0:
             raise ValueError(f"Negative values in data passed to {type(self).__name__}: "
                              "interactions are counts or strengths >= 0")
+        check_magnitude(largest, "X")
         if per_user.sum() == 0:
             raise ValueError("X has no positive entry: there is no interaction to fit")
         return X, per_user, per_item, executor
@@ -277,10 +279,12 @@ def _interactions(chunk):
 
 
 def _value_stats(block):
-    """[[[finite, smallest value]]] of the stored entries of a chunk."""
+    """[[[finite, smallest value, largest value]]] of the stored entries of a chunk."""
     values = stored_values(block)
     finite = bool(np.all(np.isfinite(values)))
-    return np.array([[[float(finite), float(values.min()) if finite and values.size else 0.0]]])
+    if not (finite and values.size):
+        return np.array([[[float(finite), 0.0, 0.0]]])
+    return np.array([[[1.0, float(values.min()), float(values.max())]]])
 
 
 def _interaction_counts(block, axis):

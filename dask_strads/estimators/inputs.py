@@ -14,6 +14,11 @@ except ImportError:  # pragma: no cover - sparse is a dependency
     pydata_sparse = None
 
 
+#: Values of larger magnitude are refused: the fits square them, and the squares of such values
+#: (1e300 at most) summed over up to 1e8 entries stay below float64's largest, 1.8e308.
+MAX_MAGNITUDE = 1e150
+
+
 def is_dask_array(X):
     return isinstance(X, da.Array)
 
@@ -61,15 +66,12 @@ def check_dask_design(X, y, choose_executor, client=None):
         raise ValueError(f"Found array with shape {X.shape}: need at least 1 sample and feature")
     X = X.astype(np.float64)
     executor = choose_executor(X.size)
-    # finiteness chunk by chunk: da.isfinite(X).all() fails on pydata sparse chunks (the
-    # reduction concatenates COO arrays of different fill values)
-    finite_chunks = X.map_blocks(_all_finite_block, chunks=(1, 1), dtype=bool)
-    means, finite_X, y_np = executor.compute(X.mean(axis=0), finite_chunks.all(),
-                                             y.astype(float))
-    if not finite_X:
-        raise ValueError("Input X contains NaN or infinity.")
-    if not np.all(np.isfinite(y_np)):
-        raise ValueError("Input y contains NaN or infinity.")
+    # chunk by chunk: da.isfinite(X).all() fails on pydata sparse chunks (the reduction
+    # concatenates COO arrays of different fill values)
+    largest = X.map_blocks(_largest_magnitude_block, chunks=(1, 1), dtype=float)
+    means, largest, y_np = executor.compute(X.mean(axis=0), largest.max(), y.astype(float))
+    check_magnitude(largest, "X")
+    check_magnitude(largest_magnitude(y_np), "y")
     return X, np.asarray(means.todense() if hasattr(means, "todense") else means), y_np, executor
 
 
@@ -124,14 +126,37 @@ def stored_values(block):
     return block.data if sp.issparse(block) else np.asarray(block)
 
 
-def _all_finite_block(block):
-    return np.array([[bool(np.isfinite(stored_values(block)).all())]])
+def largest_magnitude(X):
+    """The largest absolute value X stores (NaN if it stores one, 0 if nothing), without a copy
+    of X."""
+    values = stored_values(X)
+    return float(max(values.max(), -values.min())) if values.size else 0.0
+
+
+def _largest_magnitude_block(block):
+    return np.array([[largest_magnitude(block)]])
+
+
+def check_magnitude(largest, name):
+    """Refuse data whose largest absolute value is ``largest``: NaN or infinite, or beyond
+    ``MAX_MAGNITUDE``."""
+    if not np.isfinite(largest):
+        raise ValueError(f"Input {name} contains NaN or infinity.")
+    if largest > MAX_MAGNITUDE:
+        raise ValueError(
+            f"Input {name} holds a value of magnitude {largest:.3g}: beyond {MAX_MAGNITUDE:.0e} "
+            "the squares the fit sums overflow float64; rescale it (e.g. with "
+            "sklearn.preprocessing.MaxAbsScaler)")
 
 
 def check_in_memory_design(X, y, estimator):
-    """X and y checked without touching the estimator (a fit sets its features at the end)."""
-    return check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"], dtype=np.float64,
+    """X and y checked without touching the estimator (a fit sets its features at the end),
+    the magnitude of their values included."""
+    X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"], dtype=np.float64,
                      y_numeric=True, estimator=estimator)
+    check_magnitude(largest_magnitude(X), "X")
+    check_magnitude(largest_magnitude(y), "y")
+    return X, y
 
 
 def check_finite_block(block):

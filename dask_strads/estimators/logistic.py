@@ -1,12 +1,10 @@
 """``dask_strads.LogisticRegression``: sklearn's penalised logistic regression, fitted by the
 STRADS logistic program (prox-Newton over feature blocks) on Dask."""
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -17,7 +15,7 @@ from ..programs.logistic import LogisticProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .elastic_net import rounds_to_stop
-from .inputs import blocks_along, to_scipy_if_pydata
+from .inputs import blocks_along, check_magnitude, largest_magnitude, to_scipy_if_pydata
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("max_iter", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
@@ -112,6 +110,7 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         given = X
         X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"],
                          dtype=np.float64, estimator=self)
+        check_magnitude(largest_magnitude(X), "X")
         check_classification_targets(y)
         classes = np.unique(y)
         if len(classes) < 2:
@@ -142,12 +141,11 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         self.n_iter_ = np.array([rounds_to_stop(history)])
         self.history_ = history
         self._executor = executor
-        if not history.stats.converged and self.callback is None:
-            violations = [r["violation"] for r in history if "violation" in r]
-            warnings.warn(
-                f"LogisticRegression did not converge in {self.n_iter_[0]} rounds "
-                f"(relative violation {violations[-1] if violations else np.inf:.2e}, tol "
-                f"{self.tol:.1e}). Consider increasing max_iter.", ConvergenceWarning)
+        violations = [r["violation"] for r in history if "violation" in r]
+        self._warn_unless_converged(
+            history, f"LogisticRegression did not converge in {self.n_iter_[0]} rounds "
+            f"(relative violation {violations[-1] if violations else np.inf:.2e}, tol "
+            f"{self.tol:.1e}). Consider increasing max_iter.")
         return self
 
     def _l1_share(self):

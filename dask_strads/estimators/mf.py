@@ -18,7 +18,7 @@ from ..programs.mf import ITEMS, USERS, MFProgram, observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .factor_blocks import block_layout, per_iteration, user_item_blocks
-from .inputs import (check_dask_matrix, check_positive_int,
+from .inputs import (check_dask_matrix, check_magnitude, check_positive_int,
                      check_user_item_matrix, is_dask_array, ratings_of_triplets, stored_values,
                      to_scipy_if_pydata)
 from .mf_pairs import check_pairs, ids_of, known_positions, pairs_of, positions
@@ -28,8 +28,6 @@ from .ranking import pattern, seen_pattern, similar_ids, top_items, triplet_rows
 #: coordinate moves more than FOLD_IN_TOL, or FOLD_IN_SWEEPS sweeps.
 FOLD_IN_SWEEPS = 200
 FOLD_IN_TOL = 1e-10
-#: Ratings of larger absolute value are refused: their squares (in the objective) overflow.
-MAX_RATING = 1e150
 
 
 def _fitted_on_pairs(estimator):
@@ -145,9 +143,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
             _stored_counts)
         if per_user.sum() == 0:
             raise ValueError("X stores no entries: there is no rating to fit")
-        if largest > MAX_RATING:
-            raise ValueError(f"X holds a rating of absolute value {largest:.3g}: ratings beyond "
-                             f"{MAX_RATING:.0e} overflow float64 when squared; rescale them")
+        check_magnitude(largest, "X")
         return X, float(total), per_user, per_item, executor
 
     # -- fitting ------------------------------------------------------------------------------
@@ -168,9 +164,9 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         assembled on the workers for a Dask DataFrame on a cluster, and the ids are kept in
         ``user_ids_`` and ``item_ids_``.
 
-        Ratings beyond ``MAX_RATING`` (1e150) in absolute value are refused before any work, and
-        a fit whose factors end non-finite raises a ValueError; either way the estimator is left
-        as it was."""
+        Ratings beyond ``inputs.MAX_MAGNITUDE`` (1e150) in absolute value are refused before any
+        work, and a fit whose factors end non-finite raises a ValueError; either way the
+        estimator is left as it was."""
         self._check_params()
         pairs = pairs_of(X, y)
         ratings = (RatingsMatrix.from_triplets(*pairs, y) if pairs is not None

@@ -3,8 +3,10 @@ and mapping raw ids to the fitted rows and columns.
 
 ``fit(X, y)`` reads X as pairs when y is given and X is a pandas DataFrame, or an array of two
 columns of ids that are not floating point (ints, strings, objects). Any other X is a ratings
-matrix and y is ignored, as by every unsupervised estimator of scikit-learn. Two columns of
-whole floats with a y could be either, and are refused.
+matrix and y is ignored, as by every unsupervised estimator of scikit-learn. Refused as
+ambiguous: two columns of whole floats with a y (pairs, or two items?), three columns whose
+first two hold ids with a y (triplets, or three items?), and a DataFrame of user and item
+columns without ratings (neither a rating column nor y).
 """
 import numpy as np
 import scipy.sparse as sp
@@ -17,26 +19,48 @@ PAIR_COLUMNS = ("user", "item")
 
 def pairs_of(X, y):
     """``(users, items)`` id arrays when (X, y) is a pairs problem, else None (a ratings
-    matrix). Raises ValueError when X cannot be told apart."""
-    if y is None or sp.issparse(X) or is_dask_array(X) or _is_sparse_like(X):
+    matrix, or a table of triplets). Raises ValueError when X cannot be told apart."""
+    if sp.issparse(X) or is_dask_array(X) or _is_sparse_like(X):
+        return None
+    is_frame = hasattr(X, "columns") and hasattr(X, "dtypes")
+    if y is None:
+        if is_frame and set(PAIR_COLUMNS) <= set(X.columns) and "rating" not in X.columns:
+            raise ValueError(
+                f"a DataFrame with user and item columns needs a rating column (or y=ratings); "
+                f"this one has columns {list(X.columns)}: add the ratings as a 'rating' column, "
+                "or pass them as y")
         return None
     if hasattr(X, "to_delayed"):  # a Dask DataFrame
         raise ValueError("(user, item) pairs with a y must be in memory (a pandas DataFrame "
                          "or an array); for a Dask DataFrame fit its (user, item, rating) "
                          "triplets without y")
-    if hasattr(X, "columns") and hasattr(X, "dtypes"):
+    if is_frame:
         return _frame_pairs(X)
     array = np.asarray(X)
-    if array.ndim != 2 or array.shape[1] != 2:
+    if array.ndim != 2 or array.shape[1] not in (2, 3):
+        return None
+    ids = array[:, :2]
+    if array.shape[1] == 3:
+        if ids.dtype.kind not in "fc" or _whole(ids):
+            raise ValueError(
+                f"X is a {array.shape} array of {array.dtype} whose first two columns hold ids, "
+                "and y is given: it looks like (user, item, rating) triplets. Pass a "
+                "DataFrame with user, item and rating columns (without y), or the (user, item) "
+                "pairs X[:, :2] with y=ratings; to fit a ratings matrix of three items, fit it "
+                "without y")
         return None
     if array.dtype.kind in "fc":
-        if array.size and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+        if _whole(array):
             raise ValueError(
                 "X has two columns of whole floats and y is given: (user, item) pairs or a "
                 "ratings matrix of two items? Pass ids as ints, strings or a DataFrame for "
                 "pairs, or fit the matrix without y")
         return None
     return array[:, 0], array[:, 1]
+
+
+def _whole(array):
+    return bool(array.size and np.all(np.isfinite(array)) and np.all(array == np.round(array)))
 
 
 def check_pairs(X):

@@ -44,7 +44,8 @@ from ..kernels.columns import (COLUMN_CHUNK, add_columns, all_bits, column_chunk
                                upper_bound_codes)
 from ..kernels.elastic_net import dot, half_norm2, screen_and_score
 from .base import Program, initial_parameters
-from .working_set import Columns, duality_gap, join_columns, residual_dot, solve
+from .working_set import (Columns, duality_gap, join_columns, least_squares, residual_dot,
+                          solve)
 
 #: Working-set size of the first round, and the least of any round.
 WS_START = 100
@@ -301,14 +302,28 @@ class ElasticNetProgram(Program):
         coef_norm2 = sum(u.coef_norm2 for u in updates)
         dual_norm = max(u.dual_norm for u in updates)
         primal = 0.5 * r_norm2 + l1 * l1_norm + 0.5 * l2 * coef_norm2
-        gap = duality_gap(primal, r_norm2, residual_dot(self.y_centred, shared.r, shared.offset),
-                          dual_norm, sum(u.gradient_norm2 for u in updates), l1, l2, coef_norm2)
+        if l1 == 0.0 and l2 == 0.0:
+            gap = self._least_squares_gap(shared, updates, primal)
+        else:
+            gap = duality_gap(primal, r_norm2,
+                              residual_dot(self.y_centred, shared.r, shared.offset), dual_norm,
+                              sum(u.gradient_norm2 for u in updates), l1, l2, coef_norm2)
         scale = min(1.0, l1 / dual_norm) if dual_norm > 0 else 1.0
         n = self.n_samples
         n_active = sum(u.n_active for u in updates)
         report = {"objective": primal / n, "gap": gap / n,
                   "screened": sum(self.widths) - n_active, "evaluated": n_active}
         return gap, scale, report
+
+    def _least_squares_gap(self, shared, updates, primal):
+        """Least squares (``alpha=0``) has no dual: its gap is the objective's distance to the
+        minimum, exact (from the least-squares solution on the pushes' columns) when they sent
+        every feature, else the objective itself (a bound: the minimum is at least 0)."""
+        if sum(len(u.positions) for u in updates) < sum(u.n_active for u in updates):
+            return primal
+        columns = join_columns([u.columns for u in updates])
+        coef = np.concatenate([u.coef for u in updates])
+        return least_squares(columns, coef, shared.r, shared.offset, self.positive)[1]
 
     def _working_set(self, shared, updates):
         """Per block, the positions (in its candidates) of the features in the working set: every

@@ -81,7 +81,6 @@ class BlockUpdate:
     offset: float
     l1_after: float
     dual_norm: float = 0.0
-    gradient_norm2: float = 0.0
     evaluated: int = 0
     l1: float = 0.0
     coef_dot_y: float = 0.0
@@ -120,6 +119,8 @@ class LassoProgram(Program):
 
     ``widths``: features per block. ``gap_tolerance``: stop when the duality gap (divided by n,
     as sklearn's ``dual_gap_``) is at most this. ``sparse``: the blocks are CSC matrices.
+    ``alpha`` must be positive: at 0 the duality gap is the objective itself, which no round
+    brings to the tolerance.
     """
 
     name = "lasso"
@@ -198,7 +199,7 @@ class LassoProgram(Program):
         mine = Pending(instruction.round, coef - start_coef, start_r - r, start_offset - offset)
         update = BlockUpdate(
             r=mine.r, offset=mine.offset, l1_after=float(np.abs(coef).sum()),
-            dual_norm=float(dual_norm), gradient_norm2=float(np.dot(gradient, gradient)),
+            dual_norm=float(dual_norm),
             l1=float(np.abs(coef_at_shared).sum()), coef_dot_y=float(np.dot(coef_at_shared, data.X_dot_y)),
             evaluated=evaluated, updates=updates, rejected=rejected, fallbacks=fallbacks,
             moved=bool(np.any(mine.coef)), has_gap_terms=True,
@@ -278,13 +279,10 @@ class LassoProgram(Program):
         R_norm2 = updates[0].r_norm2
         l1 = sum(u.l1 for u in updates)
         primal = 0.5 * R_norm2 + self.alpha_n * l1
-        if self.alpha_n == 0.0:
-            gap = sum(u.gradient_norm2 for u in updates)
-        else:
-            Ry = self.y_norm2 - sum(u.coef_dot_y for u in updates)
-            dual_norm = max(u.dual_norm for u in updates)
-            scale = min(1.0, self.alpha_n / dual_norm) if dual_norm > 0 else 1.0
-            gap = primal - (-0.5 * scale**2 * R_norm2 + scale * Ry)
+        Ry = self.y_norm2 - sum(u.coef_dot_y for u in updates)
+        dual_norm = max(u.dual_norm for u in updates)
+        scale = min(1.0, self.alpha_n / dual_norm) if dual_norm > 0 else 1.0
+        gap = primal - (-0.5 * scale**2 * R_norm2 + scale * Ry)
         return primal / n, gap / n
 
     def converged(self, report):

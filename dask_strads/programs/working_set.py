@@ -8,6 +8,8 @@ l2/2 ||w||^2`` and on columns in the kernels' format (a Fortran array, or a CSC 
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import nnls
 
 from ..kernels.columns import centred_norms, index_type
 from ..kernels.elastic_net import dot, epochs, gradient, half_norm2, move, take_csc
@@ -101,15 +103,37 @@ def primal(r, offset, coef, l1, l2):
 
 
 def duality_gap(primal_value, r_norm2, r_dot_y, dual_norm, gradient_norm2, l1, l2, coef_norm2):
-    """scikit-learn's elastic-net duality gap (``enet_coordinate_descent``): the residual scaled
-    into the dual's feasible set. Without an l1 penalty, where that dual point is no use, the
-    squared gradient norm (a stationarity measure, zero at the optimum)."""
+    """scikit-learn's elastic-net duality gap (``enet_coordinate_descent``), an upper bound of
+    the objective's distance to its minimum. With an l1 penalty, the residual scaled into the
+    dual's feasible set; without, the ridge dual at the residual, ``||X~^T r - l2 w||^2 /
+    (2 l2)`` (``gradient_norm2`` over ``2 l2``). Least squares (neither penalty) has no dual:
+    see :func:`least_squares`."""
     if l1 == 0.0:
-        return gradient_norm2
+        return gradient_norm2 / (2.0 * l2)
     scale = min(1.0, l1 / dual_norm) if dual_norm > 0 else 1.0
     dual = (-0.5 * scale**2 * r_norm2 + scale * r_dot_y
             - 0.5 * l2 * scale**2 * coef_norm2)
     return primal_value - dual
+
+
+def least_squares(columns, coef, r, offset, positive):
+    """The coefficients of ``columns`` (now ``coef``) that minimise ``||r + offset||``, the
+    other features' fixed, exactly: numpy's lstsq on the centred columns, or scipy's nnls with
+    ``positive``. Returns ``(those coefficients, how much lower 1/2 ||r + offset||^2 is
+    there)``; the columns are copied into one dense array."""
+    A = _dense_centred(columns, len(r))
+    target = r + offset + A @ coef
+    best = nnls(A, target)[0] if positive else np.linalg.lstsq(A, target, rcond=None)[0]
+    left = target - A @ best
+    return best, max(half_norm2(r, offset) - 0.5 * dot(left, left), 0.0)
+
+
+def _dense_centred(columns, n_rows):
+    X = columns.X
+    if not isinstance(X, np.ndarray):
+        indptr, indices, data = X
+        X = sp.csc_matrix((data, indices, indptr), shape=(n_rows, len(indptr) - 1)).toarray()
+    return X - columns.col_means if columns.centred else X
 
 
 def residual_dot(y, r, offset):
@@ -122,7 +146,13 @@ def solve(columns, coef, r, offset, l1, l2, positive, y, tol, anderson=True):
     """Minimise the objective over the working set's coefficients ``coef`` (every non-zero
     coefficient of the model is among them), in place on ``coef`` and ``r``, until the working
     set's duality gap is at most ``tol`` (or down to rounding error). Returns
-    ``(offset, epochs run)``."""
+    ``(offset, epochs run)``. Without either penalty the problem is least squares, solved
+    exactly (:func:`least_squares`, one "epoch")."""
+    if l1 == 0.0 and l2 == 0.0:
+        best, _ = least_squares(columns, coef, r, offset, positive)
+        offset = move(columns.X, best - coef, r, offset, columns.col_means)
+        coef[:] = best
+        return offset, 1
     X, sums, means, norm2 = columns.X, columns.col_sums, columns.col_means, columns.col_norm2
     iterates = [coef.copy()]
     g = np.empty(columns.width)
