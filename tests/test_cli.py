@@ -205,11 +205,22 @@ def test_logistic_regression_from_labels(tmp_path, regression_file):
     (["fit", "lasso", "{folder}/missing.svm", "-o", "m.npz"], 1, "failed: FileNotFoundError"),
     (["info", "{data}"], 1, "failed: ModelFileError"),
     (["predict", "m.npz", "{data}", "-o", "out.txt"], 2, "output format of out.txt"),
+    (["fit", "lda", "{folder}/ratings.parquet", "-o", "m.npz"], 2,
+     "LatentDirichletAllocation needs a document x word count matrix: give a bag-of-words"),
+    (["fit", "lda", "{folder}/ratings.csv", "-o", "m.npz"], 2,
+     r"not a csv table \(read as \(user, item, rating\) rows, for mf and implicit\)"),
+    (["predict", "{folder}/lda.npz", "{folder}/ratings.csv", "-o", "out.csv"], 2,
+     "LatentDirichletAllocation needs a document x word count matrix"),
 ])
 def test_errors_give_one_line_and_an_exit_code(tmp_path, capsys, regression_file, argv, code,
                                                message):
     (tmp_path / "bad.svm").write_text("1 1:2\nx 1:3\n")
     (tmp_path / "data.bin").write_text("")
+    ratings = triplet_table().assign(user=lambda t: t.user.str[1:].astype(int),  # all whole
+                                     rating=lambda t: (2 * t.rating).astype(int))  # numbers
+    ratings.to_parquet(tmp_path / "ratings.parquet")
+    ratings.to_csv(tmp_path / "ratings.csv", index=False)
+    dask_strads.save(LatentDirichletAllocation(2), tmp_path / "lda.npz")
     argv = [a.format(data=regression_file, folder=tmp_path) for a in argv]
     assert main(argv + ["--quiet"]) == code
     err = capsys.readouterr().err  # argparse's own errors follow its usage lines

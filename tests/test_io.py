@@ -271,3 +271,21 @@ def test_devices_and_folders_are_refused_where_a_file_is_read(tmp_path):
     (tmp_path / "data.svm").mkdir()
     with pytest.raises(ValueError, match=r"data\.svm is a folder, not a regular file"):
         within(10, dio.read_svmlight, tmp_path / "data.svm")
+
+
+def test_a_csv_without_header_keeps_its_first_row(tmp_path, cluster):
+    table = triplet_table()
+    table.to_csv(tmp_path / "bare.csv", index=False, header=False)  # "u00012,117,3.5" first
+    table.to_csv(tmp_path / "named.csv", index=False)
+    table.iloc[:, 1:].to_csv(tmp_path / "numbers.csv", index=False, header=False)
+    for client in (None, cluster):
+        for name in ("bare.csv", "named.csv"):
+            frame = as_scipy(dio.read_triplets(tmp_path / name, client=client), client)
+            assert list(frame.columns) == list(table.columns)
+            assert frame.to_numpy().tolist() == table.to_numpy().tolist()
+        pairs = as_scipy(dio.read_table(tmp_path / "numbers.csv", ("item", "rating"),
+                                        client=client), client)
+        np.testing.assert_array_equal(pairs.to_numpy(), table.iloc[:, 1:].to_numpy())
+    with pytest.raises(ValueError, match=r"bare\.csv has no header \(its first line is data\): "
+                       r"give columns by position"):
+        dio.read_triplets(tmp_path / "bare.csv", columns=["userId", "movie", "stars"])

@@ -431,7 +431,8 @@ def crafted(tmp_path, model, change):
 def test_versions_that_no_dask_strads_writes_are_refused(tmp_path, version):
     model = Lasso(alpha=0.1).fit(np.eye(5), np.arange(5.0))
     path = crafted(tmp_path, model, replace_entry("version", node={"value": version}))
-    with pytest.raises(ModelFileError, match=f"declares model format version {re.escape(repr(version))}: "
+    declared = re.escape(repr(version))
+    with pytest.raises(ModelFileError, match=f"declares model format version {declared}: "
                        "versions are integers from 1"):
         dask_strads.load(path)
 

@@ -15,6 +15,8 @@ from .parameters import UsageError, estimator_class, parse_parameters
 TRANSFORMERS = {"LatentDirichletAllocation"}
 #: Estimators that recommend items to users.
 RECOMMENDERS = {"MatrixFactorization", "ImplicitMatrixFactorization"}
+#: Formats read as a table of (user, item, rating) rows, which only recommenders fit.
+TABLES = {"parquet", "csv"}
 
 
 def fit(args, client):
@@ -30,6 +32,7 @@ def fit(args, client):
     if supervised and format != "svmlight":
         raise UsageError(f"{cls.__name__} needs targets: give an svmlight file (each line's "
                          f"target first), not {format}")
+    _check_matrix_format(cls.__name__, format)
     data = _read(args.input, format, client)
     estimator.client = client
     logger.info("fitting %s on %s", cls.__name__, _shape(data.X))
@@ -60,6 +63,7 @@ def predict(args, client):
                                           _lookup(model.item_ids_, items, "item"))
         columns = {"user": users, "item": items, "prediction": predicted}
     else:
+        _check_matrix_format(name, _format(args.input, args.format))
         X = _read(args.input, args.format, client).X
         if name in TRANSFORMERS:
             rows = _in_memory(model.transform(X), client)
@@ -115,6 +119,18 @@ def info(args, client):
     if words is not None:
         for k, topic in enumerate(model.components_[:10]):
             print(f"  topic {k}: {' '.join(words[np.argsort(-topic)[:8]])}")
+
+
+def _check_matrix_format(name, format):
+    """Refuse a table (read as user, item, rating rows) for an estimator of matrices: LDA would
+    take its rows for documents of three words."""
+    if format in TABLES and name not in RECOMMENDERS:
+        needs = ("a document x word count matrix" if name in TRANSFORMERS
+                 else "a matrix of samples x features")
+        raise UsageError(f"{name} needs {needs}: give a bag-of-words file (docword.NAME.txt), "
+                         "MatrixMarket (.mtx), svmlight, .npz (scipy.sparse) or .npy file, not "
+                         f"a {format} table (read as (user, item, rating) rows, for mf and "
+                         "implicit)")
 
 
 def _format(path, given):

@@ -1,8 +1,10 @@
 """(user, item, rating) triplets from Parquet or CSV files, and the ratings matrix of a table
 of triplets (pandas or Dask DataFrame)."""
 import os
+import re
 
 import dask
+import fsspec
 import numpy as np
 
 from ..local_files import check_regular_file
@@ -12,6 +14,8 @@ from .text import CHUNK_BYTES, MalformedFileError
 
 #: The columns of a table of triplets, as the readers return it and MatrixFactorization takes it.
 COLUMNS = ("user", "item", "rating")
+#: A field of a CSV line that is a number: a line with one is data, not a header of names.
+_NUMBER = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
 
 
 def require_pandas():
@@ -48,20 +52,32 @@ def read_table(path, names, columns=None, format=None, client=None):
         raise ValueError(f"format must be 'parquet' or 'csv', got {format!r}")
     check_regular_file(path, folder=format == "parquet")
     sep = "\t" if path.endswith(".tsv") else ","
+    header = "infer" if format == "parquet" or _has_header(path, sep) else None
     if client is not None:
         import dask.dataframe as dd
 
         blocksize = None if path.endswith(".gz") else CHUNK_BYTES
         frame = (dd.read_parquet(path) if format == "parquet" else
-                 dd.read_csv(path, sep=sep, blocksize=blocksize))
+                 dd.read_csv(path, sep=sep, blocksize=blocksize, header=header))
     else:
         try:
             frame = (pandas.read_parquet(path) if format == "parquet" else
-                     pandas.read_csv(path, sep=sep))
+                     pandas.read_csv(path, sep=sep, header=header))
         except pandas.errors.ParserError as error:
             raise MalformedFileError(path, None, str(error)) from None
+    if header is None and columns is not None and not set(columns) <= set(frame.columns):
+        raise ValueError(f"{path} has no header (its first line is data): give columns by "
+                         f"position, e.g. columns={list(range(len(names)))}")
     frame = _named(frame, names, columns, path)
     return client.persist(frame) if client is not None else frame
+
+
+def _has_header(path, sep):
+    """Whether the first line of a CSV file names its columns: not when a field is a number
+    (a file of ratings without a header starts with one)."""
+    with fsspec.open(path, "rt", compression="infer", errors="replace") as file:
+        first = file.readline()
+    return not any(_NUMBER.fullmatch(field.strip('"')) for field in first.rstrip("\r\n").split(sep))
 
 
 def _named(frame, names, columns, path):
