@@ -17,9 +17,10 @@ from dask_strads import (ElasticNet, ImplicitMatrixFactorization, Lasso,
                          LatentDirichletAllocation, LogisticRegression, MatrixFactorization)
 from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
 from dask_strads import run_sequential
-from dask_strads.engine import Engine, stalls
+from dask_strads.engine import Engine, LocalExecutor, stalls
 from dask_strads.programs.mf import MFProgram
 
+from test_lda_program import setup as setup_lda
 from test_mf_program import setup
 from bounded import within
 from test_waits import BOUND, logged
@@ -149,3 +150,26 @@ def test_a_stopped_peer_is_named_then_left_behind(monkeypatch):
     reference, reports = run_sequential(program, raw, rounds)
     for ours, expected in zip(params, reference):
         np.testing.assert_array_equal(ours, expected)
+
+
+@pytest.mark.parametrize("P", [64, 256])
+@pytest.mark.parametrize("program_name", ["mf", "lda"])
+def test_rounds_stay_p_plus_2_tasks_up_to_256_workers(program_name, P):
+    """The graphs the engine emits for P virtual workers (Dask's synchronous scheduler, one
+    block of each side, or one shard, a worker): P pushes + pull + report a round at any P,
+    where messages were P^2 and vocabulary-block hand-offs P tasks more."""
+    if program_name == "mf":
+        program, raw = setup(RATINGS, P, P)
+        slots = list(range(P)) * 2  # user block b and item block b on worker b
+    else:
+        _, _, raw, program, _ = setup_lda(n_shards=P, n_blocks=P)
+        slots = None
+    engine = Engine(program, executor=LocalExecutor(dask.local.get_sync, P), max_rounds=3,
+                    checkpoint_interval=0)
+    sizes = []
+    submit = engine.executor.submit
+    engine.executor.submit = lambda graph: sizes.append(sum(map(len, graph.values()))) or submit(
+        graph)
+    engine.run(raw, slots)
+    _, *rounds, _ = sizes  # placement and collection graphs around the rounds
+    assert rounds == [P + 2] * 3
