@@ -34,7 +34,8 @@ _CONTAINERS = (tuple, list, set, frozenset)
 
 
 def sizeof_dataclass(obj):
-    """Bytes held by a dataclass instance: its fields, recursively, plus the instance."""
+    """Bytes held by a dataclass instance: its fields, recursively, plus the instance (not the
+    fields marked ``shared`` in their metadata: values Dask holds and sizes on their own)."""
     return _size(obj, set())
 
 
@@ -45,7 +46,8 @@ def _size(obj, seen):
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         own = sys.getsizeof(obj) + (sys.getsizeof(obj.__dict__) if hasattr(obj, "__dict__")
                                     else 0)
-        return own + sum(_size(getattr(obj, f.name), seen) for f in dataclasses.fields(obj))
+        return own + sum(_size(getattr(obj, f.name), seen) for f in dataclasses.fields(obj)
+                         if not f.metadata.get("shared"))
     if type(obj) in _CONTAINERS:
         return sys.getsizeof(obj) + sum(_size(item, seen) for item in obj)
     if type(obj) is dict:

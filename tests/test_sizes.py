@@ -22,7 +22,8 @@ from dask_strads.engine.tasks import BlockCell, Pulled, Pushed
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
 from dask_strads.programs import lasso, lda, logistic, mf
-from dask_strads.programs.base import carried_id, reads
+from dask_strads.engine.plane import Source
+from dask_strads.programs.base import Program, carried_id, reads
 
 #: Allowed beyond the arrays: a few percent, and this many bytes per Python object held (the
 #: instance, its ``__dict__``, tuples, dicts, scalars).
@@ -43,6 +44,8 @@ def walk(obj, seen=None):
         children = [*obj.keys(), *obj.values()]
     elif isinstance(obj, (tuple, list)):
         children = list(obj)
+    elif isinstance(obj, Program):  # a cell's program: a Dask value of its own, shared
+        return 0, 0
     elif type(obj).__module__.startswith("dask_strads"):
         children = list(vars(obj).values())
     else:
@@ -70,7 +73,8 @@ def check_size(obj, large=True):
 def run_cells(program, raw_blocks, rounds, staleness=0, keep=0):
     """The engine's task functions in a loop, as the engine chains them: ``(cells, pushed,
     pulled, carried)`` after ``rounds`` rounds, each cell keeping ``keep`` older states (the
-    engine keeps a few when the program builds new states), carried blocks handed on."""
+    engine keeps a few when the program builds new states), carried blocks and messages
+    fetched on the (in-process) message plane."""
     ids = list(range(len(raw_blocks)))
     cells = [tasks.prepare(program, raw, b) for b, raw in zip(ids, raw_blocks)]
     pushed = [tasks.initial_partial(cell) for cell in cells]
@@ -82,17 +86,16 @@ def run_cells(program, raw_blocks, rounds, staleness=0, keep=0):
         pushes = {}
         for b, instruction in program.schedule(t, reports).items():
             c = carried_id(instruction)
-            extra = () if c is None else (carried[c],)
-            extra += tuple(tasks.send(program, [cells[s]], [pushed[s]], b, t)
-                           for s in reads(instruction))
+            sources = [Source(s, "here", cells[s], pushed[s]) for s in reads(instruction)]
             pushes[b] = tasks.push(program, cells[b], pushed[b], source, instruction, t,
-                                   t - keep, *extra)
+                                   t - keep, None if c is None else carried[c], sources)
             if c is not None:
-                carried[c] = tasks.hand_off(cells[b], pushes[b], c)
+                carried[c] = Source(b, "here", cells[b], pushes[b])
         pushed = [pushes.get(b, pushed[b]) for b in ids]
         pulled[t] = tasks.pull(program, pulled[t - 1], list(pushes), *pushes.values())
         reports.append(pulled[t].report)
-    return cells, pushed, pulled[rounds - 1], carried
+    return (cells, pushed, pulled[rounds - 1],
+            [tasks.carried_as_is(held, c) for c, held in enumerate(carried)])
 
 
 # -- the programs' blocks, built as the estimators build them ----------------------------------

@@ -29,7 +29,9 @@ class BlockCell:
 
     block_id: int
     data: object
-    program: object = None  # the fit's, which answers other blocks' requests for messages
+    #: the fit's program, which answers other blocks' requests for messages: a value of its own
+    #: in Dask's store, shared by the worker's cells, so not part of a cell's size
+    program: object = field(default=None, metadata={"shared": True})
     versions: dict = field(default_factory=dict)
     outbox: dict = field(default_factory=dict)
 
