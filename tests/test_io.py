@@ -3,6 +3,7 @@ written here, in this process and on worker processes."""
 import gzip
 import shutil
 
+import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,6 +11,7 @@ import scipy.io
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
+import dask_strads
 from dask_strads import MatrixFactorization, RatingsMatrix
 from dask_strads import io as dio
 from bounded import fifo, within  # noqa: F401  (fifo: a fixture)
@@ -289,3 +291,114 @@ def test_a_csv_without_header_keeps_its_first_row(tmp_path, cluster):
     with pytest.raises(ValueError, match=r"bare\.csv has no header \(its first line is data\): "
                        r"give columns by position"):
         dio.read_triplets(tmp_path / "bare.csv", columns=["userId", "movie", "stars"])
+
+
+# -- every estimator takes what the readers return, on a cluster ---------------------------------
+def svmlight_problem(tmp_path, classes):
+    """A sparse problem written with scikit-learn's writer and read back by its reader:
+    ``(path, X, y)``."""
+    rng = np.random.default_rng(7)
+    X = sp.random(240, 30, density=0.3, format="csr", random_state=7)
+    X.data = np.round(X.data * 10, 3)
+    y = X @ rng.normal(size=30) + 0.1 * rng.normal(size=240)
+    y = np.where(y > np.median(y), 1.0, -1.0) if classes else np.round(y, 6)
+    path = tmp_path / "problem.svm"
+    dump_svmlight_file(X, y, str(path))
+    X, y = load_svmlight_file(path, n_features=30)
+    return path, X, y
+
+
+def cv(make):
+    return lambda: make(cv=3, alphas=8, tol=1e-10, n_blocks=2, random_state=0)
+
+
+SVMLIGHT_ESTIMATORS = {
+    "Lasso": (lambda: dask_strads.Lasso(alpha=0.01, tol=1e-12, n_blocks=2), False),
+    "ElasticNet": (lambda: dask_strads.ElasticNet(alpha=0.01, tol=1e-12, n_blocks=2), False),
+    "LassoCV": (cv(dask_strads.LassoCV), False),
+    "ElasticNetCV": (cv(dask_strads.ElasticNetCV), False),
+    "LogisticRegression": (lambda: logistic(C=0.5), True),
+}
+
+
+def logistic(**params):
+    return dask_strads.LogisticRegression(tol=1e-7, max_iter=1000, n_blocks=2, **params)
+
+
+@pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("name", list(SVMLIGHT_ESTIMATORS))
+def test_estimators_take_the_svmlight_readers_arrays_on_a_cluster(tmp_path, cluster, name):
+    """The reader's Dask arrays, held by the cluster's workers (a client that is not the
+    default one), fit the model that scikit-learn's reading of the file fits."""
+    make, classes = SVMLIGHT_ESTIMATORS[name]
+    path, X, y = svmlight_problem(tmp_path, classes)
+    X_dask, y_dask = dio.read_svmlight(path, client=cluster)
+    assert isinstance(X_dask, da.Array) and isinstance(y_dask, da.Array)
+    fitted, reference = make(), make()
+    fitted.client = reference.client = cluster
+    fitted.fit(X_dask, y_dask)
+    reference.fit(X, y)
+    np.testing.assert_allclose(fitted.coef_, reference.coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(fitted.intercept_, reference.intercept_, rtol=1e-6, atol=1e-8)
+    if hasattr(reference, "alpha_"):
+        assert fitted.alpha_ == reference.alpha_
+
+
+def test_paths_take_the_svmlight_readers_arrays_on_a_cluster(tmp_path, cluster):
+    path, X, y = svmlight_problem(tmp_path, classes=False)
+    X_dask, y_dask = dio.read_svmlight(path, client=cluster)
+    for path_of in (dask_strads.lasso_path, dask_strads.enet_path):
+        alphas, coefs, _ = path_of(X_dask, y_dask, alphas=5, tol=1e-10, client=cluster)
+        ref_alphas, ref_coefs, _ = path_of(X, y, alphas=5, tol=1e-10, client=cluster)
+        np.testing.assert_allclose(alphas, ref_alphas, rtol=1e-12)
+        np.testing.assert_allclose(coefs, ref_coefs, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+def test_logistic_regression_takes_the_readers_arrays_on_dask_worker_processes(tmp_path,
+                                                                                cli_cluster):
+    """On a cluster of ``dask scheduler`` / ``dask worker`` processes, as the CLI's
+    ``--scheduler-address`` gives."""
+    path, X, y = svmlight_problem(tmp_path, classes=True)
+    X_dask, y_dask = dio.read_svmlight(path, client=cli_cluster)
+    fitted, reference = logistic(), logistic()
+    fitted.client = cli_cluster
+    fitted.fit(X_dask, y_dask)
+    np.testing.assert_allclose(fitted.coef_, reference.fit(X, y).coef_, rtol=1e-6, atol=1e-8)
+
+
+def test_factorisations_take_the_triplet_and_matrix_readers_output_on_a_cluster(tmp_path,
+                                                                                 cluster):
+    table = triplet_table()
+    table.to_parquet(tmp_path / "r.parquet")
+    frame = dio.read_triplets(tmp_path / "r.parquet", client=cluster)
+    assert hasattr(frame, "to_delayed")  # a Dask DataFrame on the workers
+    for make in (lambda: MatrixFactorization(3, max_iter=4, random_state=0),
+                 lambda: dask_strads.ImplicitMatrixFactorization(3, max_iter=4,
+                                                                 random_state=0)):
+        fitted, reference = make(), make()
+        fitted.client = reference.client = cluster
+        fitted.fit(frame)
+        reference.fit(table)
+        np.testing.assert_allclose(fitted.user_factors_, reference.user_factors_, atol=1e-10)
+        np.testing.assert_array_equal(fitted.item_ids_, reference.item_ids_)
+    ratings = RatingsMatrix.from_triplets(table.user, table.item, table.rating).matrix
+    scipy.io.mmwrite(tmp_path / "r.mtx", ratings)
+    fitted = MatrixFactorization(3, max_iter=4, random_state=0)
+    fitted.client = cluster
+    fitted.fit(dio.read_matrix_market(tmp_path / "r.mtx", client=cluster))
+    reference = MatrixFactorization(3, max_iter=4, random_state=0).fit(
+        scipy.io.mmread(tmp_path / "r.mtx"))
+    np.testing.assert_allclose(fitted.user_factors_, reference.user_factors_, atol=1e-10)
+
+
+def test_lda_takes_the_bag_of_words_readers_output_on_a_cluster(tmp_path, cluster):
+    counts = sp.random(200, 40, density=0.15, format="coo", random_state=8)
+    counts.data = np.ceil(counts.data * 6)
+    path, _ = write_bag_of_words(tmp_path, "lda", counts)
+    X, _ = dio.read_bag_of_words(path, client=cluster)
+    fitted = dask_strads.LatentDirichletAllocation(4, max_iter=5, random_state=0)
+    reference = dask_strads.LatentDirichletAllocation(4, max_iter=5, random_state=0)
+    fitted.client = reference.client = cluster
+    np.testing.assert_array_equal(fitted.fit(X).components_,
+                                  reference.fit(counts.tocsr()).components_)

@@ -20,7 +20,7 @@ from ..programs.elastic_net_path import ElasticNetPathProgram
 from ..programs.lasso import make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
 from .elastic_net import ElasticNet, gap_target, rounds_to_stop, solution, zeros
-from .inputs import blocks_along, check_in_memory_design
+from .inputs import blocks_along, check_in_memory_design, gathered
 from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
 
 #: The shared parameters a CV estimator takes (a checkpoint directory or a callback would mix
@@ -116,10 +116,12 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         return tags
 
     def fit(self, X, y):
-        """Cross-validate the paths on X (numpy or scipy.sparse) and y, then refit."""
+        """Cross-validate the paths on X (numpy, scipy.sparse, or a dask array, gathered into
+        this process from the cluster it is on: the folds' errors are computed here) and y,
+        then refit."""
         self._check_params()
         given = X
-        X, y = check_in_memory_design(X, y, self)
+        X, y = check_in_memory_design(*gathered((X, y), self._fit_executor), self)
         l1_ratios = self._l1_ratios()
         grids = [path_alphas(X, y, self.alphas, ratio, self.eps, self.fit_intercept,
                              self.positive) for ratio in l1_ratios]

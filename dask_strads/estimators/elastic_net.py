@@ -17,7 +17,8 @@ from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .inputs import (blocks_along, check_dask_design, check_dask_matrix, check_finite_block,
-                     check_in_memory_design, column_means, is_dask_array, to_scipy_if_pydata)
+                     check_in_memory_design, column_means, is_dask_array, is_sparse,
+                     to_scipy_if_pydata)
 
 #: The default schedule; the others are the STRADS sampling schedules (Lasso only).
 WORKING_SET = "working_set"
@@ -196,7 +197,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                                   None if means is None else means[lo:hi], centre_dense)
 
         gap_tolerance = gap_target(self.tol, y_centred)
-        program = self._program(np.diff(edges), y_centred, gap_tolerance, _is_sparse(X))
+        program = self._program(np.diff(edges), y_centred, gap_tolerance, is_sparse(X))
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
                                   self.max_iter, (X, y, coef_init), staleness=self.staleness)
         history = result.history
@@ -246,12 +247,6 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
-
-
-def _is_sparse(X):
-    """Whether X (or, for a dask array, its chunks) is sparse: its blocks reach the kernels as
-    CSC matrices."""
-    return not isinstance(X._meta if is_dask_array(X) else X, np.ndarray)
 
 
 def gap_target(tol, y_centred):

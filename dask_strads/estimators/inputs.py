@@ -23,6 +23,12 @@ def is_dask_array(X):
     return isinstance(X, da.Array)
 
 
+def is_sparse(X):
+    """Whether X (or, for a dask array, its chunks) is sparse: its blocks reach the kernels as
+    CSC matrices."""
+    return not isinstance(X._meta if is_dask_array(X) else X, np.ndarray)
+
+
 def to_scipy_if_pydata(X):
     if pydata_sparse is not None and isinstance(X, pydata_sparse.SparseArray):
         return X.to_scipy_sparse().tocsc()
@@ -48,10 +54,11 @@ def _as_pydata(block):
     return pydata_sparse.COO.from_scipy_sparse(block) if sp.issparse(block) else block
 
 
-def check_dask_design(X, y, choose_executor, client=None):
+def check_dask_design(X, y, choose_executor, client=None, numeric_y=True):
     """Shapes and dtypes of dask inputs, then (on the executor ``choose_executor(size)`` gives)
-    their finiteness and column means in one pass over the data. Returns
-    ``(X, means, y, executor)``."""
+    their finiteness, magnitude and column means in one pass over the data. Returns
+    ``(X, means, y, executor)``, y in memory: floats with ``numeric_y``, else labels as
+    given."""
     X = as_dask_input(X, client)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D with shape {X.shape}")
@@ -69,10 +76,30 @@ def check_dask_design(X, y, choose_executor, client=None):
     # chunk by chunk: da.isfinite(X).all() fails on pydata sparse chunks (the reduction
     # concatenates COO arrays of different fill values)
     largest = X.map_blocks(_largest_magnitude_block, chunks=(1, 1), dtype=float)
-    means, largest, y_np = executor.compute(X.mean(axis=0), largest.max(), y.astype(float))
+    means, largest, y_np = executor.compute(X.mean(axis=0), largest.max(), y)
     check_magnitude(largest, "X")
-    check_magnitude(largest_magnitude(y_np), "y")
+    y_np = np.asarray(y_np)
+    if numeric_y:
+        y_np = y_np.astype(np.float64)
+        check_magnitude(largest_magnitude(y_np), "y")
     return X, np.asarray(means.todense() if hasattr(means, "todense") else means), y_np, executor
+
+
+def gathered(values, choose_executor):
+    """``values`` with each Dask array among them computed into this process on the executor
+    ``choose_executor(size)`` gives (the estimator's client, or the active one, where a
+    reader's arrays live), chunks of scipy.sparse matrices joined into one sparse matrix: for
+    the fits that need their data here."""
+    lazy = [i for i, value in enumerate(values) if is_dask_array(value)]
+    if not lazy:
+        return values
+    executor = choose_executor(max(values[i].size for i in lazy))
+    client = getattr(executor, "client", None)
+    computed = executor.compute(*(as_dask_input(values[i], client) for i in lazy))
+    values = list(values)
+    for i, value in zip(lazy, computed):
+        values[i] = to_scipy_if_pydata(value)
+    return values
 
 
 def check_dask_matrix(X, estimator, n_features=None):

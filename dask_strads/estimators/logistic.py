@@ -15,7 +15,8 @@ from ..programs.logistic import LogisticProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .elastic_net import rounds_to_stop
-from .inputs import blocks_along, check_magnitude, largest_magnitude, to_scipy_if_pydata
+from .inputs import (blocks_along, check_dask_design, check_magnitude, is_dask_array, is_sparse,
+                     largest_magnitude, to_scipy_if_pydata)
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("max_iter", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
@@ -104,13 +105,20 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         self.callback = callback
 
     def fit(self, X, y):
-        """Fit on X (numpy, scipy.sparse or pydata sparse) and class labels y."""
+        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and class labels y."""
         self._check_params()
         l1 = self._l1_share()
         given = X
-        X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"],
-                         dtype=np.float64, estimator=self)
-        check_magnitude(largest_magnitude(X), "X")
+        if is_dask_array(X):
+            X, _, y, executor = check_dask_design(X, y, self._fit_executor, self._client,
+                                                  numeric_y=False)
+            stored = None
+        else:
+            X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"],
+                             dtype=np.float64, estimator=self)
+            check_magnitude(largest_magnitude(X), "X")
+            stored = X.nnz if sp.issparse(X) else X.size
+            executor = self._fit_executor(stored)
         check_classification_targets(y)
         classes = np.unique(y)
         if len(classes) < 2:
@@ -121,12 +129,10 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         n_features = X.shape[1]
         coef_init, intercept_init = self._initial_coef(n_features, classes)
 
-        stored = X.nnz if sp.issparse(X) else X.size
-        executor = self._fit_executor(stored)
         edges = block_edges(n_features, self.n_blocks or default_block_count(
             stored, len(executor.workers)))
         program = LogisticProgram(len(edges) - 1, Y, self.C, l1, 1.0 - l1, self.fit_intercept,
-                                  self.tol, intercept_init, sparse=sp.issparse(X))
+                                  self.tol, intercept_init, sparse=is_sparse(X))
 
         def make_block(columns, lo, hi):
             return make_raw_block(columns, coef_init[:, lo:hi])

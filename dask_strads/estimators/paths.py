@@ -2,6 +2,7 @@
 one engine run: the data placed on the workers once for the whole path, every alpha started
 from the solution of the one before."""
 import warnings
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -9,10 +10,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.extmath import safe_sparse_dot
 
+from ..engine.runtime import executor_for
 from ..programs.elastic_net_path import ElasticNetPathProgram
 from .base import NumberInterval
 from .elastic_net import ElasticNet
-from .inputs import check_in_memory_design, column_means
+from .inputs import check_in_memory_design, column_means, gathered
 
 #: The parameters of a path, checked alike by the path functions and the CV estimators.
 PATH_CONSTRAINTS = {
@@ -140,6 +142,7 @@ def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, coef_init=None,
     Parameters
     ----------
     X : array or sparse matrix of shape (n_samples, n_features)
+        A dask array is gathered into this process, computed on ``client``'s cluster.
     y : array of shape (n_samples,)
     l1_ratio, eps, coef_init, return_n_iter, positive
         As in scikit-learn.
@@ -166,7 +169,7 @@ def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, coef_init=None,
     n_iters : array of shape (n_alphas,)
         Rounds each alpha took (with ``return_n_iter=True``).
     """
-    X, y = check_in_memory_design(X, y, None)
+    X, y = check_in_memory_design(*gathered((X, y), partial(executor_for, client)), None)
     if coef_init is not None and np.shape(coef_init) != (X.shape[1],):
         raise ValueError(f"coef_init must have shape ({X.shape[1]},), got "
                          f"{np.shape(coef_init)}")
