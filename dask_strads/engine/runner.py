@@ -22,7 +22,7 @@ from .errors import ClusterError, WorkerLost
 from .progress import watchers
 from .recovery import KEPT, add_checkpoint, checkpoint_items, usable
 from .runtime import executor_for
-from .stalls import ROUNDS_OF_PATIENCE
+from .stalls import patience
 
 
 #: Rounds between in-memory checkpoints on a cluster (by default).
@@ -365,7 +365,7 @@ class Engine:
         source = run.pulled[max(-1, t - 1 - self.staleness)]
         graph, pushes = {}, {}
         hand_offs = {}  # carried block -> the Source of the push that now holds it
-        timeout = max(FETCH_SECONDS, ROUNDS_OF_PATIENCE * run.history.typical_round_seconds())
+        timeout = patience(FETCH_SECONDS, run.history.typical_round_seconds())
         for b, instruction in instructions.items():
             worker, c = run.owners[b], carried_id(instruction)
             sources = [Source(s, run.owners[s], self._cell_named(run, s), run.pushed[s],

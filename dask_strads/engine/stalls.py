@@ -24,6 +24,12 @@ SILENT_SECONDS = 20.0
 ROUNDS_OF_PATIENCE = 20
 
 
+def patience(floor, round_seconds):
+    """How long to wait for what a fit's round needs: ``floor`` seconds, or
+    :data:`ROUNDS_OF_PATIENCE` typical rounds if that is longer."""
+    return max(floor, ROUNDS_OF_PATIENCE * round_seconds)
+
+
 class Stalls:
     """Watches the workers of a fit across the polls of one wait; ``round_seconds`` is the
     fit's typical round so far (0 before its first)."""
@@ -36,7 +42,7 @@ class Stalls:
         self._warned = set()
 
     def bound(self, floor):
-        return max(floor, ROUNDS_OF_PATIENCE * self.round_seconds)
+        return patience(floor, self.round_seconds)
 
     def see(self, owners, workers, now):
         """Look at the scheduler's ``workers`` info (``{address: identity}``) for the workers in
