@@ -18,6 +18,8 @@ from dask_strads import (ElasticNet, ImplicitMatrixFactorization, Lasso,
 from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
 from dask_strads import run_sequential
 from dask_strads.engine import Engine, LocalExecutor, stalls
+from dask_strads.programs import Route
+from dask_strads.programs.base import routes
 from dask_strads.programs.mf import MFProgram
 
 from test_lda_program import setup as setup_lda
@@ -173,3 +175,28 @@ def test_rounds_stay_p_plus_2_tasks_up_to_256_workers(program_name, P):
     engine.run(raw, slots)
     _, *rounds, _ = sizes  # placement and collection graphs around the rounds
     assert rounds == [P + 2] * 3
+
+
+@pytest.mark.parametrize("program_name", ["mf", "lda"])
+def test_a_static_schedule_declares_its_messages_before_the_rounds_run(program_name):
+    """The routes of every round, planned from the schedule before the fit starts, are the
+    messages the plane carried in it (plus, for LDA, the carried blocks a push took from
+    another's cell: all but a block's first push, which gets its initial value as a task's)."""
+    if program_name == "mf":
+        program, raw = setup(RATINGS, 3, 2)
+    else:
+        _, _, raw, program, _ = setup_lda(n_shards=3, n_blocks=4)
+    rounds = 6
+    assert program.static_schedule
+    plan = [program.schedule(t, []) for t in range(rounds)]
+    with dask.config.set(scheduler="synchronous"):
+        result = Engine(program, max_rounds=rounds, checkpoint_interval=0).run(raw)
+    taken, expected = set(), []
+    for instructions in plan:
+        carried = {i.carried for i in instructions.values()} - {None}
+        expected.append(len(routes(instructions)) + len(carried & taken))
+        taken |= carried
+    assert expected == result.history.column("plane_messages") and sum(expected) > 0
+    if program_name == "mf":  # each push reads every block of the other side
+        assert all(Route(s, b) in routes(plan[0]) for b in plan[0]
+                   for s in program.block_ids("users"))

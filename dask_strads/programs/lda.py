@@ -24,7 +24,7 @@ import numpy as np
 from ..kernels.lda import (add_counts, fill_nonzero, pack_rows, random_topics, row_state,
                            sample_block, topic_dtype, topic_totals, unpack_rows)
 from ..partition import block_edges
-from .base import Program, round_seed
+from .base import Instruction, Program, Report, round_seed
 
 
 @dataclass(frozen=True)
@@ -65,14 +65,25 @@ def _unpacked_block(indptr, ids, values, n_topics):
 
 
 @dataclass(frozen=True)
-class SubRound:
+class SubRound(Instruction):
+    """A shard's sub-round: sample its tokens of vocabulary block ``carried`` from ``seed``."""
+
     round: int
-    carried: int
     seed: int
 
 
+@dataclass(frozen=True, kw_only=True)
+class SamplingReport(Report):
+    """A sub-round's tokens sampled, their log-likelihood (``objective``: its negative per
+    token, for live views) and the slowest push's sampling seconds."""
+
+    tokens: int | None = None
+    log_likelihood: float | None = None
+    sampling_seconds: float | None = None
+
+
 @dataclass(frozen=True)
-class SampleReport:
+class Sampled:
     """A push's partial: its change to the topic totals and what it sampled."""
 
     n_k_change: np.ndarray
@@ -113,6 +124,7 @@ class LDAProgram(Program):
     kernels = ("lda",)
 
     report_lag = 0
+    static_schedule = True
     updates_in_place = True  # a shard's state and a block's rows are large and have one reader
 
     def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0):
@@ -133,7 +145,7 @@ class LDAProgram(Program):
         n_dk, doc_topics, doc_nnz = row_state(data.doc, z, data.n_docs, self.n_topics)
         counted = np.zeros(self.n_carried, dtype=bool)
         state = ShardState(z, n_dk, doc_topics, doc_nnz, counted)
-        return state, SampleReport(topic_totals(z, self.n_topics))
+        return state, Sampled(topic_totals(z, self.n_topics))
 
     def init_carried(self, carried_id):
         rows = self.block_sizes[carried_id]
@@ -145,16 +157,16 @@ class LDAProgram(Program):
         # shard p starts at block p U / P: a block waits between two shards for about U / P
         # sub-rounds, parked on the shard that sampled it last, so every worker holds about
         # U / P blocks (starting at block p, the last shard would collect all the idle ones)
-        return {p: SubRound(round_index,
-                            (p * self.n_carried // self.n_shards + round_index) % self.n_carried,
-                            round_seed(self.seed, round_index, p))
+        return {p: SubRound(round_index, round_seed(self.seed, round_index, p),
+                            carried=(p * self.n_carried // self.n_shards + round_index)
+                            % self.n_carried)
                 for p in range(self.n_shards)}
 
-    def push(self, block_id, data, state, instruction, shared, carried):
+    def push(self, block_id, data, state, instruction, shared, inbox):
         u = instruction.carried
         tokens = slice(data.starts[u], data.starts[u + 1])
         doc, word = data.doc[tokens], data.word[tokens]
-        block = carried
+        block = inbox.carried
         if not state.counted[u]:
             add_counts(block.n_wk, word, state.z[tokens])
             fill_nonzero(block.n_wk, block.word_topics, block.word_nnz)
@@ -166,8 +178,7 @@ class LDAProgram(Program):
             block.word_topics, block.word_nnz, n_k, self.alpha, self.beta, self.n_vocab,
             instruction.seed)
         seconds = perf_counter() - start
-        report = SampleReport(n_k - shared, len(doc), log_likelihood, seconds)
-        return state, report, block
+        return state, Sampled(n_k - shared, len(doc), log_likelihood, seconds), block
 
     def pull(self, partials, shared):
         reports = list(partials.values())
@@ -175,9 +186,10 @@ class LDAProgram(Program):
         tokens = sum(r.tokens for r in reports)
         log_likelihood = sum(r.log_likelihood for r in reports)
         # objective: the sub-round's negative per-token log-likelihood, for live views
-        return n_k, {"tokens": tokens, "log_likelihood": log_likelihood,
-                     "objective": -log_likelihood / tokens if tokens else None,
-                     "sampling_seconds": max((r.sampling_seconds for r in reports), default=0.0)}
+        return n_k, SamplingReport(
+            tokens=tokens, log_likelihood=log_likelihood,
+            objective=-log_likelihood / tokens if tokens else None,
+            sampling_seconds=max((r.sampling_seconds for r in reports), default=0.0))
 
     def collect(self, data, state, shared):
         """The shard's document-topic counts (a copy: the state changes in place)."""
