@@ -15,16 +15,31 @@ Initialisation: topics are drawn uniformly; the topic totals count every token f
 A block's word-topic rows start empty and each shard adds its own tokens' counts the first time
 it holds the block, so during the first iteration a block's rows count only the shards that
 have held it (a sequential initialisation); from the second iteration on all counts are exact.
+
+Priors: ``shared`` carries the document-topic prior alpha (K,) and the topic-word prior beta with
+the totals. With ``optimize_interval`` the last sub-round of every ``optimize_interval``-th
+iteration (after ``burn_in``) updates them in its pull by Minka's fixed point
+(:mod:`.lda_priors`) from histograms its pushes send: alpha from every shard's document-topic
+counts, beta from the word-topic rows of the blocks held in that sub-round (all of them when
+U = P, else P of the U blocks: a sample of the vocabulary).
+
+Held-out documents (validation data): a shard may hold some, each split in two halves. Every
+push also resamples the first halves' tokens of its block against the block's rows (without
+changing them) and scores the second halves' tokens (document completion); the pull sums the
+scores into the report, which makes a held-out perplexity per iteration.
 """
 from dataclasses import dataclass
 from time import perf_counter
 
 import numpy as np
 
-from ..kernels.lda import (add_counts, fill_nonzero, pack_rows, random_topics, row_state,
-                           sample_block, topic_dtype, topic_totals, unpack_rows)
+from ..kernels.lda import (add_counts, count_rows, fill_nonzero, pack_rows, random_topics,
+                           row_state, sample_block, topic_dtype, topic_priors, topic_totals,
+                           unpack_rows)
+from ..kernels.lda_inference import sample_held_out, score_held_out
 from ..partition import block_edges
 from .base import Program, round_seed
+from .lda_priors import prior_counts, updated_priors
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,17 @@ class Shard:
     word: np.ndarray  # index local to the token's vocabulary block
     starts: np.ndarray
     n_docs: int
+    held_out: "HeldOut | None" = None
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A shard's held-out documents: the halves sampled and the halves scored, and the sampled
+    halves' lengths."""
+
+    sampled: Shard
+    scored: Shard
+    lengths: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -45,6 +71,17 @@ class ShardState:
     doc_topics: np.ndarray
     doc_nnz: np.ndarray
     counted: np.ndarray  # per block: has this shard added its tokens to the block's rows
+    held_out_z: np.ndarray | None = None
+    held_out_n_dk: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class TopicTotals:
+    """The shared value: topic totals n_k (int64) and the priors every push samples with."""
+
+    n_k: np.ndarray
+    alpha: np.ndarray
+    beta: float
 
 
 @dataclass(frozen=True)
@@ -69,6 +106,7 @@ class SubRound:
     round: int
     carried: int
     seed: int
+    update_priors: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,6 +117,9 @@ class SampleReport:
     tokens: int = 0
     log_likelihood: float = 0.0
     sampling_seconds: float = 0.0
+    held_out_tokens: int = 0
+    held_out_log_likelihood: float = 0.0
+    prior_counts: object = None  # a PriorCounts in a sub-round that updates the priors
 
 
 def vocabulary_blocks(word_counts, n_blocks):
@@ -92,9 +133,13 @@ def vocabulary_blocks(word_counts, n_blocks):
     return block_of_word, words - edges[block_of_word], np.diff(edges)
 
 
-def make_shard(X_rows, block_of_word, local_index, n_blocks):
-    """Tokens of a CSR matrix of documents (rows) as a :class:`Shard`."""
+def make_shard(X_rows, block_of_word, local_index, n_blocks, held_out=None):
+    """Tokens of a CSR matrix of documents (rows) as a :class:`Shard`; ``held_out``: the two
+    halves (sampled, scored) of held-out documents, as two CSR matrices of equal shape."""
     X_rows = X_rows.tocsr()
+    if held_out is not None:
+        sampled, scored = (make_shard(h, block_of_word, local_index, n_blocks) for h in held_out)
+        held_out = HeldOut(sampled, scored, np.asarray(held_out[0].sum(axis=1)).ravel())
     counts = X_rows.data.astype(np.int64)
     doc = np.repeat(np.repeat(np.arange(X_rows.shape[0]), np.diff(X_rows.indptr)), counts)
     words = np.repeat(X_rows.indices, counts)
@@ -102,12 +147,13 @@ def make_shard(X_rows, block_of_word, local_index, n_blocks):
     order = np.lexsort((doc, block))
     starts = np.searchsorted(block[order], np.arange(n_blocks + 1))
     return Shard(doc[order].astype(np.int64), local_index[words][order].astype(np.int64),
-                 starts, X_rows.shape[0])
+                 starts, X_rows.shape[0], held_out)
 
 
 class LDAProgram(Program):
-    """Collapsed Gibbs LDA with K topics, priors alpha and beta, vocabulary of ``n_vocab`` words
-    cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards."""
+    """Collapsed Gibbs LDA with K topics, priors alpha (one value or K) and beta, vocabulary of
+    ``n_vocab`` words cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards;
+    the priors learned every ``optimize_interval`` iterations after ``burn_in`` (0: fixed)."""
 
     name = "lda"
     kernels = ("lda",)
@@ -115,24 +161,34 @@ class LDAProgram(Program):
     report_lag = 0
     updates_in_place = True  # a shard's state and a block's rows are large and have one reader
 
-    def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0):
+    def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0,
+                 optimize_interval=0, burn_in=0):
         self.n_topics = n_topics
-        self.alpha = alpha
+        self.alpha = topic_priors(alpha, n_topics)
         self.beta = beta
         self.n_vocab = n_vocab
         self.block_sizes = list(block_sizes)
         self.n_carried = len(self.block_sizes)
         self.n_shards = n_shards
         self.seed = seed
+        self.optimize_interval = optimize_interval
+        self.burn_in = burn_in
 
     def initial_shared(self):
-        return np.zeros(self.n_topics, dtype=np.int64)
+        return TopicTotals(np.zeros(self.n_topics, dtype=np.int64), self.alpha, float(self.beta))
 
     def init_block(self, data, block_id):
         z = random_topics(len(data.doc), self.n_topics, self.seed * 7919 + block_id)
         n_dk, doc_topics, doc_nnz = row_state(data.doc, z, data.n_docs, self.n_topics)
         counted = np.zeros(self.n_carried, dtype=bool)
-        state = ShardState(z, n_dk, doc_topics, doc_nnz, counted)
+        held_out = {}
+        if data.held_out is not None:
+            sampled = data.held_out.sampled
+            z_held_out = random_topics(len(sampled.doc), self.n_topics,
+                                       self.seed * 7919 + self.n_shards + block_id)
+            held_out = dict(held_out_z=z_held_out, held_out_n_dk=count_rows(
+                sampled.doc, z_held_out, sampled.n_docs, self.n_topics))
+        state = ShardState(z, n_dk, doc_topics, doc_nnz, counted, **held_out)
         return state, SampleReport(topic_totals(z, self.n_topics))
 
     def init_carried(self, carried_id):
@@ -147,8 +203,17 @@ class LDAProgram(Program):
         # U / P blocks (starting at block p, the last shard would collect all the idle ones)
         return {p: SubRound(round_index,
                             (p * self.n_carried // self.n_shards + round_index) % self.n_carried,
-                            round_seed(self.seed, round_index, p))
+                            round_seed(self.seed, round_index, p),
+                            self.updates_priors(round_index))
                 for p in range(self.n_shards)}
+
+    def updates_priors(self, round_index):
+        """Whether the pull of this sub-round updates the priors: the last sub-round of every
+        ``optimize_interval``-th iteration after the first ``burn_in``."""
+        if not self.optimize_interval or (round_index + 1) % self.n_carried:
+            return False
+        iterations = (round_index + 1) // self.n_carried - self.burn_in
+        return iterations > 0 and iterations % self.optimize_interval == 0
 
     def push(self, block_id, data, state, instruction, shared, carried):
         u = instruction.carried
@@ -159,25 +224,51 @@ class LDAProgram(Program):
             add_counts(block.n_wk, word, state.z[tokens])
             fill_nonzero(block.n_wk, block.word_topics, block.word_nnz)
             state.counted[u] = True
-        n_k = shared.copy()
+        n_k = shared.n_k.copy()
         start = perf_counter()
         *_, log_likelihood = sample_block(
             doc, word, state.z[tokens], state.n_dk, state.doc_topics, state.doc_nnz, block.n_wk,
-            block.word_topics, block.word_nnz, n_k, self.alpha, self.beta, self.n_vocab,
+            block.word_topics, block.word_nnz, n_k, shared.alpha, shared.beta, self.n_vocab,
             instruction.seed)
         seconds = perf_counter() - start
-        report = SampleReport(n_k - shared, len(doc), log_likelihood, seconds)
+        held_out = self._held_out(data, state, u, block, shared, instruction.seed)
+        counts = prior_counts(state.n_dk, block.n_wk) if instruction.update_priors else None
+        report = SampleReport(n_k - shared.n_k, len(doc), log_likelihood, seconds, *held_out,
+                              counts)
         return state, report, block
+
+    def _held_out(self, data, state, u, block, shared, seed):
+        """(tokens scored, their log-likelihood) of the shard's held-out documents in block u,
+        after resampling their other halves' tokens there."""
+        if data.held_out is None:
+            return 0, 0.0
+        sampled, scored = data.held_out.sampled, data.held_out.scored
+        tokens = slice(sampled.starts[u], sampled.starts[u + 1])
+        sample_held_out(sampled.doc[tokens], sampled.word[tokens], state.held_out_z[tokens],
+                        state.held_out_n_dk, block.n_wk, shared.n_k, shared.alpha, shared.beta,
+                        self.n_vocab, seed)
+        tokens = slice(scored.starts[u], scored.starts[u + 1])
+        return tokens.stop - tokens.start, score_held_out(
+            scored.doc[tokens], scored.word[tokens], state.held_out_n_dk, data.held_out.lengths,
+            block.n_wk, shared.n_k, shared.alpha, shared.beta, self.n_vocab)
 
     def pull(self, partials, shared):
         reports = list(partials.values())
-        n_k = shared + np.sum([r.n_k_change for r in reports], axis=0)
+        n_k = shared.n_k + np.sum([r.n_k_change for r in reports], axis=0)
         tokens = sum(r.tokens for r in reports)
         log_likelihood = sum(r.log_likelihood for r in reports)
+        counts = [r.prior_counts for r in reports if r.prior_counts is not None]
+        alpha, beta = updated_priors(shared.alpha, shared.beta, counts) if counts else (
+            shared.alpha, shared.beta)
         # objective: the sub-round's negative per-token log-likelihood, for live views
-        return n_k, {"tokens": tokens, "log_likelihood": log_likelihood,
-                     "objective": -log_likelihood / tokens if tokens else None,
-                     "sampling_seconds": max((r.sampling_seconds for r in reports), default=0.0)}
+        report = {"tokens": tokens, "log_likelihood": log_likelihood,
+                  "objective": -log_likelihood / tokens if tokens else None,
+                  "sampling_seconds": max((r.sampling_seconds for r in reports), default=0.0),
+                  "held_out_tokens": sum(r.held_out_tokens for r in reports),
+                  "held_out_log_likelihood": sum(r.held_out_log_likelihood for r in reports)}
+        if counts:
+            report.update(alpha=alpha.tolist(), beta=beta)
+        return TopicTotals(n_k, alpha, beta), report
 
     def collect(self, data, state, shared):
         """The shard's document-topic counts (a copy: the state changes in place)."""
