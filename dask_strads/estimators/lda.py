@@ -128,7 +128,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         tokens_per_second). ``log_likelihood`` is the mean over the iteration's tokens of the log
         leave-one-out predictive probability log p(w_i | all other tokens), summed by the sampler
         as it draws each token (free; a little below the plug-in log sum_k theta_dk phi_kw).
-        With ``validation_data`` also ``held_out_perplexity``. The engine's totals are in
+        With ``validation_data`` also ``held_out_perplexity`` (and ``stopped_early`` on the
+        iteration after which it stopped the fit). The engine's totals are in
         ``history_.stats``.
     """
 
@@ -504,6 +505,8 @@ def _per_iteration(history, n_blocks):
                         "log_likelihood": log_likelihood,
                         "tokens_per_second": tokens / seconds if seconds > 0 else float("inf"),
                         **({} if perplexity is None else {"held_out_perplexity": perplexity}),
+                        **({"stopped_early": True} if any(r.get("stopped_early") for r in group)
+                           else {}),
                         **plane_totals(group)})
     history.records[:] = records
     return history
