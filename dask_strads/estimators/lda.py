@@ -226,8 +226,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         self._check_params()
         vocabulary = topics.fitted_vocabulary(X, feature_names)
         given = X
-        held_out = self._held_out_halves(np.shape(X)[1])
         X, word_counts, doc_lengths, executor = self._check_counts(X, reset=True)
+        held_out = self._held_out_halves(X.shape[1])
         executor = executor or self._fit_executor(int(word_counts.sum()))  # a shard stores tokens
         n_shards = max(1, min(len(executor.workers), X.shape[0]))
         edges = block_edges(X.shape[0], n_shards, weights=doc_lengths)  # tokens balanced
