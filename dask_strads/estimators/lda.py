@@ -12,7 +12,7 @@ from ..engine.history import plane_totals
 from ..kernels.compilation import announce_compiling
 from ..kernels.lda import row_bytes
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
-from ..programs.lda import LDAProgram, make_shard, vocabulary_blocks
+from ..programs.lda import LDAProgram, make_shard, seed_prior, vocabulary_blocks
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from ..log import logger
 from ..partition import block_edges
@@ -82,6 +82,12 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     n_iter_no_change : int
         Iterations without a better held-out perplexity before the fit stops (with
         ``validation_data``).
+    seed_topics : dict or None
+        Seeded topics, ``{topic: [word column indices]}``: the topic-word prior of each such
+        (word, topic) pair is ``beta + seed_strength`` instead of ``beta`` (as tomotopy's
+        ``set_word_prior``), which draws the seed words' tokens to their topics.
+    seed_strength : float
+        The boost of the seeded pairs' prior, in pseudo-counts of the word in the topic.
     n_vocab_blocks : int or None
         Vocabulary blocks U >= number of workers; None: one per worker, or four per worker when
         a worker's share of the word-topic table (about V x K x 6 bytes / P) exceeds 1/16 of its
@@ -145,13 +151,15 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         "burn_in": [NumberInterval(Integral, 0, None, closed="left")],
         "validation_data": ["array-like", "sparse matrix", None],
         "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
+        "seed_topics": [dict, None],
+        "seed_strength": [NumberInterval(Real, 0, None, closed="neither")],
     }
 
     def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,
                  max_iter=100, optimize_interval=10, burn_in=0, validation_data=None,
-                 n_iter_no_change=10, n_vocab_blocks=None, staleness=0, transform_iter=50,
-                 random_state=None, keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
-                 progress=False, callback=None):
+                 n_iter_no_change=10, seed_topics=None, seed_strength=50.0, n_vocab_blocks=None,
+                 staleness=0, transform_iter=50, random_state=None, keep_on_cluster=False,
+                 checkpoint_interval=10, checkpoint_dir=None, progress=False, callback=None):
         self.n_components = n_components
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
@@ -160,6 +168,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         self.burn_in = burn_in
         self.validation_data = validation_data
         self.n_iter_no_change = n_iter_no_change
+        self.seed_topics = seed_topics
+        self.seed_strength = seed_strength
         self.n_vocab_blocks = n_vocab_blocks
         self.staleness = staleness
         self.transform_iter = transform_iter
@@ -228,6 +238,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         given = X
         X, word_counts, doc_lengths, executor = self._check_counts(X, reset=True)
         held_out = self._held_out_halves(X.shape[1])
+        seeded = self._seeded_pairs(X.shape[1])
         executor = executor or self._fit_executor(int(word_counts.sum()))  # a shard stores tokens
         n_shards = max(1, min(len(executor.workers), X.shape[0]))
         edges = block_edges(X.shape[0], n_shards, weights=doc_lengths)  # tokens balanced
@@ -254,8 +265,11 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
                 halves = [h[held_out_edges[p]:held_out_edges[p + 1]] for h in held_out]
             return make_shard(sp.csr_matrix(rows), block_of_word, local_index, n_blocks, halves)
 
+        seeds = None if seeded is None else seed_prior(
+            *seeded, np.full(len(seeded[0]), float(self.seed_strength)), block_of_word,
+            local_index, sizes, self.n_components)
         program = LDAProgram(self.n_components, alpha, beta, len(word_counts), sizes, n_shards,
-                             self._seed(), self.optimize_interval, self.burn_in)
+                             self._seed(), self.optimize_interval, self.burn_in, seeds)
         stopping = None if held_out is None else (
             lambda callback: HeldOutStopping(n_blocks, self.n_iter_no_change, callback))
         result = self._run_engine(program, blocks_along(X, edges, shard, axis=0), executor,
@@ -267,8 +281,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         self.beta_ = float(learned[-1]["beta"] if learned else beta)
         self._reset_features(given)
         self.vocabulary_ = vocabulary
-        self.components_ = (result.carried_parameters() if self.keep_on_cluster else
-                            _gathered_by_turns(result)).T + self.beta_
+        self.components_ = _with_boosts(
+            (result.carried_parameters() if self.keep_on_cluster else
+             _gathered_by_turns(result)).T + self.beta_, seeded, float(self.seed_strength))
         self.doc_topic_ = (n_dk + self.alpha_) / (n_dk.sum(axis=1, keepdims=True)
                                                   + self.alpha_.sum())
         self.n_iter_ = result.history.stats.rounds // n_blocks
@@ -299,6 +314,25 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
             raise ValueError("validation_data has no document of two tokens or more: there is "
                              "nothing to score")
         return halves
+
+    def _seeded_pairs(self, n_words):
+        """(topics, words) of the ``seed_topics`` pairs, checked against K and the X of
+        ``n_words`` columns, or None."""
+        if not self.seed_topics:
+            return None
+        topics, words = [], []
+        for topic, seed_words in self.seed_topics.items():
+            if not (isinstance(topic, Integral) and 0 <= topic < self.n_components):
+                raise ValueError(f"seed_topics has topic {topic!r}: topics are integers in "
+                                 f"[0, {self.n_components})")
+            seed_words = np.unique(np.asarray(seed_words).ravel())
+            if seed_words.size and not (np.issubdtype(seed_words.dtype, np.integer)
+                                        and 0 <= seed_words.min() and seed_words.max() < n_words):
+                raise ValueError(f"seed_topics[{topic}] holds {seed_words.tolist()[:5]}...: seed "
+                                 f"words are column indices of X, integers in [0, {n_words})")
+            topics += [int(topic)] * len(seed_words)
+            words += seed_words.tolist()
+        return np.array(topics, dtype=np.int64), np.array(words, dtype=np.int64)
 
     def transform(self, X, normalize=True):
         """Topic distributions of documents, by Gibbs sampling with the topics fixed: the mean
@@ -487,6 +521,26 @@ def _worker_memory(executor):
     """The smallest worker memory limit of a cluster, or this machine's memory if none is set."""
     limits = [w.get("memory_limit") or 0 for w in worker_info(executor.client).values()]
     return min([m for m in limits if m > 0] or [psutil.virtual_memory().total])
+
+
+def _with_boosts(components, seeded, strength):
+    """``components`` (K x V, in memory or a Dask array chunked along V) plus ``strength`` at
+    the seeded (topic, word) pairs."""
+    if seeded is None:
+        return components
+    if is_dask_array(components):
+        return components.map_blocks(_boosted_chunk, *seeded, strength, dtype=components.dtype)
+    _boosted_chunk(components, *seeded, strength, copy=False)
+    return components
+
+
+def _boosted_chunk(chunk, topics, words, strength, copy=True, block_info=None):
+    """A chunk of columns of the components (from ``block_info``'s offset, or all), boosted."""
+    lo, hi = block_info[0]["array-location"][1] if block_info else (0, chunk.shape[1])
+    mine = (words >= lo) & (words < hi)
+    chunk = chunk.copy() if copy else chunk
+    np.add.at(chunk, (topics[mine], words[mine] - lo), strength)
+    return chunk
 
 
 def _per_iteration(history, n_blocks):

@@ -8,7 +8,7 @@ document-topic distribution is averaged over the sweeps after burn-in.
 import numpy as np
 from numba import njit
 
-from .lda import topic_priors
+from .lda import no_seeds, topic_priors
 
 
 @njit(cache=True, nogil=True)
@@ -91,20 +91,31 @@ def documents_log_likelihood(indptr, words, counts, theta, phi_by_word):
 # vocabulary rotates, against the current word-topic rows of the block without changing them; the
 # second half is scored against the same rows. O(K) a token: the held-out documents are few.
 @njit(cache=True, nogil=True)
-def _sample_held_out(doc, word, z, n_dk, n_wk, n_k, alpha, beta, n_vocab, seed):
+def _mixture_weights(weights, d, w, n_dk, n_wk, inv, alpha, beta, seed_indptr, seed_topics,
+                     seed_boosts):
+    """weights[k] = (n_dk + alpha_k) (n_wk + beta + b_wk) / D_k (``inv`` = 1 / D_k, the seeded
+    pairs as in :func:`~.lda._sample_block`); returns their sum."""
+    for k in range(weights.shape[0]):
+        weights[k] = (n_dk[d, k] + alpha[k]) * (n_wk[w, k] + beta) * inv[k]
+    for j in range(seed_indptr[w], seed_indptr[w + 1]):
+        k = seed_topics[j]
+        weights[k] += (n_dk[d, k] + alpha[k]) * seed_boosts[j] * inv[k]
+    return weights.sum()
+
+
+@njit(cache=True, nogil=True)
+def _sample_held_out(doc, word, z, n_dk, n_wk, inv, alpha, beta, seed_indptr, seed_topics,
+                     seed_boosts, seed):
     """Resample the held-out tokens (``doc``, ``word`` local to the block, ``z``) once from
-    p(z = k) ∝ (n_dk + alpha_k) (n_wk + beta) / (n_k + V beta); ``z`` and ``n_dk`` in place."""
+    p(z = k) ∝ (n_dk + alpha_k) (n_wk + beta + b_wk) / D_k; ``z`` and ``n_dk`` in place."""
     np.random.seed(seed)
-    n_topics = n_k.shape[0]
+    n_topics = inv.shape[0]
     weights = np.empty(n_topics)
-    inv = 1.0 / (n_k + n_vocab * beta)
     for i in range(z.shape[0]):
         d, w, t = doc[i], word[i], z[i]
         n_dk[d, t] -= 1
-        total = 0.0
-        for k in range(n_topics):
-            weights[k] = (n_dk[d, k] + alpha[k]) * (n_wk[w, k] + beta) * inv[k]
-            total += weights[k]
+        total = _mixture_weights(weights, d, w, n_dk, n_wk, inv, alpha, beta, seed_indptr,
+                                 seed_topics, seed_boosts)
         u = np.random.random() * total
         k = 0
         while k < n_topics - 1 and u >= weights[k]:
@@ -115,30 +126,41 @@ def _sample_held_out(doc, word, z, n_dk, n_wk, n_k, alpha, beta, n_vocab, seed):
 
 
 @njit(cache=True, nogil=True)
-def _score_held_out(doc, word, n_dk, lengths, n_wk, n_k, alpha, beta, n_vocab):
+def _score_held_out(doc, word, n_dk, lengths, n_wk, inv, alpha, beta, seed_indptr, seed_topics,
+                    seed_boosts):
     """Sum over the scored tokens of log sum_k theta_dk phi_kw, with theta_dk = (n_dk +
     alpha_k) / (n_d + sum alpha) from the sampled halves (``lengths`` their n_d) and phi_kw =
-    (n_wk + beta) / (n_k + V beta) from the block's rows."""
-    n_topics = n_k.shape[0]
-    inv = 1.0 / (n_k + n_vocab * beta)
+    (n_wk + beta + b_wk) / D_k from the block's rows."""
+    weights = np.empty(inv.shape[0])
     alpha_sum = alpha.sum()
     total = 0.0
     for i in range(doc.shape[0]):
-        d, w = doc[i], word[i]
-        mixture = 0.0
-        for k in range(n_topics):
-            mixture += (n_dk[d, k] + alpha[k]) * (n_wk[w, k] + beta) * inv[k]
+        d = doc[i]
+        mixture = _mixture_weights(weights, d, word[i], n_dk, n_wk, inv, alpha, beta,
+                                   seed_indptr, seed_topics, seed_boosts)
         total += np.log(mixture / (lengths[d] + alpha_sum))
     return total
 
 
-def sample_held_out(doc, word, z, n_dk, n_wk, n_k, alpha, beta, n_vocab, seed):
-    """:func:`_sample_held_out` with arguments of fixed types."""
-    _sample_held_out(doc, word, z, n_dk, n_wk, n_k.astype(np.float64),
-                     topic_priors(alpha, n_k.shape[0]), float(beta), int(n_vocab), int(seed))
+def _fixed_types(n_wk, n_k, alpha, beta, n_vocab, seeds, seed_totals):
+    """The arguments the held-out kernels share: (inv, alpha, beta, *seeds)."""
+    n_topics = n_k.shape[0]
+    inv = 1.0 / (n_k + n_vocab * float(beta) + topic_priors(seed_totals, n_topics))
+    return (inv, topic_priors(alpha, n_topics), float(beta),
+            *(seeds or no_seeds(n_wk.shape[0])))
 
 
-def score_held_out(doc, word, n_dk, lengths, n_wk, n_k, alpha, beta, n_vocab):
+def sample_held_out(doc, word, z, n_dk, n_wk, n_k, alpha, beta, n_vocab, seed, seeds=None,
+                    seed_totals=0.0):
+    """:func:`_sample_held_out` with arguments of fixed types (``seeds``, ``seed_totals`` as
+    :func:`~.lda.sample_block` takes them)."""
+    _sample_held_out(doc, word, z, n_dk, n_wk,
+                     *_fixed_types(n_wk, n_k, alpha, beta, n_vocab, seeds, seed_totals),
+                     int(seed))
+
+
+def score_held_out(doc, word, n_dk, lengths, n_wk, n_k, alpha, beta, n_vocab, seeds=None,
+                   seed_totals=0.0):
     """:func:`_score_held_out` with arguments of fixed types."""
-    return _score_held_out(doc, word, n_dk, lengths, n_wk, n_k.astype(np.float64),
-                           topic_priors(alpha, n_k.shape[0]), float(beta), int(n_vocab))
+    return _score_held_out(doc, word, n_dk, lengths, n_wk,
+                           *_fixed_types(n_wk, n_k, alpha, beta, n_vocab, seeds, seed_totals))

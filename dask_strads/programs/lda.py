@@ -23,6 +23,9 @@ iteration (after ``burn_in``) updates them in its pull by Minka's fixed point
 counts, beta from the word-topic rows of the blocks held in that sub-round (all of them when
 U = P, else P of the U blocks: a sample of the vocabulary).
 
+Seeded topics: ``seeds`` (a :class:`SeedPrior`) adds a boost to beta on chosen (word, topic)
+pairs, which every push's sampler takes with its block's rows of them.
+
 Held-out documents (validation data): a shard may hold some, each split in two halves. Every
 push also resamples the first halves' tokens of its block against the block's rows (without
 changing them) and scores the second halves' tokens (document completion); the pull sums the
@@ -102,6 +105,31 @@ def _unpacked_block(indptr, ids, values, n_topics):
 
 
 @dataclass(frozen=True)
+class SeedPrior:
+    """Boosts to the topic-word prior: ``rows[u]`` = (indptr, topics, boosts) over block u's
+    words (local ids), ``totals`` (K,) the boosts of each topic over every block."""
+
+    rows: list
+    totals: np.ndarray
+
+
+def seed_prior(topics, words, boosts, block_of_word, local_index, block_sizes, n_topics):
+    """:class:`SeedPrior` of the seeded pairs (``topics[i]``, ``words[i]``) with ``boosts[i]``
+    (global word ids)."""
+    topics, words = np.asarray(topics, dtype=np.int64), np.asarray(words, dtype=np.int64)
+    boosts = np.asarray(boosts, dtype=np.float64)
+    rows = []
+    for u, size in enumerate(block_sizes):
+        mine = np.flatnonzero(block_of_word[words] == u)
+        local = local_index[words[mine]]
+        order = np.argsort(local, kind="stable")
+        indptr = np.zeros(size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(local, minlength=size), out=indptr[1:])
+        rows.append((indptr, topics[mine][order], boosts[mine][order]))
+    return SeedPrior(rows, np.bincount(topics, weights=boosts, minlength=n_topics))
+
+
+@dataclass(frozen=True)
 class SubRound:
     round: int
     carried: int
@@ -153,7 +181,8 @@ def make_shard(X_rows, block_of_word, local_index, n_blocks, held_out=None):
 class LDAProgram(Program):
     """Collapsed Gibbs LDA with K topics, priors alpha (one value or K) and beta, vocabulary of
     ``n_vocab`` words cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards;
-    the priors learned every ``optimize_interval`` iterations after ``burn_in`` (0: fixed)."""
+    the priors learned every ``optimize_interval`` iterations after ``burn_in`` (0: fixed);
+    ``seeds`` a :class:`SeedPrior` or None."""
 
     name = "lda"
     kernels = ("lda",)
@@ -162,7 +191,7 @@ class LDAProgram(Program):
     updates_in_place = True  # a shard's state and a block's rows are large and have one reader
 
     def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0,
-                 optimize_interval=0, burn_in=0):
+                 optimize_interval=0, burn_in=0, seeds=None):
         self.n_topics = n_topics
         self.alpha = topic_priors(alpha, n_topics)
         self.beta = beta
@@ -173,6 +202,7 @@ class LDAProgram(Program):
         self.seed = seed
         self.optimize_interval = optimize_interval
         self.burn_in = burn_in
+        self.seeds = seeds
 
     def initial_shared(self):
         return TopicTotals(np.zeros(self.n_topics, dtype=np.int64), self.alpha, float(self.beta))
@@ -229,13 +259,17 @@ class LDAProgram(Program):
         *_, log_likelihood = sample_block(
             doc, word, state.z[tokens], state.n_dk, state.doc_topics, state.doc_nnz, block.n_wk,
             block.word_topics, block.word_nnz, n_k, shared.alpha, shared.beta, self.n_vocab,
-            instruction.seed)
+            instruction.seed, *self._seeds(u))
         seconds = perf_counter() - start
         held_out = self._held_out(data, state, u, block, shared, instruction.seed)
         counts = prior_counts(state.n_dk, block.n_wk) if instruction.update_priors else None
         report = SampleReport(n_k - shared.n_k, len(doc), log_likelihood, seconds, *held_out,
                               counts)
         return state, report, block
+
+    def _seeds(self, u):
+        """The seeded pairs of block u and every topic's boosts, as the kernels take them."""
+        return () if self.seeds is None else (self.seeds.rows[u], self.seeds.totals)
 
     def _held_out(self, data, state, u, block, shared, seed):
         """(tokens scored, their log-likelihood) of the shard's held-out documents in block u,
@@ -246,11 +280,11 @@ class LDAProgram(Program):
         tokens = slice(sampled.starts[u], sampled.starts[u + 1])
         sample_held_out(sampled.doc[tokens], sampled.word[tokens], state.held_out_z[tokens],
                         state.held_out_n_dk, block.n_wk, shared.n_k, shared.alpha, shared.beta,
-                        self.n_vocab, seed)
+                        self.n_vocab, seed, *self._seeds(u))
         tokens = slice(scored.starts[u], scored.starts[u + 1])
         return tokens.stop - tokens.start, score_held_out(
             scored.doc[tokens], scored.word[tokens], state.held_out_n_dk, data.held_out.lengths,
-            block.n_wk, shared.n_k, shared.alpha, shared.beta, self.n_vocab)
+            block.n_wk, shared.n_k, shared.alpha, shared.beta, self.n_vocab, *self._seeds(u))
 
     def pull(self, partials, shared):
         reports = list(partials.values())
