@@ -8,8 +8,13 @@ from scipy.special import gammaln
 
 from dask_strads import LatentDirichletAllocation
 from dask_strads.datasets import make_lda_corpus, match_topics
-from dask_strads.programs.lda_priors import (CountHistogram, optimize_alpha, optimize_beta,
-                                             prior_counts, updated_priors)
+from dask_strads.programs.lda_priors import (
+    CountHistogram,
+    optimize_alpha,
+    optimize_beta,
+    prior_counts,
+    updated_priors,
+)
 
 PLANTED_ALPHA = np.array([0.02, 0.05, 0.1, 0.2, 0.4, 0.8])
 CORPUS_ALPHA = PLANTED_ALPHA[1:]  # a topic of alpha 0.02 is too rare to find in a small corpus

@@ -216,8 +216,8 @@ class LDAProgram(Program):
             sampled = data.held_out.sampled
             z_held_out = random_topics(len(sampled.doc), self.n_topics,
                                        self.seed * 7919 + self.n_shards + block_id)
-            held_out = dict(held_out_z=z_held_out, held_out_n_dk=count_rows(
-                sampled.doc, z_held_out, sampled.n_docs, self.n_topics))
+            held_out = {"held_out_z": z_held_out, "held_out_n_dk": count_rows(
+                sampled.doc, z_held_out, sampled.n_docs, self.n_topics)}
         state = ShardState(z, n_dk, doc_topics, doc_nnz, counted, **held_out)
         return state, SampleReport(topic_totals(z, self.n_topics))
 
