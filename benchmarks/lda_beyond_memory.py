@@ -6,7 +6,8 @@ restart at 95%), warms them up (numba JIT) on a small fit, fits LatentDirichletA
 corpus of ``memory.py``'s LDA problem, and prints: the word-topic table's size (dense int32 counts,
 and with the nonzero-topic lists), the vocabulary blocks, the fit's time per iteration; per
 worker the peak resident growth (``VmHWM``, as in ``memory.py``) beside the limit, what Dask
-wrote to and read back from disk (count, MB), and the seconds it spent paused (the scheduler's
+wrote to and read back from disk (count, MB), the vocabulary blocks the message plane parked on
+disk (see ``dask_strads.engine.parking``), and the seconds it spent paused (the scheduler's
 view, polled twice a second); and the workers restarted (addresses that left the cluster).
 
 Usage
@@ -27,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import arguments  # noqa: E402
 from memory import MB, LDAProblem, peak_resident_bytes, reset_peak  # noqa: E402
 from dask_strads import LatentDirichletAllocation  # noqa: E402
+from dask_strads.engine import parking  # noqa: E402
 
 POLL_SECONDS = 0.5
 
@@ -42,6 +44,10 @@ def disk_traffic(dask_worker):
         if isinstance(key, tuple) and key[-2:] in totals:
             totals[key[-2:]] += value
     return [totals[k] for k in TRAFFIC]
+
+
+def parked_on_disk(dask_worker):
+    return parking.spilled_on(dask_worker)
 
 
 class PauseWatch:
@@ -105,19 +111,21 @@ def main():
             seconds = time.perf_counter() - start
         peaks = client.run(peak_resident_bytes)
         traffic = client.run(disk_traffic)
+        parked = client.run(parked_on_disk)
     print(f"trained: {model.n_iter_} iterations of {model.n_vocab_blocks_} vocabulary blocks, "
           f"{seconds:.0f} s ({seconds / model.n_iter_:.0f} s an iteration); "
           f"log-likelihood per token {model.history_[0]['log_likelihood']:.3f} -> "
           f"{model.history_[-1]['log_likelihood']:.3f}")
     print(f"workers restarted: {len((watch.seen | set(peaks)) - workers)} new, "
           f"{len(workers - set(peaks))} lost")
-    print("| worker | peak growth MB | of the limit | disk writes (MB) | reads (MB) | paused s |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| worker | peak growth MB | of the limit | disk writes (MB) | reads (MB) "
+          "| blocks parked on disk | paused s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for w in sorted(peaks):
         growth = peaks[w] - before.get(w, 0)
         writes, written, reads, read = traffic[w]
         print(f"| {w} | {growth / MB:.0f} | {peaks[w] / limit:.0%} | {writes:.0f} "
-              f"({written / MB:.0f}) | {reads:.0f} ({read / MB:.0f}) | "
+              f"({written / MB:.0f}) | {reads:.0f} ({read / MB:.0f}) | {parked[w]} | "
               f"{watch.paused.get(w, 0):.1f} |")
 
 

@@ -11,13 +11,24 @@ import subprocess
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
+from dask_strads.engine import tasks
+from dask_strads.programs import Instruction
+
 TESTS_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Round(Instruction):
+    """An instruction that knows its round (for programs that misbehave at a given round)."""
+
+    round: int
 
 # Cached clusters are kept for the whole session; cap the worker count so that a test asking for
 # many workers cannot exhaust a small machine (2 cores, each worker process ~150 MB).
@@ -188,28 +199,29 @@ def fit_is_refused(est, client, fit_args, error, match):
 
 
 def run_past_the_stop(program, raw_blocks, behind=2, max_rounds=300):
-    """A program in a plain loop, its pushes updating the blocks in place as a worker's do,
-    until ``behind`` rounds have run after the report that meets its stopping test:
-    ``(parameters at the stop, parameters at the end, that report)``, the parameters being the
-    blocks' ``collect`` one after the other."""
-    data = [program.prepare_block(raw, b) for b, raw in enumerate(raw_blocks)]
-    started = [program.init_block(d, b) for b, d in enumerate(data)]
-    states = [state for state, _ in started]
-    shared, _ = program.pull(dict(enumerate(p for _, p in started)), program.initial_shared())
+    """A program's rounds chained as the engine chains its tasks, the pushes updating the
+    blocks' cells in place as on a worker, until ``behind`` rounds have run after the round
+    whose pull met the stopping test: ``(parameters at the stop, parameters at the end, that
+    round's record)``, the parameters being the blocks' ``collect`` one after the other."""
+    ids = list(range(len(raw_blocks)))
+    cells = [tasks.prepare(program, raw, b) for b, raw in zip(ids, raw_blocks)]
+    pulled = tasks.initial_pull(program, tasks.Pulled(program.initial_shared(), {}), ids,
+                                *map(tasks.initial_partial, cells))
 
     def parameters():
-        return np.concatenate([program.collect(d, s, shared) for d, s in zip(data, states)])
+        return np.concatenate([program.collect(c.data, c.latest(), pulled.shared)
+                               for c in cells])
 
     stop = None
-    for _ in range(max_rounds):
-        partials = {}
-        for b, d in enumerate(data):
-            states[b], partials[b] = program.push(b, d, states[b], None, shared)
-        shared, report = program.pull(partials, shared)
-        if stop is None and program.converged(report):
-            stop, at_stop = report, parameters()
+    for t in range(max_rounds):
+        instructions = program.schedule(t, [])
+        pushed = [tasks.push(program, cells[b], None, pulled, instructions[b], t, t)
+                  for b in ids]
+        pulled = tasks.pull(program, pulled, ids, *pushed)
+        if stop is None and pulled.stopped:
+            stop, at_stop = pulled.record, parameters()
         elif stop is not None:
-            assert report.get("after_stop"), "a report after the stop"
+            assert pulled.record.get("after_stop"), "a record after the stop"
             behind -= 1
             if not behind:
                 return at_stop, parameters(), stop

@@ -6,12 +6,12 @@ import pytest
 from distributed import get_worker
 
 from dask_strads import Engine, run_sequential
-from dask_strads.programs import Program
+from dask_strads.programs import Instruction, Program, Report
 
 
-@dataclass(frozen=True)
-class Visit:
-    carried: int
+@dataclass(frozen=True, kw_only=True)
+class PushCount(Report):
+    pushes: int
 
 
 class RotatingSums(Program):
@@ -34,15 +34,16 @@ class RotatingSums(Program):
         return np.zeros(self.width), ()
 
     def schedule(self, round_index, history):
-        return {p: Visit((p + round_index) % self.n_carried) for p in range(self.n_data_blocks)}
+        return {p: Instruction(carried=(p + round_index) % self.n_carried)
+                for p in range(self.n_data_blocks)}
 
-    def push(self, block_id, data, state, instruction, shared, carried):
-        total, trail = carried
+    def push(self, block_id, data, state, instruction, shared, inbox):
+        total, trail = inbox.carried
         where = _worker_address()
         return state + 1, 1, (total + data[instruction.carried], trail + (where,))
 
     def pull(self, partials, shared):
-        return shared + sum(partials.values()), {"pushes": len(partials)}
+        return shared + sum(partials.values()), PushCount(pushes=len(partials))
 
     def collect(self, data, state, shared):
         return np.array([state])
@@ -93,7 +94,7 @@ def test_carried_blocks_with_two_workers_cross_between_them(client_factory):
 def test_one_carried_block_cannot_go_to_two_blocks_in_a_round(client_factory):
     class Clash(RotatingSums):
         def schedule(self, round_index, history):
-            return {p: Visit(0) for p in range(self.n_data_blocks)}
+            return {p: Instruction(carried=0) for p in range(self.n_data_blocks)}
 
     client = client_factory(2)
     _, blocks = problem()

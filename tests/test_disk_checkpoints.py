@@ -275,11 +275,11 @@ class Foreign:
 def test_storage_reads_back_values_and_refuses_foreign_or_damaged_files(tmp_path):
     from dask_strads.engine.tasks import Pulled
 
-    value = Pulled((np.arange(3.0), {1: 0.5}, None, np.int64(4)), {"objective": float("inf")})
+    value = Pulled((np.arange(3.0), {1: 0.5}, None, np.int64(4)), {"objective": float("inf")}, True)
     storage.save(value, tmp_path / "value.npz")
     back = storage.load(tmp_path / "value.npz")
     np.testing.assert_array_equal(back.shared[0], value.shared[0])
-    assert back.shared[1:] == value.shared[1:] and back.report == value.report
+    assert back.shared[1:] == value.shared[1:] and back.record == value.record and back.stopped
     with pytest.raises(TypeError, match="cannot store a .*Foreign: .* dask_strads classes"):
         storage.save(Foreign(1), tmp_path / "foreign.npz")
     with np.load(tmp_path / "value.npz") as stored:  # a file naming a class of elsewhere

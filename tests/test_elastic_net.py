@@ -21,7 +21,7 @@ from dask_strads.estimators.inputs import blocks_along
 from dask_strads.kernels import columns as columns_kernels
 from dask_strads.kernels import elastic_net as en_kernels
 from dask_strads.partition import block_edges
-from dask_strads.programs.base import run_sequential
+from dask_strads.programs.base import Inbox, Instruction, run_sequential
 from dask_strads.programs.elastic_net import ElasticNetProgram, block_columns, solver_columns
 from dask_strads.programs.lasso import make_raw_block
 from conftest import fit_is_refused, run_past_the_stop
@@ -163,7 +163,7 @@ def test_a_checkpoints_copy_of_a_block_is_packed_and_exact():
     state, start = program.init_block(data, 0)
     shared, _ = program.pull({0: start}, program.initial_shared())
     for _ in range(5):
-        state, partial = program.push(0, data, state, None, shared)
+        state, partial = program.push(0, data, state, Instruction(), shared, Inbox())
         shared, _ = program.pull({0: partial}, shared)
     assert np.count_nonzero(state.coef) and not state.active_features().all()
     packed = copy.deepcopy(state)
@@ -177,8 +177,8 @@ def test_a_checkpoints_copy_of_a_block_is_packed_and_exact():
     np.testing.assert_array_equal(handed, program.collect(data, state, shared))
     assert handed is state.coef
     assert not np.shares_memory(program.collect(data, state, shared), state.coef)
-    from_copy, sent_from_copy = program.push(0, data, packed, None, shared)
-    from_state, sent = program.push(0, data, state, None, shared)
+    from_copy, sent_from_copy = program.push(0, data, packed, Instruction(), shared, Inbox())
+    from_state, sent = program.push(0, data, state, Instruction(), shared, Inbox())
     for name in ("coef", "active"):
         np.testing.assert_array_equal(getattr(from_copy, name), getattr(from_state, name))
     np.testing.assert_array_equal(sent_from_copy.positions, sent.positions)
@@ -466,12 +466,13 @@ def test_no_round_screens_a_feature_of_the_solution(l1_ratio, positive):
     states, starts = zip(*(program.init_block(d, k) for k, d in enumerate(data)))
     shared, _ = program.pull(dict(enumerate(starts)), program.initial_shared())
     for _ in range(8):
-        pushed = [program.push(k, d, s, None, shared) for k, (d, s) in enumerate(zip(data, states))]
+        pushed = [program.push(k, d, s, Instruction(), shared, Inbox())
+                  for k, (d, s) in enumerate(zip(data, states))]
         states = [state for state, _ in pushed]
         active = np.concatenate([state.active_features() for state in states])
         assert active[support].all()
         shared, report = program.pull({k: sent for k, (_, sent) in enumerate(pushed)}, shared)
-    assert report["screened"] >= 0.8 * (X.shape[1] - len(support)), report
+    assert report.screened >= 0.8 * (X.shape[1] - len(support)), report
     coef = np.concatenate([state.coef for state in states])
     np.testing.assert_allclose(coef, ref.coef_, atol=1e-6)
 

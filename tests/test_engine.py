@@ -1,5 +1,6 @@
 """The engine against independent references: run_sequential, np.linalg.solve, who_has."""
 import asyncio
+from dataclasses import dataclass
 import dask
 import numpy as np
 import pytest
@@ -13,7 +14,10 @@ from dask_strads.engine import (
 from dask_strads.engine import runner, runtime
 from dask_strads.engine.blocks import PinnedBlock, PlacedBlocks, place_blocks
 from dask_strads.engine.hubs import release_hub
-from dask_strads.programs import BlockJacobi, jacobi_blocks, run_sequential
+from dask_strads.programs import BlockJacobi, Instruction, jacobi_blocks, run_sequential
+from dask_strads.programs.jacobi import JacobiReport
+
+from conftest import Round
 
 N, N_BLOCKS = 40, 4
 ROUNDS = 30  # Jacobi contracts by ~1/DOMINANCE a round (its square root with staleness 1)
@@ -51,6 +55,12 @@ def _worker_address():
         return None
 
 
+@dataclass(frozen=True, kw_only=True)
+class WhereReport(JacobiReport):
+    pushed_on: dict | None = None
+    pulled_on: str | None = None
+
+
 class WhereJacobi(BlockJacobi):
     """Block-Jacobi whose partials and data say on which worker they were made."""
 
@@ -61,22 +71,23 @@ class WhereJacobi(BlockJacobi):
         state, partial = super().init_block(data, block_id)
         return state, (partial, _worker_address())
 
-    def push(self, block_id, data, state, instruction, shared):
-        state, partial = super().push(block_id, data, state, instruction, shared)
+    def push(self, block_id, data, state, instruction, shared, inbox):
+        state, partial = super().push(block_id, data, state, instruction, shared, inbox)
         return state, (partial, _worker_address())
 
     def pull(self, partials, shared):
         shared, report = super().pull({b: p for b, (p, _) in partials.items()}, shared)
-        report["pushed_on"] = {b: where for b, (_, where) in partials.items()}
-        report["pulled_on"] = _worker_address()
-        return shared, report
+        return shared, WhereReport(**vars(report),
+                                   pushed_on={b: where for b, (_, where) in partials.items()},
+                                   pulled_on=_worker_address())
 
 
 class AlternatingJacobi(BlockJacobi):
     """Even blocks in even rounds, odd blocks in odd rounds: blocks sit rounds out."""
 
     def schedule(self, round_index, history):
-        return {b: None for b in range(len(self.row_starts) - 1) if b % 2 == round_index % 2}
+        return {b: Instruction() for b in range(len(self.row_starts) - 1)
+                if b % 2 == round_index % 2}
 
 
 class LaggedJacobi(BlockJacobi):
@@ -87,12 +98,12 @@ class LaggedJacobi(BlockJacobi):
 
 class FailingJacobi(BlockJacobi):
     def schedule(self, round_index, history):
-        return {b: round_index for b in range(len(self.row_starts) - 1)}
+        return {b: Round(round_index) for b in range(len(self.row_starts) - 1)}
 
-    def push(self, block_id, data, state, instruction, shared):
-        if instruction == 2 and block_id == 1:
+    def push(self, block_id, data, state, instruction, shared, inbox):
+        if instruction.round == 2 and block_id == 1:
             raise RuntimeError("push of block 1 failed on purpose in round 2")
-        return super().push(block_id, data, state, instruction, shared)
+        return super().push(block_id, data, state, instruction, shared, inbox)
 
 
 @pytest.fixture(scope="module")

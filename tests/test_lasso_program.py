@@ -14,7 +14,7 @@ from sklearn.linear_model import Lasso as SkLasso
 
 from dask_strads.kernels.lasso import coordinate_minimiser
 from dask_strads.kernels.sampling import tree_add, tree_build, tree_find, tree_total
-from dask_strads.programs import run_sequential
+from dask_strads.programs import Inbox, run_sequential
 from dask_strads.programs.lasso import LassoProgram, make_raw_block
 from lasso_problems import ar1_design, objective
 
@@ -117,7 +117,7 @@ def test_push_leaves_its_inputs_alone_and_reports_match_parameters(n_blocks, sta
         snapshot = [(s.coef.copy(), s.priority.copy()) for s in states]
         shared_r = shared.r.copy()
         instructions = program.schedule(t, [])
-        pushed = {b: program.push(b, data[b], states[b], instructions[b], shared) for b in instructions}
+        pushed = {b: program.push(b, data[b], states[b], instructions[b], shared, Inbox()) for b in instructions}
         for state, (coef, priority) in zip(states, snapshot):
             np.testing.assert_array_equal(state.coef, coef)
             np.testing.assert_array_equal(state.priority, priority)
@@ -254,7 +254,7 @@ def _one_sub_round(X, y, alpha, rho):
     shared, _ = program.pull({0: partial}, program.initial_shared())
     instruction = program.schedule(0, [])[0]
     before = state.coef.copy()
-    new_state, update = program.push(0, data, state, instruction, shared)
+    new_state, update = program.push(0, data, state, instruction, shared, Inbox())
     return before, new_state.coef, update
 
 

@@ -7,6 +7,7 @@ import pytest
 from dask_strads import Engine, run_sequential
 from dask_strads.datasets import make_lda_corpus, match_topics
 from dask_strads.partition import block_edges
+from dask_strads.programs import Inbox
 from dask_strads.programs.lda import LDAProgram, SubRound, make_shard, vocabulary_blocks
 
 N_TOPICS, ALPHA, BETA = 5, 0.1, 0.01
@@ -85,8 +86,8 @@ def test_a_block_travels_as_its_nonzero_counts():
     data = program.prepare_block(shards[0], 0)
     state, started = program.init_block(data, 0)
     shared, _ = program.pull({0: started}, program.initial_shared())
-    _, _, block = program.push(0, data, state, SubRound(0, 0, 1), shared,
-                               carried=program.init_carried(0))
+    _, _, block = program.push(0, data, state, SubRound(0, 1, carried=0), shared,
+                               Inbox(program.init_carried(0)))
     back = pickle.loads(pickle.dumps(block, protocol=5))
     np.testing.assert_array_equal(back.n_wk, block.n_wk)
     np.testing.assert_array_equal(back.word_nnz, block.word_nnz)

@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 import dask_strads
 from conftest import run_past_the_stop
-from dask_strads.programs import run_sequential
+from dask_strads.programs import Inbox, Instruction, run_sequential
 from dask_strads.programs.logistic import LogisticProgram, make_raw_block
 
 OBJECTIVE_RTOL = 1e-5
@@ -227,7 +227,7 @@ def test_hand_over_gives_what_collect_gives_in_the_state_itself():
     started = [program.init_block(d, b) for b, d in enumerate(data)]
     shared, _ = program.pull(dict(enumerate(p for _, p in started)), program.initial_shared())
     states = [s for s, _ in started]
-    pushed = [program.push(b, d, s, None, shared) for b, (d, s) in enumerate(zip(data, states))]
+    pushed = [program.push(b, d, s, Instruction(), shared, Inbox()) for b, (d, s) in enumerate(zip(data, states))]
     shared, _ = program.pull(dict(enumerate(p for _, p in pushed)), shared)
     assert 0 < shared.step.min() and any(len(p) for s in states for p, _ in s.changes)
     collected = [program.collect(d, s, shared) for d, s in zip(data, states)]

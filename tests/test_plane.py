@@ -18,6 +18,12 @@ from dask_strads import (ElasticNet, ImplicitMatrixFactorization, Lasso,
 from dask_strads.datasets import make_correlated_regression, make_lda_corpus, make_ratings
 from dask_strads import run_sequential
 from dask_strads.engine import Engine, LocalExecutor, stalls
+from dask_strads.engine.plane import Source
+from dask_strads.partition import block_edges
+from dask_strads.programs import Route, jacobi_blocks
+from dask_strads.programs import lasso, logistic
+from dask_strads.programs.elastic_net import ElasticNetProgram
+from dask_strads.programs.base import routes
 from dask_strads.programs.mf import MFProgram
 
 from test_lda_program import setup as setup_lda
@@ -152,18 +158,48 @@ def test_a_stopped_peer_is_named_then_left_behind(monkeypatch):
         np.testing.assert_array_equal(ours, expected)
 
 
+def feature_blocks(P, make_block):
+    """The regression problem's features cut into P blocks, each made by ``make_block``."""
+    X, y = REGRESSION
+    edges = block_edges(X.shape[1], P)
+    return np.diff(edges), y - y.mean(), [make_block(X[:, lo:hi])
+                                          for lo, hi in zip(edges[:-1], edges[1:])]
+
+
+def linear_program(name, P):
+    """The Lasso, elastic-net or logistic program on P feature blocks, and the blocks."""
+    if name == "logistic":
+        widths, y, raw = feature_blocks(P, lambda X: logistic.make_raw_block(
+            X, np.zeros((1, X.shape[1]))))
+        Y = np.where(y > 0, 1.0, -1.0)[:, None]
+        return logistic.LogisticProgram(P, Y, 1.0, 0.5, 0.5, True, 0.0), raw
+    widths, y, raw = feature_blocks(P, lambda X: lasso.make_raw_block(
+        X, REGRESSION[1] - REGRESSION[1].mean(), np.zeros(X.shape[1]), X.mean(axis=0), True))
+    if name == "lasso":
+        return lasso.LassoProgram(widths, y, 1e-3, False, 0.0), raw
+    return ElasticNetProgram(widths, y, 1e-3, 0.5, False, 0.0), raw
+
+
 @pytest.mark.parametrize("P", [64, 256])
-@pytest.mark.parametrize("program_name", ["mf", "lda"])
+@pytest.mark.parametrize("program_name",
+                         ["mf", "lda", "lasso", "elastic_net", "logistic", "jacobi"])
 def test_rounds_stay_p_plus_2_tasks_up_to_256_workers(program_name, P):
-    """The graphs the engine emits for P virtual workers (Dask's synchronous scheduler, one
-    block of each side, or one shard, a worker): P pushes + pull + report a round at any P,
-    where messages were P^2 and vocabulary-block hand-offs P tasks more."""
+    """The graphs the engine emits for P virtual workers (Dask's synchronous scheduler, a
+    block, or one block of each side, a worker): P pushes + pull + report a round at any P
+    for every program, where MF's messages were P^2 and LDA's vocabulary-block hand-offs P
+    tasks more."""
+    slots = None
     if program_name == "mf":
         program, raw = setup(RATINGS, P, P)
         slots = list(range(P)) * 2  # user block b and item block b on worker b
-    else:
+    elif program_name == "lda":
         _, _, raw, program, _ = setup_lda(n_shards=P, n_blocks=P)
-        slots = None
+    elif program_name == "jacobi":
+        rng = np.random.default_rng(0)
+        A = rng.standard_normal((4 * P, 4 * P)) + 8 * P * np.eye(4 * P)
+        program, raw = jacobi_blocks(A, rng.standard_normal(4 * P), P)
+    else:
+        program, raw = linear_program(program_name, P)
     engine = Engine(program, executor=LocalExecutor(dask.local.get_sync, P), max_rounds=3,
                     checkpoint_interval=0)
     sizes = []
@@ -173,3 +209,44 @@ def test_rounds_stay_p_plus_2_tasks_up_to_256_workers(program_name, P):
     engine.run(raw, slots)
     _, *rounds, _ = sizes  # placement and collection graphs around the rounds
     assert rounds == [P + 2] * 3
+
+
+@pytest.mark.parametrize("program_name", ["mf", "lda"])
+def test_a_static_schedule_declares_its_messages_before_the_rounds_run(program_name):
+    """The routes of every round, planned from the schedule before the fit starts, are the
+    messages the plane carried in it (plus, for LDA, the carried blocks a push took from
+    another's cell: all but a block's first push, which gets its initial value as a task's)."""
+    if program_name == "mf":
+        program, raw = setup(RATINGS, 3, 2)
+    else:
+        _, _, raw, program, _ = setup_lda(n_shards=3, n_blocks=4)
+    rounds = 6
+    assert program.static_schedule
+    plan = [program.schedule(t, []) for t in range(rounds)]
+    with dask.config.set(scheduler="synchronous"):
+        result = Engine(program, max_rounds=rounds, checkpoint_interval=0).run(raw)
+    taken, expected = set(), []
+    for instructions in plan:
+        carried = {i.carried for i in instructions.values()} - {None}
+        expected.append(len(routes(instructions)) + len(carried & taken))
+        taken |= carried
+    assert expected == result.history.column("plane_messages") and sum(expected) > 0
+    if program_name == "mf":  # each push reads every block of the other side
+        assert all(Route(s, b) in routes(plan[0]) for b in plan[0]
+                   for s in program.block_ids("users"))
+
+
+def test_a_message_of_a_round_the_source_has_moved_past_is_refused():
+    """A source updating in place holds one state: asked for a message of a round it has
+    already moved past, it refuses with an error naming the rounds, instead of answering from
+    its newer state."""
+    from dask_strads.engine import tasks
+    from dask_strads.engine.plane import Received, message
+
+    program, raw = setup(RATINGS, 2, 2)
+    cell = tasks.prepare(program, raw[0], 0)
+    cell.record(5, cell.latest(), 5)  # its push of round 5 has run
+    source = Source(0, "here", cell, None)
+    assert message(source, 2, 6, Received()) is not None  # made from round 5's state
+    with pytest.raises(RuntimeError, match=r"states of rounds \[5\]: a message of round 5"):
+        message(source, 2, 5, Received())

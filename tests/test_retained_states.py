@@ -35,7 +35,7 @@ def run(program_class, rounds=6):
     ids = list(range(len(raw)))
     cells = [tasks.prepare(program, block, b) for b, block in zip(ids, raw)]
     pushed = [tasks.initial_partial(cell) for cell in cells]
-    pulled = {-1: tasks.pull(program, Pulled(program.initial_shared(), {}), ids, *pushed)}
+    pulled = {-1: tasks.initial_pull(program, Pulled(program.initial_shared(), {}), ids, *pushed)}
     for t in range(rounds):
         instructions = program.schedule(t, [])
         pushed = [tasks.push(program, cells[b], pushed[b], pulled[t - 1], instructions[b], t,

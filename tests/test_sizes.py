@@ -23,7 +23,7 @@ from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
 from dask_strads.programs import lasso, lda, logistic, mf
 from dask_strads.engine.plane import Source
-from dask_strads.programs.base import Program, carried_id, reads
+from dask_strads.programs.base import Program
 
 #: Allowed beyond the arrays: a few percent, and this many bytes per Python object held (the
 #: instance, its ``__dict__``, tuples, dicts, scalars).
@@ -78,22 +78,22 @@ def run_cells(program, raw_blocks, rounds, staleness=0, keep=0):
     ids = list(range(len(raw_blocks)))
     cells = [tasks.prepare(program, raw, b) for b, raw in zip(ids, raw_blocks)]
     pushed = [tasks.initial_partial(cell) for cell in cells]
-    pulled = {-1: tasks.pull(program, Pulled(program.initial_shared(), {}), ids, *pushed)}
+    pulled = {-1: tasks.initial_pull(program, Pulled(program.initial_shared(), {}), ids, *pushed)}
     carried = [tasks.initial_carried(program, c) for c in range(program.n_carried)]
     reports = []
     for t in range(rounds):
         source = pulled[max(-1, t - 1 - staleness)]
         pushes = {}
         for b, instruction in program.schedule(t, reports).items():
-            c = carried_id(instruction)
-            sources = [Source(s, "here", cells[s], pushed[s]) for s in reads(instruction)]
+            c = instruction.carried
+            sources = [Source(s, "here", cells[s], pushed[s]) for s in instruction.reads]
             pushes[b] = tasks.push(program, cells[b], pushed[b], source, instruction, t,
                                    t - keep, None if c is None else carried[c], sources)
             if c is not None:
                 carried[c] = Source(b, "here", cells[b], pushes[b])
         pushed = [pushes.get(b, pushed[b]) for b in ids]
         pulled[t] = tasks.pull(program, pulled[t - 1], list(pushes), *pushes.values())
-        reports.append(pulled[t].report)
+        reports.append(pulled[t].record)
     return (cells, pushed, pulled[rounds - 1],
             [tasks.carried_as_is(held, c) for c, held in enumerate(carried)])
 
@@ -144,7 +144,7 @@ def test_every_task_value_class_is_registered():
     sizeof(Pushed(None, 0.0))  # the first object of the package sized registers them all
     classes = [BlockCell, Pushed, Pulled, lasso.LassoData, lasso.Residual, lasso.BlockState,
                lasso.Pending, lasso.BlockUpdate, lda.Shard, lda.ShardState, lda.WordBlock,
-               lda.SampleReport, mf.Ratings, mf.BlockObjective, mf.SharedFactor,
+               lda.Sampled, mf.Ratings, mf.BlockObjective, mf.SharedFactor,
                logistic.LogisticData, logistic.BlockState, logistic.BlockUpdate,
                logistic.Margins]
     assert [c for c in classes if sizeof.dispatch(c) is not sizes.sizeof_dataclass] == []
@@ -183,7 +183,7 @@ def test_lda_shards_states_carried_blocks_and_reports():
     check_size(cell)
     assert isinstance(carried[0], lda.WordBlock)
     check_size(carried[0], large=False)
-    assert isinstance(pushed[0].partial, lda.SampleReport)
+    assert isinstance(pushed[0].partial, lda.Sampled)
     check_size(pushed[0], large=False)
     check_size(pulled, large=False)
     # a cell between a push and its hand-off holds the carried block in its outbox

@@ -14,7 +14,7 @@ from distributed import Client, LocalCluster
 
 from dask_strads import Engine, LatentDirichletAllocation, run_sequential
 from dask_strads.datasets import make_lda_corpus
-from dask_strads.engine import cells
+from dask_strads.engine import cells, parking
 from dask_strads.estimators.lda import BLOCK_MEMORY_SHARE, _blocks_within_memory
 from dask_strads.kernels.lda import row_bytes
 from dask_strads.partition import block_edges
@@ -48,6 +48,14 @@ def _cells_held():
 
 def disk_writes(client):
     return sum(client.run(_disk_writes).values())
+
+
+def _parked_on_disk(dask_worker):
+    return parking.spilled_on(dask_worker)
+
+
+def parked_on_disk(client):
+    return sum(client.run(_parked_on_disk).values())
 
 
 def lda_problem(n_words, n_topics, n_blocks, memory=None, seed=0):
@@ -95,6 +103,9 @@ def test_a_fit_whose_cells_dask_would_spill_equals_the_sequential_loop(client):
 
 
 def test_lda_trains_a_word_topic_table_twice_the_memory_limit(client):
+    """The vocabulary blocks waiting on a worker for their next shard take more than its
+    memory: those beyond the plane's budget for parked blocks wait on disk, and the model is
+    the sequential loop's."""
     n_topics = 20
     model = LatentDirichletAllocation(n_topics, doc_topic_prior=0.1, topic_word_prior=0.01,
                                       max_iter=2, random_state=1)
@@ -102,7 +113,9 @@ def test_lda_trains_a_word_topic_table_twice_the_memory_limit(client):
                                             memory=MEMORY_LIMIT, seed=model._seed())
     assert X.shape[1] * row_bytes(n_topics) > 2 * MEMORY_LIMIT  # the word-topic table
     model.client = client
+    spilled_before = parked_on_disk(client)
     model.fit(X)
+    assert parked_on_disk(client) > spilled_before
     assert model.n_vocab_blocks_ == program.n_carried
     assert max(program.block_sizes) * row_bytes(n_topics) <= BLOCK_MEMORY_SHARE * MEMORY_LIMIT
     _, _, carried = run_sequential(program, shards, 2 * program.n_carried)

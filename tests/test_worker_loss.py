@@ -20,7 +20,7 @@ from dask_strads.engine.blocks import place_blocks, worker_info
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.programs import BlockJacobi, jacobi_blocks
 
-from conftest import _dask_command, _stop
+from conftest import Round, _dask_command, _stop
 from test_waits import cpu_hogs  # noqa: F401 (a fixture)
 
 DEADLINE = 30  # seconds from the kill to the error, generous for a loaded 2-core machine
@@ -361,13 +361,13 @@ def test_a_killed_scheduler_is_a_clear_error_within_the_deadline(tmp_path):
 class KillsItsWorker(BlockJacobi):
     """Block 0's push ends the worker process it runs in, wherever it is placed."""
 
-    def push(self, block_id, data, state, instruction, shared):
-        if block_id == 0 and instruction >= 2:
+    def push(self, block_id, data, state, instruction, shared, inbox):
+        if block_id == 0 and instruction.round >= 2:
             os._exit(1)
-        return super().push(block_id, data, state, instruction, shared)
+        return super().push(block_id, data, state, instruction, shared, inbox)
 
     def schedule(self, round_index, history):
-        return {b: round_index for b in range(len(self.row_starts) - 1)}
+        return {b: Round(round_index) for b in range(len(self.row_starts) - 1)}
 
 
 def test_a_block_that_keeps_killing_its_workers_stops_the_fit():

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from dask.sizeof import sizeof
 from distributed import WorkerPlugin, get_worker
 
+from . import parking
 from .compat import add_plugin_here
 
 #: The cells of this process's Dask worker(s), by the key of the task that made each.
@@ -56,6 +57,7 @@ def keep(cell, key):
     if worker.get_current_task() != key:
         return cell
     _install(worker)
+    cell.outbox = parking.outbox_on(worker, cell.outbox)
     _CELLS[key] = cell
     return CellRef(key)
 
@@ -85,11 +87,18 @@ class ReleaseCells(WorkerPlugin):
 
     def transition(self, key, start, finish, **kwargs):
         if finish in ("released", "forgotten"):
-            _CELLS.pop(key, None)
+            _drop(key)
 
     def teardown(self, worker):
         for key in list(worker.data):
-            _CELLS.pop(key, None)
+            _drop(key)
+        parking.close(worker)
+
+
+def _drop(key):
+    cell = _CELLS.pop(key, None)
+    if cell is not None:
+        cell.outbox.clear()  # blocks it parked
 
 
 def _install(worker):

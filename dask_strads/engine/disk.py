@@ -68,19 +68,19 @@ def write(path, read, *args):
     return None
 
 
-def add_writes(engine, run, graph, t, items, copies=None):
-    """Add the writes of round ``t``'s ``items`` (see :func:`.recovery.checkpoint_items`) to its
-    graph; with ``copies`` (the in-memory checkpoint's, in the same order) the files are written
-    from those, which no later push can change. Returns references to the writes (all must
-    finish before the round is complete on disk)."""
-    folder = round_dir(engine.checkpoint_dir, t)
+def add_writes(graph, run, root, t, items, copies=None):
+    """Add the writes of round ``t``'s ``items`` (see :func:`.recovery.checkpoint_items`) under
+    ``root`` to its :class:`~.graph.RoundGraph`; with ``copies`` (the in-memory checkpoint's,
+    in the same order) the files are written from those, which no later push can change.
+    Returns references to the writes (all must finish before the round is complete on
+    disk)."""
+    folder = round_dir(root, t)
     writes = []
     for i, (kind, index, worker, read, args) in enumerate(items):
         if copies is not None:
             read, args = tasks.itself, (copies[i][0],)
-        writes.append(engine._task(graph, worker, run.key("write", kind, index, t, run.id),
-                                   write, posixpath.join(folder, f"{kind}-{index}.npz"), read,
-                                   *args))
+        writes.append(graph.add(worker, run.key("write", kind, index, t, run.id), write,
+                                posixpath.join(folder, f"{kind}-{index}.npz"), read, *args))
     return writes
 
 

@@ -102,9 +102,22 @@ async def _ask(worker, source, kind, what):
 
 def _answer(cell, kind, to_block=None, round_index=None, carried_id=None):
     if kind == "message":
-        return cell.program.message(cell.block_id, cell.data, cell.state_at(round_index - 1),
+        return cell.program.message(cell.block_id, cell.data, _state_before(cell, round_index),
                                     to_block)
     return cell.outbox.pop(carried_id)
+
+
+def _state_before(cell, round_index):
+    """The cell's state after round ``round_index - 1``, which a message of round
+    ``round_index`` is made from; a request the cell has moved past (its state updated in place
+    since, or no state that old) is refused rather than answered from another round."""
+    newest = max(cell.versions)
+    if min(cell.versions) >= round_index or (cell.program.updates_in_place
+                                             and newest >= round_index):
+        raise RuntimeError(f"block {cell.block_id} holds the states of rounds "
+                           f"{sorted(cell.versions)}: a message of round {round_index}, made "
+                           f"from round {round_index - 1}, can no longer be made")
+    return cell.state_at(round_index - 1)
 
 
 class ServePlane(WorkerPlugin):

@@ -133,22 +133,10 @@ def watchers(progress, name, max_rounds, rounds_per_iteration=1, program=None):
 
 
 def gap_tolerance(program):
-    """The duality gap at or below which ``program`` stops: what its ``converged`` says of
-    reports holding a gap alone (found by bisection on a log scale); None for a program that no
-    gap stops."""
-    def stops(gap):
-        try:
-            return bool(program.converged({"gap": gap}))
-        except Exception:  # a program whose test reads other keys is not stopped by a gap
-            return False
-
-    if program is None or not stops(0.0) or stops(1e300):
-        return None
-    low, high = -300.0, 300.0  # log10 of a gap that stops it, and of one that does not
-    for _ in range(64):
-        middle = (low + high) / 2
-        low, high = (middle, high) if stops(10.0 ** middle) else (low, middle)
-    return 10.0 ** low
+    """The duality gap at or below which ``program`` stops, as its stop rule says; None for a
+    program that no gap stops."""
+    rule = getattr(program, "stop_rule", None)
+    return rule.tolerance if rule is not None and rule.field == "gap" else None
 
 
 def _in_ipython():

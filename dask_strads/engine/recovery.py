@@ -40,7 +40,7 @@ class Checkpoint:
                           {r: pair(p) for r, p in self.pulled.items()})
 
 
-def checkpoint_items(engine, run, t, pushes, hand_offs, pull):
+def checkpoint_items(run, t, pushes, hand_offs, pull, staleness):
     """What a checkpoint of round ``t`` holds, each as ``(kind, index, worker, read, args)``
     (``read(*args)`` gives it on ``worker``): every block's state, every carried block, and the
     shared values the next rounds read, in that order."""
@@ -49,30 +49,28 @@ def checkpoint_items(engine, run, t, pushes, hand_offs, pull):
             + [("carried", c, run.home[c], tasks.carried_as_is,
                 (hand_offs.get(c, run.carried[c]), c)) for c in range(len(run.carried))]
             + [("shared", r, run.hub, tasks.itself, (pull if r == t else run.pulled[r],))
-               for r in range(max(-1, t - engine.staleness), t + 1)])
+               for r in range(max(-1, t - staleness), t + 1)])
 
 
-def add_checkpoint(engine, run, graph, t, items):
+def add_checkpoint(graph, run, t, items, workers):
     """Add the copies of round ``t``'s ``items`` (see :func:`checkpoint_items`) and their
-    replicas to its graph; returns the :class:`Checkpoint` (of references into the graph). The
-    next push of a block, or of a carried block, must follow its copy: in-place programs change
-    them afterwards. A replica goes to another worker holding blocks of the fit (whose loss the
-    fit watches for); when one worker holds them all (a fit of one block), to another worker of
-    the cluster, as the scheduler lists them now."""
-    owners = sorted(set(run.owners))
-    workers = owners if len(owners) > 1 else engine.executor.refresh()
+    replicas to its :class:`~.graph.RoundGraph`; returns the :class:`Checkpoint` (of
+    references into the graph). The next push of a block, or of a carried block, must follow
+    its copy: in-place programs change them afterwards. A replica goes to another of
+    ``workers``: those holding blocks of the fit (whose loss the fit watches for), or, when one
+    worker holds them all (a fit of one block), the cluster's."""
     pairs = []
     for kind, index, worker, read, args in items:
-        first = engine._task(graph, worker, run.key("checkpoint", kind, index, t, run.id),
-                             tasks.snapshot, read, *args)
+        first = graph.add(worker, run.key("checkpoint", kind, index, t, run.id), tasks.snapshot,
+                          read, *args)
         # The replica reads the copy through a key of its own: Dask's memory manager keeps one
         # of a key's copies and may keep the one moved to the replica's worker, leaving both
         # halves of the pair on one worker. The moved key is released once the replica is made.
-        sent = engine._task(graph, worker, run.key("checkpoint-sent", kind, index, t, run.id),
-                            tasks.itself, first)
-        other = replica_worker(worker, workers)
-        pairs.append((first, engine._task(graph, other, run.key("replica", kind, index, t,
-                                                                run.id), tasks.itself, sent)))
+        sent = graph.add(worker, run.key("checkpoint-sent", kind, index, t, run.id),
+                         tasks.itself, first)
+        pairs.append((first, graph.add(replica_worker(worker, workers),
+                                       run.key("replica", kind, index, t, run.id), tasks.itself,
+                                       sent)))
     n_blocks, n_carried = len(run.owners), len(run.carried)
     shared = [index for kind, index, *_ in items if kind == "shared"]
     return Checkpoint(t, pairs[:n_blocks], pairs[n_blocks:n_blocks + n_carried],

@@ -2,25 +2,24 @@
 import inspect
 import os
 import uuid
-from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
 from time import perf_counter
 
-
 from ..kernels.compilation import announce_compiling
 from ..log import logger
-from ..programs.base import carried_id, check_carried_assignment, check_reads, reads
+from ..programs.base import checked_instructions
 from . import disk, tasks
-from .history import History
-from .hubs import claim_hub, release_hub
 from .blocks import PlacedBlocks
-from .cells import CellRef
-from .compat import Task, TaskRef, parse_input
-from .plane import FETCH_SECONDS, Source
+from .compat import TaskRef
 from .errors import ClusterError, WorkerLost
+from .graph import RoundGraph
+from .history import History
+from .hubs import release_hub
+from .plane import FETCH_SECONDS
 from .progress import watchers
-from .recovery import KEPT, add_checkpoint, checkpoint_items, usable
+from .recovery import add_checkpoint, checkpoint_items, usable
+from .run import Run
 from .runtime import executor_for
 from .stalls import patience
 
@@ -62,50 +61,18 @@ class EngineResult:
         return self.executor.as_array(self.carried, self.carried_workers, axis)
 
 
-class _Run:
-    """The handles and bookkeeping of one run, from start to collect."""
-
-    def __init__(self, name, owners, start):
-        self.name = name
-        self.owners = owners
-        self.hub = claim_hub(owners)
-        self.start = start
-        self.history = History()
-        self.pending = deque()  # (round, report handle), oldest first
-        self.final_round = None
-        self.pulled = {}  # round -> handle of that round's Pulled
-        self.submitted = -1
-        self.checkpoints = []  # the newest KEPT, oldest first
-        self.disk_writes = []  # (round, handles of its writes) not yet marked complete
-        self.writes_to_disk = True  # until a write fails (a full disk)
-        self.guards = {}  # carried block -> the copy its next push must follow
-        self.losses = {}  # block -> times its worker was lost
-        self.collected = []  # the handles of the result, once collected
-
-    def handles(self):
-        """Every handle the run holds (not the data blocks: their owner placed them)."""
-        held_carried = [c for c in self.carried if not isinstance(c, Source)]  # else in a cell
-        return [*self.cells, *self.pushed, *held_carried, *self.pulled.values(),
-                *(h for _, h in self.pending), *(h for c in self.checkpoints for p in c.pairs()
-                                                 for h in p),
-                *(h for _, hs in self.disk_writes for h in hs), *self.guards.values(),
-                *self.collected, self.program]
-
-    def key(self, kind, *parts):
-        return "-".join(["strads", self.name, kind, *map(str, parts)])
-
-
 class Engine:
     """Runs a :class:`~dask_strads.programs.Program` on Dask, one task graph per round.
 
     Every block has a cell (its data and state) on one worker for the whole fit. A round is one
     graph: a push task per scheduled block, pinned to the block's worker; one pull on the run's
-    hub (one of its blocks' workers, see :mod:`.hubs`); one task that extracts the report for
-    the client; and, for programs with carried blocks, one hand-off task per carried block,
-    which Dask then moves to the next worker that asks for it. Keys read
+    hub (one of its blocks' workers, see :mod:`.hubs`); and one task that extracts the report
+    for the client. The messages and carried blocks a push needs from other blocks travel
+    worker to worker over the message plane (:mod:`.plane`), outside the graph. Keys read
     ``strads-<program>-<kind>-<block>-<round>-<run>``. The client may submit
     ``pipeline_depth`` rounds beyond the newest report it has read, so that round latencies
-    overlap.
+    overlap. The pull applies the program's stopping test; the rounds submitted behind the
+    round that meets it run no push and change nothing.
 
     Parameters
     ----------
@@ -244,15 +211,13 @@ class Engine:
                            + [run.pulled[r] for r in rounds] + list(run.guards.values()),
                            run.owners)
         values = self.executor.gather([run.pulled[r] for r in rounds], run.owners)
-        for r, value in zip(rounds, values):
-            run.pulled[r] = self.executor.put(value, run.hub, run.key("kept-pull", r, run.id))
-        run.pushed = [None] * len(run.pushed)
-        run.guards = {}
+        run.cut({r: self.executor.put(value, run.hub, run.key("kept-pull", r, run.id))
+                 for r, value in zip(rounds, values)})
 
     def start(self, blocks, slots=None, restore=None):
         """Place the blocks, build their cells and the carried blocks, and pull once; or, with
-        ``restore`` (a checkpoint and the handles of its copies), put them back as they were
-        after its round."""
+        ``restore`` (a checkpoint, the handles or values of its copies and optionally the
+        history records up to it), put them back as they were after its round."""
         if not isinstance(blocks, (list, tuple, PlacedBlocks)):
             raise TypeError(f"blocks must be a list of data blocks, got {type(blocks).__name__}")
         if not blocks:
@@ -263,51 +228,52 @@ class Engine:
             raw, owners = blocks.handles, blocks.owners
         else:
             raw, owners = executor.place(blocks, slots, f"strads-{program.name}-data")
-        run = _Run(program.name, owners, start)
-        run.id = uuid.uuid4().hex[:8]
+        run = Run(program.name, uuid.uuid4().hex[:8], owners, program.n_carried, start,
+                  executor.local)
         run.program = executor.share(program, run.key("program", run.id))
-        run.home = [owners[c % len(owners)] for c in range(program.n_carried)]
-        graph = {}
-        cells = [self._task(graph, worker, key, tasks.prepare, run.program, block, b,
-                            restore is None, key)
+        graph = RoundGraph()
+        cells = [graph.add(worker, key, tasks.prepare, run.program, block, b, restore is None,
+                           key)
                  for b, (block, worker) in enumerate(zip(raw, owners))
                  for key in [run.key("block", b, run.id)]]
-        if restore is None:
-            seed = executor.put(tasks.Pulled(program.initial_shared(), {}), run.hub,
-                                run.key("shared-init", run.id))
-            inits = [self._task(graph, w, run.key("init", b, run.id), tasks.initial_partial,
-                                cell) for b, (w, cell) in enumerate(zip(owners, cells))]
-            carried = [self._task(graph, w, run.key("carried-init", c, run.id),
-                                  tasks.initial_carried, run.program, c)
-                       for c, w in enumerate(run.home)]
-            pulls = {-1: self._task(graph, run.hub, run.key("pull-init", run.id), tasks.pull,
-                                    run.program, seed, list(range(len(raw))), *inits)}
-        else:
-            checkpoint, copies, *records = restore
-            where = [*owners, *run.home, *([run.hub] * len(checkpoint.pulled))]
-            copies = [c if isinstance(c, TaskRef)
-                      else executor.put(c, w, run.key("from-disk", i, run.id))
-                      for i, (c, w) in enumerate(zip(copies, where))]
-            states, rest = copies[:len(raw)], copies[len(raw):]
-            for record in records[0] if records else ():
-                run.history.append(record)
-            if records:
-                run.history.stats.resumed_from = checkpoint.round + 1
-            inits = [self._task(graph, w, run.key("restore", b, run.id), tasks.restore, cell,
-                                state, checkpoint.round)
-                     for b, (w, cell, state) in enumerate(zip(owners, cells, states))]
-            carried = [self._task(graph, w, run.key("carried-restore", c, run.id),
-                                  tasks.snapshot, tasks.itself, rest[c])
-                       for c, w in enumerate(run.home)]
-            pulls = dict(zip(checkpoint.pulled, rest[len(carried):]))
-            run.submitted = checkpoint.round
-        handles = executor.submit(graph)
-        run.cells = [handles[c.key] for c in cells]
-        run.pushed = [handles[i.key] for i in inits]
-        run.carried = [handles[c.key] for c in carried]
-        run.pulled = {r: handles[p.key] if isinstance(p, TaskRef) and p.key in handles else p
-                      for r, p in pulls.items()}
+        begun = (self._fresh(graph, run, cells) if restore is None
+                 else self._restored(graph, run, cells, *restore))
+        run.started(executor.submit(graph.layers), cells, *begun)
         return run
+
+    def _fresh(self, graph, run, cells):
+        """The tasks starting a run from scratch: ``(initial partials, carried blocks, {-1:
+        the first pull})``."""
+        seed = graph.hold(self.executor.put(tasks.Pulled(self.program.initial_shared(), {}),
+                                            run.hub, run.key("shared-init", run.id)))
+        inits = [graph.add(w, run.key("init", b, run.id), tasks.initial_partial, cell)
+                 for b, (w, cell) in enumerate(zip(run.owners, cells))]
+        carried = [graph.add(w, run.key("carried-init", c, run.id), tasks.initial_carried,
+                             run.program, c) for c, w in enumerate(run.home)]
+        return inits, carried, {-1: graph.add(run.hub, run.key("pull-init", run.id),
+                                              tasks.initial_pull, run.program, seed,
+                                              list(range(len(cells))), *inits)}
+
+    def _restored(self, graph, run, cells, checkpoint, copies, records=None):
+        """The tasks putting a run back at ``checkpoint``: ``copies`` are handles of its
+        in-memory copies, or values read from disk (placed first); ``records``: the history up
+        to it (from disk)."""
+        where = [*run.owners, *run.home, *([run.hub] * len(checkpoint.pulled))]
+        copies = [c if isinstance(c, TaskRef)
+                  else graph.hold(self.executor.put(c, w, run.key("from-disk", i, run.id)))
+                  for i, (c, w) in enumerate(zip(copies, where))]
+        states, rest = copies[:len(cells)], copies[len(cells):]
+        if records is not None:
+            for record in records:
+                run.history.append(record)
+            run.history.stats.resumed_from = checkpoint.round + 1
+        inits = [graph.add(w, run.key("restore", b, run.id), tasks.restore, cell, state,
+                           checkpoint.round)
+                 for b, (w, cell, state) in enumerate(zip(run.owners, cells, states))]
+        carried = [graph.add(w, run.key("carried-restore", c, run.id), tasks.snapshot,
+                             tasks.itself, rest[c]) for c, w in enumerate(run.home)]
+        run.submitted = checkpoint.round
+        return inits, carried, dict(zip(checkpoint.pulled, rest[len(carried):]))
 
     def _recover(self, run, blocks, slots, error):
         """Go on after a lost worker: start again on the workers left from the newest usable
@@ -345,8 +311,7 @@ class Engine:
                        len(alive))
         new = self.start(placed, slots, restore)
         release_hub(run.hub)
-        new.start, new.history, new.losses = run.start, run.history, run.losses
-        new.writes_to_disk = run.writes_to_disk
+        new.going_on_from(run)
         new.history.truncate(resumed)
         new.history.stats.recoveries.append({
             "round": resumed, "lost": [*error.workers, *sorted(before - alive)],
@@ -355,60 +320,62 @@ class Engine:
         return new
 
     def submit_round(self, run, t):
-        """Emit round ``t`` as one graph."""
+        """Emit round ``t`` as one graph: the pushes the schedule asks for, the pull, the report
+        and, every ``checkpoint_interval`` rounds, the checkpoint's copies and writes."""
         program = self.program
-        instructions = program.schedule(t, run.history.records)
-        check_carried_assignment(instructions)
-        check_reads(program, instructions)
+        instructions = checked_instructions(program, program.schedule(t, run.history.records))
+        graph = RoundGraph()
+        pushes, hand_offs = self._add_pushes(graph, run, t, instructions)
+        run.carried_moved(hand_offs)
+        pull = graph.add(run.hub, run.key("pull", t, run.id), tasks.pull, run.program,
+                         run.pulled[t - 1], list(pushes), *pushes.values())
+        report = graph.add(run.hub, run.key("report", t, run.id), tasks.report, pull)
+        checkpoint, writes = self._add_checkpoint(graph, run, t, pushes, hand_offs, pull)
+        if checkpoint is None and not writes:
+            run.history.stats.tasks_per_round = graph.n_tasks
+        run.submitted_round(t, self.executor.submit(graph.layers), pushes, hand_offs, pull,
+                            report, checkpoint, writes)
+        self._forget_pulls(run, t)
+
+    def _add_pushes(self, graph, run, t, instructions):
+        """The round's pushes, ``{block: reference}``, and ``{carried block: the Source of the
+        push that takes it}``."""
+        program = self.program
         keep_from = t - (0 if program.updates_in_place else
                          self.pipeline_depth + program.report_lag)
         source = run.pulled[max(-1, t - 1 - self.staleness)]
-        graph, pushes = {}, {}
-        hand_offs = {}  # carried block -> the Source of the push that now holds it
         timeout = patience(FETCH_SECONDS, run.history.typical_round_seconds())
+        pushes, hand_offs = {}, {}
         for b, instruction in instructions.items():
-            worker, c = run.owners[b], carried_id(instruction)
-            sources = [Source(s, run.owners[s], self._cell_named(run, s), run.pushed[s],
-                              timeout) for s in reads(instruction)]
-            previous = run.pushed[b] if c not in run.guards else (run.pushed[b],
-                                                                  run.guards.pop(c))
-            pushes[b] = self._task(graph, worker, run.key("push", b, t, run.id), tasks.push,
-                                   run.program, run.cells[b], previous, source, instruction,
-                                   t, keep_from, None if c is None else run.carried[c],
-                                   sources)
+            c = instruction.carried
+            sources = [run.source(s, run.pushed[s], timeout) for s in instruction.reads]
+            pushes[b] = graph.add(run.owners[b], run.key("push", b, t, run.id), tasks.push,
+                                  run.program, run.cells[b], run.previous_push(b, c), source,
+                                  instruction, t, keep_from,
+                                  None if c is None else run.carried[c], sources)
             if c is not None:
-                hand_offs[c] = Source(b, worker, self._cell_named(run, b), pushes[b], timeout)
-                run.home[c] = worker
-        pull = self._task(graph, run.hub, run.key("pull", t, run.id), tasks.pull, run.program,
-                          run.pulled[t - 1], list(pushes), *pushes.values())
-        report = self._task(graph, run.hub, run.key("report", t, run.id), tasks.report, pull)
+                hand_offs[c] = run.source(b, pushes[b], timeout)
+        return pushes, hand_offs
+
+    def _add_checkpoint(self, graph, run, t, pushes, hand_offs, pull):
+        """Every ``checkpoint_interval`` rounds, the copies of round ``t`` (on a cluster, where
+        a worker can be lost) and their writes to ``checkpoint_dir``: ``(Checkpoint or None,
+        references to the writes)``."""
         interval = self.checkpoint_interval
-        checkpoint, writes = None, []
-        if interval and (t + 1) % interval == 0:
-            items = checkpoint_items(self, run, t, pushes, hand_offs, pull)
-            if not self.executor.local:  # a worker can be lost only on a cluster
-                checkpoint = add_checkpoint(self, run, graph, t, items)
-            if self.checkpoint_dir and run.writes_to_disk:
-                writes = disk.add_writes(self, run, graph, t, items,
-                                         checkpoint and checkpoint.pairs())
-        if checkpoint is None and not writes:
-            run.history.stats.tasks_per_round = sum(map(len, graph.values()))
-        handles = self.executor.submit(graph)
-        if writes:
-            run.disk_writes.append((t, [handles[w.key] for w in writes]))
-        for b, task in pushes.items():
-            run.pushed[b] = handles[task.key]
-        for c, held in hand_offs.items():
-            run.carried[c] = held._replace(after=handles[held.after.key])
-        run.pulled[t] = handles[pull.key]
-        if checkpoint is not None:
-            checkpoint = checkpoint.resolved(handles)
-            run.checkpoints = run.checkpoints[1 - KEPT:] + [checkpoint]
-            run.pushed = [state for state, _ in checkpoint.states]  # pushes follow the copies
-            run.guards = {c: copy for c, (copy, _) in enumerate(checkpoint.carried)}
-        run.pending.append((t, handles[report.key]))
-        run.submitted = t
-        self._forget_pulls(run, t)
+        if not interval or (t + 1) % interval:
+            return None, []
+        items = checkpoint_items(run, t, pushes, hand_offs, pull, self.staleness)
+        checkpoint = None
+        if not self.executor.local:
+            owners = sorted(set(run.owners))
+            # a fit of one block replicates to another worker of the cluster
+            workers = owners if len(owners) > 1 else self.executor.refresh()
+            checkpoint = add_checkpoint(graph, run, t, items, workers)
+        writes = []
+        if self.checkpoint_dir and run.writes_to_disk:
+            writes = disk.add_writes(graph, run, self.checkpoint_dir, t, items,
+                                     checkpoint and checkpoint.pairs())
+        return checkpoint, writes
 
     def read_reports(self, run, keep_pending, watching=()):
         """Read reports, oldest first, until at most ``keep_pending`` are unread (reading on
@@ -424,12 +391,12 @@ class Engine:
             round_index, handle = run.pending.popleft()
             report = executor.result(handle, run.owners)
             executor.release([handle])  # read once
-            record = {"round": round_index, "time": perf_counter() - run.start, **report}
+            record = {"round": round_index, "time": perf_counter() - run.start, **report.record}
             run.history.append(record)
             executor.round_seconds = run.history.typical_round_seconds()
             for watcher in watching:
                 watcher.update(record, run)
-            if run.final_round is None and self._stops(run, record):
+            if run.final_round is None and self._stops(run, record, report.stopped):
                 run.final_round = round_index
             self._complete_on_disk(run, round_index)
         return run.final_round is not None
@@ -457,13 +424,13 @@ class Engine:
             last = run.final_round
         run.history.stats.rounds = last + 1
         kept = max(-1, last - (0 if program.updates_in_place else program.report_lag))
-        graph = {}
+        graph = RoundGraph()
         # nothing reads a cell after this, unless a checkpoint is still being written from it
         params = self._collect_tasks(graph, run, "collect", kept, release=not run.disk_writes)
-        carried = [self._task(graph, w, run.key("collect-carried", c, run.id),
-                              tasks.collect_carried, run.program, value, c)
+        carried = [graph.add(w, run.key("collect-carried", c, run.id), tasks.collect_carried,
+                             run.program, value, c)
                    for c, (w, value) in enumerate(zip(run.home, run.carried))]
-        handles = self.executor.submit(graph)
+        handles = self.executor.submit(graph.layers)
         run.history.stats.wall_seconds = perf_counter() - run.start
         result = EngineResult([handles[t.key] for t in params], [handles[t.key] for t in carried],
                               run.history, self.executor, list(run.owners), list(run.home))
@@ -472,30 +439,17 @@ class Engine:
 
     # -- helpers ------------------------------------------------------------------------------
     @staticmethod
-    def _task(graph, worker, key, function, *args):
-        """Add a task to ``graph`` under ``worker``; returns a reference to it. References
-        inside tuples, lists and dicts of ``args`` count as dependencies too."""
-        graph.setdefault(worker, {})[key] = Task(key, function, *map(parse_input, args))
-        return TaskRef(key)
-
-    def _cell_named(self, run, b):
-        """Block ``b``'s cell as a :class:`.plane.Source` refers to it. On a cluster, by its key
-        only: as a dependency, Dask would copy the reference to the reading worker, and its
-        memory manager may then drop the copy on the cell's own worker, which lets go of the
-        cell."""
-        cell = run.cells[b]
-        return cell if self.executor.local else CellRef(cell.key)
-
-    def _collect_tasks(self, graph, run, name, round_index, release=False):
+    def _collect_tasks(graph, run, name, round_index, release=False):
         """Add to ``graph`` a task per block giving its parameters after ``round_index``
         (``release``: and letting go of the block's states, see :func:`.tasks.collect`)."""
-        return [self._task(graph, w, run.key(name, b, round_index, run.id), tasks.collect,
-                           run.program, cell, pushed, run.pulled[round_index], round_index,
-                           release)
+        return [graph.add(w, run.key(name, b, round_index, run.id), tasks.collect, run.program,
+                          cell, pushed, run.pulled[round_index], round_index, release)
                 for b, (w, cell, pushed) in enumerate(zip(run.owners, run.cells, run.pushed))]
 
-    def _stops(self, run, record):
-        stop = self.program.converged(record)
+    def _stops(self, run, record, converged):
+        """Whether the fit stops at ``record``'s round: its program's stopping test
+        (``converged``, applied by the round's pull) or the callback."""
+        stop = converged
         if stop:
             run.history.stats.converged = True  # the program's test, not a callback's stop
         if self.callback is not None and _call(self.callback, record, _RunningFit(self, run)):
@@ -507,8 +461,7 @@ class Engine:
         oldest = t - self.staleness  # what the next round's pushes read
         if not self.program.updates_in_place:  # a stop may still come from round t - depth
             oldest = min(oldest, t - self.pipeline_depth - self.program.report_lag)
-        for r in [r for r in run.pulled if r < oldest]:
-            del run.pulled[r]
+        run.forget_pulls_before(oldest)
 
 
 class _RunningFit:
@@ -520,9 +473,9 @@ class _RunningFit:
     def parameters(self, axis=0):
         """The parameter blocks after the newest round run, as a Dask array."""
         run, executor = self._run, self._engine.executor
-        graph = {}
+        graph = RoundGraph()
         refs = self._engine._collect_tasks(graph, run, "peek", run.submitted)
-        handles = executor.submit(graph)
+        handles = executor.submit(graph.layers)
         return executor.as_array([handles[r.key] for r in refs], run.owners, axis)
 
 

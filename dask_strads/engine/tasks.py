@@ -11,9 +11,11 @@ On a Dask worker the cell is kept out of Dask's data store, which could spill it
 import copy
 from dataclasses import dataclass, field
 from time import perf_counter
+from typing import NamedTuple
 
-from ..programs.base import Program, call_push, carried_id
+from ..programs.base import Inbox, Program, call_push, settled_pull
 from . import plane
+from .history import PLANE_COUNTS
 from .cells import keep, opened
 
 
@@ -67,10 +69,19 @@ class Pushed:
 
 @dataclass(frozen=True)
 class Pulled:
-    """What a pull hands to the next pushes (``shared``) and to the client (``report``)."""
+    """What a pull hands to the next pushes (``shared``) and to the client (``record``, the
+    round's record for the history), and whether the fit stopped at this round or before."""
 
     shared: object
-    report: dict
+    record: dict
+    stopped: bool = False
+
+
+class RoundReport(NamedTuple):
+    """What the client reads of a round: its record and whether the fit stops there."""
+
+    record: dict
+    stopped: bool
 
 
 def prepare(program, raw, block_id, initialise=True, key=None):
@@ -99,18 +110,19 @@ def push(program, cell, previous, pulled, instruction, round_index, keep_from, c
     """Round ``round_index`` of one block. ``previous`` (the block's last push) only orders the
     pushes of a block; ``carried`` is the carried block the instruction asks for (a value, or
     the :class:`.plane.Source` of the push that left it), ``sources`` the
-    :class:`.plane.Source` of each block whose message it reads."""
+    :class:`.plane.Source` of each block whose message it reads. Behind a stop (a round
+    submitted before the client read the stopping report) it leaves the cell as it is."""
+    if pulled.stopped:
+        return Pushed(None, 0.0)
     start = perf_counter()
     cell = opened(cell)
     received = plane.Received()
-    c = carried_id(instruction)
-    if c is not None:
-        carried = take_carried(carried, c, received)
-    messages = {s.block: plane.message(s, cell.block_id, round_index, received)
-                for s in sources}
+    c = instruction.carried
+    inbox = Inbox(None if c is None else take_carried(carried, c, received),
+                  {s.block: plane.message(s, cell.block_id, round_index, received)
+                   for s in sources})
     state, partial, new_carried = call_push(
-        program, cell.block_id, cell.data, cell.latest(), instruction, pulled.shared, carried,
-        messages)
+        program, cell.block_id, cell.data, cell.latest(), instruction, pulled.shared, inbox)
     if c is not None:
         cell.outbox[c] = new_carried
     cell.record(round_index, state, keep_from, program.retained)
@@ -132,16 +144,32 @@ def carried_as_is(carried, carried_id):
     return carried
 
 
+def initial_pull(program, seed, block_ids, *pushed):
+    """The pull of the blocks' initial partials, which starts the run: no round of it, and no
+    stopping test."""
+    shared, _ = program.pull({b: p.partial for b, p in zip(block_ids, pushed)}, seed.shared)
+    return Pulled(shared, {})
+
+
+#: The record of a round submitted behind the stop: it changed nothing.
+AFTER_STOP = {"after_stop": True}
+
+
 def pull(program, previous, block_ids, *pushed):
+    """The pull of a round, and the engine's stopping test on its report (see
+    :func:`~dask_strads.programs.base.settled_pull`); behind a stop, the previous round's
+    shared value as it is."""
+    if previous.stopped:
+        return Pulled(previous.shared, AFTER_STOP, stopped=True)
     start = perf_counter()
-    shared, report = program.pull({b: p.partial for b, p in zip(block_ids, pushed)},
-                                  previous.shared)
+    shared, report, stopped = settled_pull(
+        program, {b: p.partial for b, p in zip(block_ids, pushed)}, previous.shared)
     slowest_push = max((p.seconds for p in pushed), default=0.0)
-    report = {**report, "compute_seconds": slowest_push + perf_counter() - start}
+    record = {**report.record(), "compute_seconds": slowest_push + perf_counter() - start}
     if uses_plane(program):
-        report["plane_messages"] = sum(p.messages for p in pushed)
-        report["plane_bytes"] = sum(p.message_bytes for p in pushed)
-    return Pulled(shared, report)
+        record.update(zip(PLANE_COUNTS, (sum(p.messages for p in pushed),
+                                         sum(p.message_bytes for p in pushed))))
+    return Pulled(shared, record, stopped)
 
 
 def uses_plane(program):
@@ -150,7 +178,7 @@ def uses_plane(program):
 
 
 def report(pulled):
-    return pulled.report
+    return RoundReport(pulled.record, pulled.stopped)
 
 
 def collect(program, cell, last_push, pulled, round_index, release=False):

@@ -10,7 +10,7 @@ def held_out_perplexity(records):
     tokens = sum(r.get("held_out_tokens", 0) for r in records)
     if not tokens:
         return None
-    return float(np.exp(-sum(r["held_out_log_likelihood"] for r in records) / tokens))
+    return float(np.exp(-sum(r.get("held_out_log_likelihood", 0.0) for r in records) / tokens))
 
 
 class HeldOutStopping:

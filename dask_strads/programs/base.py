@@ -2,11 +2,74 @@
 
 A program holds only hyperparameters; data and model state are passed in and returned, so the same
 program runs in a plain Python loop (see :func:`run_sequential`) and on a Dask cluster
-(:class:`dask_strads.engine.Engine`) with the same results.
+(:class:`dask_strads.engine.Engine`) with the same results. What passes between the program and
+the engine is typed: a schedule gives :class:`Instruction` s, a push receives an
+:class:`Inbox`, a pull gives a :class:`Report`, and a program states when a fit stops with a
+:class:`StopRule` (the engine applies it).
 """
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
+
+
+@dataclass(frozen=True, kw_only=True)
+class Instruction:
+    """What one block's push does in one round. A program's own instructions subclass it with
+    their fields; ``Instruction()`` is a plain push.
+
+    ``carried``: the carried block the push takes (and returns), None for none. ``reads``: the
+    blocks whose messages the push reads. Together they declare everything a round moves
+    between blocks before it runs (see :func:`routes`).
+    """
+
+    carried: int | None = None
+    reads: tuple = ()
+
+
+@dataclass(frozen=True)
+class Inbox:
+    """What a push receives from other blocks: the carried block its instruction takes (None
+    when it takes none) and ``messages``, ``{source block: message}`` for every block it
+    reads."""
+
+    carried: object = None
+    messages: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+
+class Route(NamedTuple):
+    """One message of a round: ``source``'s message to the push of ``to``."""
+
+    source: int
+    to: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    """What a pull tells the client of its round: a few numbers, a record of the fit's history.
+    A program's reports subclass it with their fields (all with defaults); a field left None
+    is not recorded. The initial pull's report is not recorded."""
+
+    objective: float | None = None
+
+    def record(self):
+        """The report as the history's record keeps it: its fields that are not None."""
+        return {f.name: value for f in fields(self)
+                if (value := getattr(self, f.name)) is not None}
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """A fit stops after the first round whose report has ``field`` at most ``tolerance``."""
+
+    field: str
+    tolerance: float
+
+    def met(self, report):
+        value = getattr(report, self.field, None)
+        return value is not None and value <= self.tolerance
 
 
 class Program(ABC):
@@ -16,25 +79,28 @@ class Program(ABC):
     (its parameter block plus whatever the program keeps beside it) that stays on that worker.
     One round is::
 
-        instructions = schedule(round, history)            # client: which blocks, doing what
-        state_b, partial_b = push(b, data_b, state_b, instructions[b], shared)  # on b's worker
-        shared, report = pull({b: partial_b}, shared)       # one task, aggregates and commits
+        instructions = schedule(round, history)            # client: {block: Instruction}
+        state_b, partial_b = push(b, data_b, state_b, instructions[b], shared, inbox_b)
+        shared, report = pull({b: partial_b}, shared)       # one task: aggregate and commit
 
     ``shared`` is the small state every block needs (a residual, topic totals, ...). With
-    staleness ``s`` the push of round ``t`` sees the ``shared`` of round ``t - 1 - s``.
+    staleness ``s`` the push of round ``t`` sees the ``shared`` of round ``t - 1 - s``. The fit
+    stops after the first round whose report meets the program's :attr:`stop_rule` (or
+    :meth:`converged`); the engine then runs no more pushes or pulls of the program, and a
+    stopping round's shared value is what :meth:`at_stop` makes of it.
 
     *Carried blocks* are parameter blocks that move from worker to worker (LDA's word-topic rows
     of a vocabulary block). A program with ``n_carried > 0`` builds them with ``init_carried``;
-    an instruction with an attribute ``carried`` (an id) hands that block to the push, which is
-    then called with ``carried=value`` and returns ``(state, partial, new_value)``. The new value
-    stays on the push's worker until the next push that asks for it takes it, worker to worker.
+    an instruction with ``carried=c`` hands block ``c`` to the push (``inbox.carried``), which
+    then returns ``(state, partial, new_value)``. The new value stays on the push's worker
+    until the next push that asks for it takes it, worker to worker.
 
     *Messages* carry parts of other blocks' states to a push that needs them (MF: the factor
     rows a block's ratings touch), worker to worker, instead of through ``shared``. An
-    instruction with an attribute ``reads`` (block ids) has the push called with
-    ``messages={source: message(source, data_source, state_source, block)}``, each computed on
-    the source's worker from its state after the previous round. A block read in a round is not
-    pushed in it when the program updates in place.
+    instruction with ``reads=(blocks)`` has the push given ``inbox.messages = {source:
+    message(source, data_source, state_source, block)}``, each computed on the source's
+    worker from its state after the previous round. A block read in a round is not pushed in
+    it when the program updates in place.
     """
 
     #: Short name, the ``<program>`` of task keys (``strads-<program>-push-<block>-<round>``).
@@ -50,15 +116,22 @@ class Program(ABC):
     #: Whether push updates ``state`` and the carried block in place (and returns them) instead
     #: of building new ones. The engine then hands every value to exactly one later task and
     #: keeps no earlier rounds: a worker holds one version of its state and of the carried
-    #: blocks it works on, and the result is the state after the last round submitted (a stop
-    #: takes effect up to ``pipeline_depth`` rounds late; the history covers every round run).
-    #: ``shared`` is read by every push and must never be modified.
+    #: blocks it works on, and the result is the state after the last round that ran (the
+    #: rounds submitted behind a stop run no push). ``shared`` is read by every push and must
+    #: never be modified.
     updates_in_place = False
 
     #: Rounds between the state a report describes and the round that sent it. A program that
     #: measures its objective at the start of a push, before updating, reports on the previous
     #: round's state and sets this to 1.
     report_lag = 0
+
+    #: When the fit stops (None: after ``max_rounds``); see :meth:`converged`.
+    stop_rule = None
+
+    #: Whether ``schedule(t, history)`` ignores ``history``: the engine may then ask for the
+    #: instructions, and so for the messages (:func:`routes`), of rounds ahead of the reports.
+    static_schedule = False
 
     def prepare_block(self, raw, block_id):
         """Turn a raw data block into the form push needs. Runs once, on the block's worker."""
@@ -74,15 +147,16 @@ class Program(ABC):
 
     @abstractmethod
     def schedule(self, round_index, history):
-        """``{block_id: instruction}`` for this round; blocks left out sit the round out.
+        """``{block_id: Instruction}`` for this round; blocks left out sit the round out.
 
-        ``history`` is the list of reports received so far (it may lag a few rounds behind
+        ``history`` is the list of records received so far (it may lag a few rounds behind
         when rounds are pipelined).
         """
 
     @abstractmethod
-    def push(self, block_id, data, state, instruction, shared):
-        """Update block ``block_id`` from its data: return ``(new_state, partial)``.
+    def push(self, block_id, data, state, instruction, shared, inbox):
+        """Update block ``block_id`` from its data: return ``(new_state, partial)`` (and the
+        carried block, when the instruction takes one). ``inbox``: an :class:`Inbox`.
 
         Must not modify ``state`` or ``shared`` in place (unless ``updates_in_place``, and then
         only ``state``): on a worker the previous round's values are still referenced (for
@@ -91,10 +165,8 @@ class Program(ABC):
 
     @abstractmethod
     def pull(self, partials, shared):
-        """Aggregate ``{block_id: partial}`` and commit: return ``(new_shared, report)``.
-
-        ``report`` is a small dict (objective, gap, counts) that travels to the client.
-        """
+        """Aggregate ``{block_id: partial}`` and commit: return ``(new_shared, report)``, the
+        report a :class:`Report`."""
 
     def retained(self, state):
         """What the engine keeps of a block's state once the block has a newer one: whatever
@@ -128,48 +200,56 @@ class Program(ABC):
         return carried
 
     def converged(self, report):
-        """Whether the fit may stop after the round that sent ``report``."""
-        return False
+        """Whether the fit stops after the round that sent ``report``: by default what
+        :attr:`stop_rule` says."""
+        return self.stop_rule is not None and self.stop_rule.met(report)
+
+    def at_stop(self, shared, new_shared):
+        """The shared value a stopping round leaves (``shared``: the one its pushes read,
+        ``new_shared``: its pull's): by default the pull's. A program whose report measures
+        the state its pushes started from, and whose pull gives the blocks a step they have
+        not taken yet, returns one without that step."""
+        return new_shared
 
 
 def run_sequential(program, data_blocks, max_rounds, staleness=0):
     """Run a program in a plain loop, without Dask: the reference the engine must reproduce.
 
-    Returns ``(parameter_blocks, reports)``, or ``(parameter_blocks, reports, carried_blocks)``
-    for a program with carried blocks.
+    Returns ``(parameter_blocks, records)``, or ``(parameter_blocks, records, carried_blocks)``
+    for a program with carried blocks; ``records`` are the reports' records, as a fit's history
+    keeps them.
     """
     data = [program.prepare_block(raw, b) for b, raw in enumerate(data_blocks)]
     started = [program.init_block(d, b) for b, d in enumerate(data)]
     states = [state for state, _ in started]
-    shared, report = program.pull({b: p for b, (_, p) in enumerate(started)}, program.initial_shared())
+    shared, _ = program.pull({b: p for b, (_, p) in enumerate(started)}, program.initial_shared())
     carried = [program.init_carried(c) for c in range(program.n_carried)]
     shared_by_round = {-1: shared}
     states_by_round = {-1: list(states)}
     carried_by_round = {-1: list(carried)}
-    reports = []
+    records = []
     final = -1
     for t in range(max_rounds):
-        instructions = program.schedule(t, reports)
+        instructions = checked_instructions(program, program.schedule(t, records))
         source = shared_by_round[max(-1, t - 1 - staleness)]
-        check_carried_assignment(instructions)
-        check_reads(program, instructions)
         before = list(states)  # messages come from the states of the previous round
         partials = {}
         for b, instruction in instructions.items():
-            c = carried_id(instruction)
-            messages = {s: program.message(s, data[s], before[s], b) for s in reads(instruction)}
+            c = instruction.carried
+            inbox = Inbox(None if c is None else carried[c],
+                          {s: program.message(s, data[s], before[s], b)
+                           for s in instruction.reads})
             states[b], partials[b], new_carried = call_push(
-                program, b, data[b], states[b], instruction, source,
-                None if c is None else carried[c], messages)
+                program, b, data[b], states[b], instruction, source, inbox)
             if c is not None:
                 carried[c] = new_carried
-        shared, report = program.pull(partials, shared)
+        shared, report, stopped = settled_pull(program, partials, shared)
         shared_by_round[t] = shared
         states_by_round[t] = list(states)
         carried_by_round[t] = list(carried)
-        reports.append(report)
+        records.append(report.record())
         final = t
-        if program.converged(report):
+        if stopped:
             break
     if not program.updates_in_place:  # in place, earlier rounds' states are gone
         final = max(-1, final - program.report_lag)
@@ -178,9 +258,20 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
         for d, s in zip(data, states_by_round[final])
     ]
     if program.n_carried:
-        return params, reports, [program.collect_carried(value, c)
+        return params, records, [program.collect_carried(value, c)
                                  for c, value in enumerate(carried_by_round[final])]
-    return params, reports
+    return params, records
+
+
+def settled_pull(program, partials, shared):
+    """``program.pull`` and the engine's stopping test on its report: ``(shared, report,
+    stopped)``, the shared value of a stopping round as :meth:`Program.at_stop` leaves it."""
+    new_shared, report = program.pull(partials, shared)
+    if not isinstance(report, Report):
+        raise TypeError(f"{type(program).__name__}.pull must return (shared, Report), got a "
+                        f"{type(report).__name__} report")
+    stopped = program.converged(report)
+    return (program.at_stop(shared, new_shared) if stopped else new_shared), report, stopped
 
 
 def round_seed(seed, round_index, block_id):
@@ -188,41 +279,35 @@ def round_seed(seed, round_index, block_id):
     return (seed * 1_000_003 + round_index * 1009 + block_id) % (2**31 - 1)
 
 
-def call_push(program, block_id, data, state, instruction, shared, carried=None, messages=None):
-    """``program.push`` given the carried block and the messages its instruction asks for:
-    ``(state, partial, new carried block)``, the last None when it takes none."""
-    extra = {}
-    if carried_id(instruction) is not None:
-        extra["carried"] = carried
-    if messages:
-        extra["messages"] = messages
-    pushed = program.push(block_id, data, state, instruction, shared, **extra)
-    return pushed if "carried" in extra else (*pushed, None)
+def call_push(program, block_id, data, state, instruction, shared, inbox=None):
+    """``program.push`` given its inbox: ``(state, partial, new carried block)``, the last None
+    when the instruction takes no carried block."""
+    pushed = program.push(block_id, data, state, instruction, shared, inbox or Inbox())
+    return pushed if instruction.carried is not None else (*pushed, None)
 
 
-def carried_id(instruction):
-    """The carried block an instruction asks for, or None."""
-    return getattr(instruction, "carried", None)
+def routes(instructions):
+    """The messages a round's ``instructions`` send, as :class:`Route` s in block order."""
+    return tuple(Route(s, b) for b, i in instructions.items() for s in i.reads)
 
 
-def reads(instruction):
-    """The blocks whose messages an instruction's push reads (none by default)."""
-    return tuple(getattr(instruction, "reads", ()))
-
-
-def check_reads(program, instructions):
-    """A program updating in place cannot read a block that its round changes."""
-    if program.updates_in_place:
-        changed = [s for i in instructions.values() for s in reads(i) if s in instructions]
-        if changed:
-            raise ValueError(f"blocks {changed} are read and updated in place in one round")
-
-
-def check_carried_assignment(instructions):
-    """A carried block can be in one place at a time."""
-    wanted = [c for c in map(carried_id, instructions.values()) if c is not None]
+def checked_instructions(program, instructions):
+    """``instructions`` (a schedule's) once checked: every one an :class:`Instruction`, a
+    carried block in one place at a time, and, for a program updating in place, no block read
+    in the round that changes it."""
+    wrong = {b: i for b, i in instructions.items() if not isinstance(i, Instruction)}
+    if wrong:
+        b, i = next(iter(wrong.items()))
+        raise TypeError(f"{type(program).__name__}.schedule must give each block an "
+                        f"Instruction, got {type(i).__name__} for block {b}")
+    wanted = [i.carried for i in instructions.values() if i.carried is not None]
     if len(wanted) != len(set(wanted)):
         raise ValueError(f"a carried block is scheduled for two blocks in one round: {wanted}")
+    if program.updates_in_place:
+        changed = [r.source for r in routes(instructions) if r.source in instructions]
+        if changed:
+            raise ValueError(f"blocks {changed} are read and updated in place in one round")
+    return instructions
 
 
 def initial_parameters(values):

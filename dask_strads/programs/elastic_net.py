@@ -30,9 +30,9 @@ of the block's width.
 A push updates its block's state in place (``updates_in_place``): a worker holds one state per
 block, its coefficients and screening mask (a bit a feature). A report measures the coefficients its
 round's pushes saw, which are the block's coefficients after those pushes (a push changes them
-only by the previous pull's working-set values). The pull that meets the tolerance marks the
-shared value stopped, and the rounds submitted behind it change nothing: the fit's result is
-the state the stopping report measured.
+only by the previous pull's working-set values). The pull that meets the tolerance commits no
+working set, and the engine runs no push behind it: the fit's result is the state the stopping
+report measured.
 """
 from dataclasses import dataclass, replace
 
@@ -43,7 +43,7 @@ from ..kernels.columns import (COLUMN_CHUNK, add_columns, all_bits, column_chunk
                                column_stats, count_bits, index_type, unpacked_bits,
                                upper_bound_codes)
 from ..kernels.elastic_net import dot, half_norm2, screen_and_score
-from .base import Program, initial_parameters
+from .base import Instruction, Program, Report, StopRule, initial_parameters
 from .working_set import (Columns, duality_gap, join_columns, least_squares, residual_dot,
                           solve)
 
@@ -116,7 +116,6 @@ class Shared:
     dual_scale: float
     ws_size: int
     stage: int = 0  # which penalties apply (a path's alpha)
-    stopped: bool = False  # a report met the stopping test: later rounds change nothing
     distance: float = 0.0
 
 
@@ -144,6 +143,18 @@ class Candidates:
     gradient_norm2: float
 
 
+@dataclass(frozen=True, kw_only=True)
+class ElasticNetReport(Report):
+    """The duality gap (divided by n) at the state the pushes saw, the features screened out
+    and the coordinates evaluated, and the working set's size and epochs."""
+
+    gap: float | None = None
+    screened: int | None = None
+    evaluated: int | None = None
+    working_set: int | None = None
+    epochs: int | None = None
+
+
 class ElasticNetProgram(Program):
     """``(1/(2n)) ||y - Xw - b||^2 + alpha l1_ratio ||w||_1 + alpha (1 - l1_ratio)/2 ||w||^2``.
 
@@ -156,6 +167,7 @@ class ElasticNetProgram(Program):
     name = "lasso"
     report_lag = 1  # a report measures the state its round's pushes saw
     updates_in_place = True  # one state a block (see the module's docstring for the stop)
+    static_schedule = True
 
     def __init__(self, widths, y_centred, alpha, l1_ratio, positive, gap_tolerance, seed=0,
                  sparse=False, working_set=True, anderson=True, screening=True):
@@ -167,6 +179,7 @@ class ElasticNetProgram(Program):
         self.l2 = alpha * (1.0 - l1_ratio) * self.n_samples
         self.positive = positive
         self.tolerance = gap_tolerance * self.n_samples
+        self.stop_rule = StopRule("gap", self.tolerance / self.n_samples)
         self.seed = seed
         self.working_set = working_set
         self.anderson = anderson
@@ -194,12 +207,10 @@ class ElasticNetProgram(Program):
 
     # -- schedule / push / pull -------------------------------------------------------------------
     def schedule(self, round_index, history):
-        return dict.fromkeys(range(len(self.widths)), round_index)
+        return dict.fromkeys(range(len(self.widths)), Instruction())
 
-    def push(self, block_id, data, state, instruction, shared):
+    def push(self, block_id, data, state, instruction, shared, inbox):
         state = _unpacked(state)
-        if shared.stopped:
-            return state, None
         columns, coef = data.columns, state.coef
         _commit(state, shared)
         if state.stage != shared.stage:  # a path's next alpha: screening starts again
@@ -256,17 +267,14 @@ class ElasticNetProgram(Program):
         return terms, positions[order], scores[order]
 
     def pull(self, partials, shared):
-        if shared.stopped:  # a round submitted before the stop was read
-            return shared, {"after_stop": True}
         if all(isinstance(p, Start) for p in partials.values()):
             r = shared.r - np.sum([p.r for p in partials.values()], axis=0)
             offset = shared.offset - sum(p.offset for p in partials.values())
-            return Shared(r, offset, (), np.inf, 1.0, shared.ws_size), {}
+            return Shared(r, offset, (), np.inf, 1.0, shared.ws_size), ElasticNetReport()
         updates = [partials[b] for b in range(len(self.widths))]
         gap, scale, report = self._gap(shared, updates)
         if gap <= self.tolerance:
-            return Shared(shared.r, shared.offset, (), gap, scale, shared.ws_size,
-                          stopped=self.converged(report)), report
+            return Shared(shared.r, shared.offset, (), gap, scale, shared.ws_size), report
         chosen = self._working_set(shared, updates)
         columns = join_columns([u.columns.take(c) for u, c in zip(updates, chosen)])
         coef = np.concatenate([u.coef[c] for u, c in zip(updates, chosen)])
@@ -289,8 +297,8 @@ class ElasticNetProgram(Program):
         ws_size = self._next_size(len(coef), int(np.count_nonzero(coef)),
                                   violating) if self.working_set else shared.ws_size
         # coordinates evaluated: the pushes' full passes, then the working set's epochs
-        report.update(working_set=len(coef), epochs=n_epochs,
-                      evaluated=report["evaluated"] + n_epochs * len(coef))
+        report = replace(report, working_set=len(coef), epochs=n_epochs,
+                         evaluated=report.evaluated + n_epochs * len(coef))
         return Shared(r, offset, changes, gap, scale, ws_size, distance=distance), report
 
     def _gap(self, shared, updates):
@@ -311,8 +319,8 @@ class ElasticNetProgram(Program):
         scale = min(1.0, l1 / dual_norm) if dual_norm > 0 else 1.0
         n = self.n_samples
         n_active = sum(u.n_active for u in updates)
-        report = {"objective": primal / n, "gap": gap / n,
-                  "screened": sum(self.widths) - n_active, "evaluated": n_active}
+        report = ElasticNetReport(objective=primal / n, gap=gap / n,
+                                  screened=sum(self.widths) - n_active, evaluated=n_active)
         return gap, scale, report
 
     def _least_squares_gap(self, shared, updates, primal):
@@ -344,9 +352,6 @@ class ElasticNetProgram(Program):
         violate than the working set had room for: a large support is reached in a few rounds."""
         grown = min(2 * size, nonzero + violating) if violating > size - nonzero else 0
         return max(WS_START, 2 * nonzero, grown)
-
-    def converged(self, report):
-        return "gap" in report and report["gap"] <= self.tolerance / self.n_samples
 
     def collect(self, data, state, shared):
         # the coefficients the last report measured (not yet the last pull's working set: the

@@ -20,14 +20,24 @@ import numpy as np
 from ..kernels.columns import add_columns, centred_norms
 from ..kernels.weighted_columns import take_csc_rows, weighted_column_stats
 from .base import initial_parameters
-from .elastic_net import (BlockData, ElasticNetProgram, Shared, _kernel_matrix, bounded,
-                          centred_columns)
+from .elastic_net import (BlockData, ElasticNetProgram, ElasticNetReport, Shared,
+                          _kernel_matrix, bounded, centred_columns)
 from .working_set import Columns
 
 
 @dataclass(frozen=True)
 class PathShared(Shared):
     stage_round: int = 0  # rounds run at this stage
+
+
+@dataclass(frozen=True, kw_only=True)
+class PathReport(ElasticNetReport):
+    """An :class:`ElasticNetReport` with the stage it was measured at; the report ending a
+    stage has its solution (``path_coef``), the last one ``path_done``."""
+
+    stage: int | None = None
+    path_coef: tuple | None = None
+    path_done: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,7 @@ class ElasticNetPathProgram(ElasticNetProgram):
         super().__init__(widths, y_centred, np.asarray(alphas, dtype=np.float64), l1_ratio,
                          positive, gap_tolerance, **options)
         self.stage_rounds = stage_rounds
+        self.stop_rule = None  # a stage ends at the gap's tolerance; the path at its last alpha
         self.starts = np.cumsum([0] + self.widths[:-1])
         self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
         if rows is not None:
@@ -97,39 +108,38 @@ class ElasticNetPathProgram(ElasticNetProgram):
             return super()._product(columns, coef)
         return add_columns(columns.X, coef, np.zeros(len(columns.row_map)))[self.rows]
 
-    def push(self, block_id, data, state, instruction, shared):
-        if self.rows is not None and not shared.stopped:
+    def push(self, block_id, data, state, instruction, shared, inbox):
+        if self.rows is not None:
             # the full pass reads the fold's residual over all rows
             shared = replace(shared, r=data.columns.spread(shared.r + shared.offset),
                              offset=0.0)
-        return super().push(block_id, data, state, instruction, shared)
+        return super().push(block_id, data, state, instruction, shared, inbox)
 
     def initial_shared(self):
         return PathShared(**vars(super().initial_shared()))
 
     def pull(self, partials, shared):
         new, report = super().pull(partials, shared)
-        if not report or shared.stopped:  # the initial residual's pull, or one behind the stop
-            return PathShared(**vars(new)), report
+        if report.gap is None:  # the initial residual's pull
+            return PathShared(**vars(new)), PathReport(**vars(report))
         stage_round = shared.stage_round + 1
-        report["stage"] = shared.stage
-        if report["gap"] * self.n_samples > self.tolerance and stage_round < self.stage_rounds:
+        report = PathReport(**vars(report), stage=shared.stage)
+        if report.gap * self.n_samples > self.tolerance and stage_round < self.stage_rounds:
             return _at(new, shared.stage, stage_round), report
         updates = [partials[b] for b in range(len(self.widths))]
         nonzero = [u.coef != 0.0 for u in updates]
-        report["path_coef"] = (
+        report = replace(report, path_coef=(
             np.concatenate([start + u.positions[nz]
                             for start, u, nz in zip(self.starts, updates, nonzero)]),
-            np.concatenate([u.coef[nz] for u, nz in zip(updates, nonzero)]))
+            np.concatenate([u.coef[nz] for u, nz in zip(updates, nonzero)])))
         if shared.stage + 1 == len(self.l1):
-            report["path_done"] = True
-            return replace(_at(new, shared.stage, stage_round), stopped=True), report
+            return _at(new, shared.stage, stage_round), replace(report, path_done=True)
         # the next alpha starts from this solution (and the working set's last changes, when
         # the stage ran out of rounds); the gap of this alpha screens nothing at the next
         return replace(_at(new, shared.stage + 1, 0), gap=np.inf), report
 
     def converged(self, report):
-        return report.get("path_done", False)
+        return bool(report.path_done)
 
 
 def _at(shared, stage, stage_round):

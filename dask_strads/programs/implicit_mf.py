@@ -20,8 +20,8 @@ conjugate-gradient steps from its current value; either way no push raises the o
 rows of one side are independent, so the result does not depend on the blocks.
 
 A push solves its rows in place (one copy of a block's rows on its worker). A stop on ``tol``
-is exact as in :mod:`dask_strads.programs.mf`: the pull that meets it marks the shared value
-stopped, and the pushes submitted behind it leave their rows as they are.
+is exact as in :mod:`dask_strads.programs.mf`: the engine runs no push submitted behind the
+round that meets it.
 """
 import numpy as np
 
@@ -88,12 +88,10 @@ class ImplicitMFProgram(UserItemBlocks):
         return factor, self._report(USERS, factor, np.sum(1.0 + self.alpha * data.values), 0.0)
 
     # -- push -------------------------------------------------------------------------------
-    def push(self, block_id, data, state, instruction, shared, messages):
+    def push(self, block_id, data, state, instruction, shared, inbox):
         self.check_turn(block_id, data, shared)
-        if shared.stopped:
-            return state, None
         loss = self.solve(data.indptr, data.indices, data.values, state,
-                          tuple(messages[b] for b in instruction.reads), shared.gramian,
+                          tuple(inbox.messages[b] for b in instruction.reads), shared.gramian,
                           self.cg_steps)
         return state, self._report(data.side, state, loss, shared.gramian)
 

@@ -5,18 +5,28 @@ recomputes its rows from the whole ``x`` of the last pull; the pull concatenates
 Converges when ``A`` is strictly diagonally dominant, also with staleness (chaotic relaxation).
 It documents the protocol and tests the engine against :func:`run_sequential`.
 """
+from dataclasses import dataclass
+
 import numpy as np
 
-from .base import Program
+from .base import Instruction, Program, Report, StopRule
+
+
+@dataclass(frozen=True, kw_only=True)
+class JacobiReport(Report):
+    change: float | None = None  # the largest move of an entry of x in the round
 
 
 class BlockJacobi(Program):
 
     name = "jacobi"
+    static_schedule = True
+
     def __init__(self, row_starts, tol=0.0):
         """``tol``: stop when no entry of ``x`` moved more than this in a round (0: never)."""
         self.row_starts = list(row_starts)
         self.tol = tol
+        self.stop_rule = StopRule("change", tol) if tol > 0 else None
 
     def initial_shared(self):
         return np.zeros(self.row_starts[-1])
@@ -26,9 +36,9 @@ class BlockJacobi(Program):
         return x_block, x_block
 
     def schedule(self, round_index, history):
-        return {b: None for b in range(len(self.row_starts) - 1)}
+        return dict.fromkeys(range(len(self.row_starts) - 1), Instruction())
 
-    def push(self, block_id, data, state, instruction, shared):
+    def push(self, block_id, data, state, instruction, shared, inbox):
         A, rhs = data["A"], data["b"]
         lo = self.row_starts[block_id]
         diagonal = A[np.arange(A.shape[0]), lo + np.arange(A.shape[0])]
@@ -40,13 +50,10 @@ class BlockJacobi(Program):
         x = shared.copy()
         for b, x_block in partials.items():
             x[self.row_starts[b]:self.row_starts[b + 1]] = x_block
-        return x, {"change": float(np.max(np.abs(x - shared)))}
+        return x, JacobiReport(change=float(np.max(np.abs(x - shared))))
 
     def collect(self, data, state, shared):
         return state
-
-    def converged(self, report):
-        return self.tol > 0 and report["change"] <= self.tol
 
 
 def jacobi_blocks(A, b, n_blocks):

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..kernels.columns import add_columns
 from ..kernels.lasso import CYCLIC, PRIORITY, RANDOM, full_pass, sub_rounds
-from .base import Program, initial_parameters, round_seed
+from .base import Instruction, Program, Report, StopRule, initial_parameters, round_seed
 from .elastic_net import block_columns
 
 SCHEDULES = {"priority": PRIORITY, "cyclic": CYCLIC, "random": RANDOM}
@@ -93,9 +93,25 @@ class BlockUpdate:
 
 
 @dataclass(frozen=True)
-class Instruction:
+class SubRounds(Instruction):
+    """A block's round: its sub-rounds draw from ``seed``."""
+
     round: int
     seed: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class LassoReport(Report):
+    """The coordinates the pushes evaluated and updated, the updates the dependency checks
+    rejected and the fallbacks to single updates; the duality gap (divided by n) and the
+    smallest weight the pull gave a block's update."""
+
+    evaluated: int = 0
+    updates: int = 0
+    rejected: int = 0
+    fallbacks: int = 0
+    gap: float | None = None
+    gamma: float = 1.0
 
 
 def make_raw_block(X, y_centred, coef_init, col_means, centre_dense):
@@ -124,6 +140,7 @@ class LassoProgram(Program):
     """
 
     name = "lasso"
+    static_schedule = True
 
     def __init__(self, widths, y_centred, alpha, positive, gap_tolerance, schedule="priority",
                  n_candidates=32, sub_rounds=None, rho=0.1, eta=0.1, power=1, staleness=0,
@@ -135,6 +152,7 @@ class LassoProgram(Program):
         self.alpha_n = alpha * self.n_samples
         self.positive = positive
         self.gap_tolerance = gap_tolerance
+        self.stop_rule = StopRule("gap", gap_tolerance)
         self.schedule_code = SCHEDULES[schedule]
         self.n_candidates = n_candidates
         self.sub_rounds = sub_rounds
@@ -170,10 +188,10 @@ class LassoProgram(Program):
 
     # -- schedule / push / pull -----------------------------------------------------------
     def schedule(self, round_index, history):
-        return {b: Instruction(round_index, round_seed(self.seed, round_index, b))
+        return {b: SubRounds(round_index, round_seed(self.seed, round_index, b))
                 for b in range(len(self.widths))}
 
-    def push(self, block_id, data, state, instruction, shared):
+    def push(self, block_id, data, state, instruction, shared, inbox):
         coef, pending = self._committed(state, shared)
         coef = coef.copy()  # sub_rounds works in place; state.coef is still referenced
         r = shared.r.copy()
@@ -217,14 +235,11 @@ class LassoProgram(Program):
         updates = list(partials.values())
         r_change = np.sum([u.r for u in updates], axis=0)
         offset_change = sum(u.offset for u in updates)
-        report = {"evaluated": sum(u.evaluated for u in updates),
-                  "updates": sum(u.updates for u in updates),
-                  "rejected": sum(u.rejected for u in updates),
-                  "fallbacks": sum(u.fallbacks for u in updates)}
-        gamma = None
+        counts = {name: sum(getattr(u, name) for u in updates)
+                  for name in ("evaluated", "updates", "rejected", "fallbacks")}
+        gamma, objective, gap = None, None, None
         if all(u.has_gap_terms for u in updates):
             objective, gap = self._objective_and_gap(shared, updates)
-            report.update(objective=objective, gap=gap)
             n_moved = sum(u.moved for u in updates)
             if n_moved > 1 and self.staleness == 0:
                 gamma = dict(zip(partials, self._commit_weights(shared, updates)))
@@ -239,7 +254,8 @@ class LassoProgram(Program):
             for b, u in partials.items():
                 r -= gamma[b] * u.r
                 offset -= gamma[b] * u.offset
-        report["gamma"] = min(gamma.values()) if gamma else 1.0
+        report = LassoReport(**counts, objective=objective, gap=gap,
+                             gamma=min(gamma.values()) if gamma else 1.0)
         new_round = shared.round + 1
         weights = tuple((t, w) for t, w in shared.weights if t > new_round - 1 - self.staleness)
         if gamma:
@@ -284,9 +300,6 @@ class LassoProgram(Program):
         scale = min(1.0, self.alpha_n / dual_norm) if dual_norm > 0 else 1.0
         gap = primal - (-0.5 * scale**2 * R_norm2 + scale * Ry)
         return primal / n, gap / n
-
-    def converged(self, report):
-        return "gap" in report and report["gap"] <= self.gap_tolerance
 
     def collect(self, data, state, shared):
         coef, _ = self._committed(state, shared)

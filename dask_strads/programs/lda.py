@@ -41,7 +41,7 @@ from ..kernels.lda import (add_counts, count_rows, fill_nonzero, pack_rows, rand
                            unpack_rows)
 from ..kernels.lda_inference import sample_held_out, score_held_out
 from ..partition import block_edges
-from .base import Program, round_seed
+from .base import Instruction, Program, Report, round_seed
 from .lda_priors import prior_counts, updated_priors
 
 
@@ -130,15 +130,31 @@ def seed_prior(topics, words, boosts, block_of_word, local_index, block_sizes, n
 
 
 @dataclass(frozen=True)
-class SubRound:
+class SubRound(Instruction):
+    """A shard's sub-round: sample its tokens of vocabulary block ``carried`` from ``seed``;
+    ``update_priors``: and send what the pull needs to update the priors."""
+
     round: int
-    carried: int
     seed: int
     update_priors: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class SamplingReport(Report):
+    """A sub-round's tokens sampled, their log-likelihood (``objective``: its negative per
+    token, for live views) and the slowest push's sampling seconds."""
+
+    tokens: int | None = None
+    log_likelihood: float | None = None
+    sampling_seconds: float | None = None
+    held_out_tokens: int | None = None  # with validation data: the held-out chain's score
+    held_out_log_likelihood: float | None = None
+    alpha: list | None = None  # the priors, in a sub-round that updates them
+    beta: float | None = None
+
+
 @dataclass(frozen=True)
-class SampleReport:
+class Sampled:
     """A push's partial: its change to the topic totals and what it sampled."""
 
     n_k_change: np.ndarray
@@ -188,6 +204,7 @@ class LDAProgram(Program):
     kernels = ("lda",)
 
     report_lag = 0
+    static_schedule = True
     updates_in_place = True  # a shard's state and a block's rows are large and have one reader
 
     def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0,
@@ -219,7 +236,7 @@ class LDAProgram(Program):
             held_out = {"held_out_z": z_held_out, "held_out_n_dk": count_rows(
                 sampled.doc, z_held_out, sampled.n_docs, self.n_topics)}
         state = ShardState(z, n_dk, doc_topics, doc_nnz, counted, **held_out)
-        return state, SampleReport(topic_totals(z, self.n_topics))
+        return state, Sampled(topic_totals(z, self.n_topics))
 
     def init_carried(self, carried_id):
         rows = self.block_sizes[carried_id]
@@ -231,10 +248,10 @@ class LDAProgram(Program):
         # shard p starts at block p U / P: a block waits between two shards for about U / P
         # sub-rounds, parked on the shard that sampled it last, so every worker holds about
         # U / P blocks (starting at block p, the last shard would collect all the idle ones)
-        return {p: SubRound(round_index,
-                            (p * self.n_carried // self.n_shards + round_index) % self.n_carried,
-                            round_seed(self.seed, round_index, p),
-                            self.updates_priors(round_index))
+        return {p: SubRound(round_index, round_seed(self.seed, round_index, p),
+                            self.updates_priors(round_index),
+                            carried=(p * self.n_carried // self.n_shards + round_index)
+                            % self.n_carried)
                 for p in range(self.n_shards)}
 
     def updates_priors(self, round_index):
@@ -245,11 +262,11 @@ class LDAProgram(Program):
         iterations = (round_index + 1) // self.n_carried - self.burn_in
         return iterations > 0 and iterations % self.optimize_interval == 0
 
-    def push(self, block_id, data, state, instruction, shared, carried):
+    def push(self, block_id, data, state, instruction, shared, inbox):
         u = instruction.carried
         tokens = slice(data.starts[u], data.starts[u + 1])
         doc, word = data.doc[tokens], data.word[tokens]
-        block = carried
+        block = inbox.carried
         if not state.counted[u]:
             add_counts(block.n_wk, word, state.z[tokens])
             fill_nonzero(block.n_wk, block.word_topics, block.word_nnz)
@@ -263,7 +280,7 @@ class LDAProgram(Program):
         seconds = perf_counter() - start
         held_out = self._held_out(data, state, u, block, shared, instruction.seed)
         counts = prior_counts(state.n_dk, block.n_wk) if instruction.update_priors else None
-        report = SampleReport(n_k - shared.n_k, len(doc), log_likelihood, seconds, *held_out,
+        report = Sampled(n_k - shared.n_k, len(doc), log_likelihood, seconds, *held_out,
                               counts)
         return state, report, block
 
@@ -295,14 +312,15 @@ class LDAProgram(Program):
         alpha, beta = updated_priors(shared.alpha, shared.beta, counts) if counts else (
             shared.alpha, shared.beta)
         # objective: the sub-round's negative per-token log-likelihood, for live views
-        report = {"tokens": tokens, "log_likelihood": log_likelihood,
-                  "objective": -log_likelihood / tokens if tokens else None,
-                  "sampling_seconds": max((r.sampling_seconds for r in reports), default=0.0),
-                  "held_out_tokens": sum(r.held_out_tokens for r in reports),
-                  "held_out_log_likelihood": sum(r.held_out_log_likelihood for r in reports)}
-        if counts:
-            report.update(alpha=alpha.tolist(), beta=beta)
-        return TopicTotals(n_k, alpha, beta), report
+        held_out = sum(r.held_out_tokens for r in reports)  # 0 without validation data
+        return TopicTotals(n_k, alpha, beta), SamplingReport(
+            tokens=tokens, log_likelihood=log_likelihood,
+            objective=-log_likelihood / tokens if tokens else None,
+            sampling_seconds=max((r.sampling_seconds for r in reports), default=0.0),
+            held_out_tokens=held_out or None,
+            held_out_log_likelihood=(sum(r.held_out_log_likelihood for r in reports)
+                                     if held_out else None),
+            alpha=alpha.tolist() if counts else None, beta=beta if counts else None)
 
     def collect(self, data, state, shared):
         """The shard's document-topic counts (a copy: the state changes in place)."""

@@ -23,9 +23,9 @@ Memory: a push updates its block's state in place (``updates_in_place``): the co
 and the last change, kept as its working set's positions and values. A push works on the
 working set's coordinates only; of the block's width it holds one array, the gradient, which it
 turns into the violations in place. A report measures the coefficients at the start of its
-round's pushes (``report_lag`` 1); the pull that meets the tolerance gives the blocks' changes a
-factor of 0 and marks the shared value stopped, and the rounds submitted behind it change
-nothing, so the result is the state the stopping report measured. The fit's result is the
+round's pushes (``report_lag`` 1); at the round that meets the tolerance the blocks' changes
+keep a factor of 0 (``at_stop``) and the engine runs no push behind it, so the result is the
+state the stopping report measured. The fit's result is the
 state's own coefficients (``hand_over``), not a copy; a block's initial coefficients travel as a
 sparse matrix (a fit from zero sends none).
 """
@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from ..kernels.columns import add_columns, column_chunks
 from ..kernels.logistic import (column_dots, column_range_dots, datafit, margin_derivatives,
                                 newton_direction, violations)
-from .base import Program
+from .base import Instruction, Program, Report, StopRule
 from .elastic_net import kernel_csc
 
 #: Smallest working set of a block and class; it grows to twice the block's nonzeros.
@@ -68,7 +68,6 @@ class Margins:
     intercept: np.ndarray
     step: np.ndarray
     scale: object = None
-    stopped: bool = False  # a report met the tolerance: later rounds change nothing
 
 
 @dataclass
@@ -132,6 +131,16 @@ def make_raw_block(X, coef_init):
     return {"X": X, "coef": sparse if compact else coef_init}
 
 
+@dataclass(frozen=True, kw_only=True)
+class LogisticReport(Report):
+    """The largest violation of the optimality conditions (relative to the scale), the
+    smallest factor the pull gave a block's change, and the pushes' Newton steps."""
+
+    violation: float | None = None
+    step: float | None = None
+    newton_steps: int | None = None
+
+
 class LogisticProgram(Program):
     """Logistic regression by prox-Newton over feature blocks (see the module docstring).
 
@@ -143,6 +152,7 @@ class LogisticProgram(Program):
     name = "logistic"
     report_lag = 1  # the violation is measured at the start of a push
     updates_in_place = True  # one state a block (see the module's docstring for the stop)
+    static_schedule = True
 
     def __init__(self, n_blocks, Y, C, l1, l2, fit_intercept, tolerance, intercept_init=None,
                  sparse=False):
@@ -153,6 +163,7 @@ class LogisticProgram(Program):
         self.l2 = float(l2)
         self.fit_intercept = fit_intercept
         self.tolerance = tolerance
+        self.stop_rule = StopRule("violation", tolerance)
         self.intercept_init = (np.asarray(intercept_init, dtype=np.float64)
                                if fit_intercept and intercept_init is not None
                                else np.zeros(len(self.Y)))
@@ -206,11 +217,9 @@ class LogisticProgram(Program):
 
     # -- schedule / push / pull -----------------------------------------------------------
     def schedule(self, round_index, history):
-        return {b: None for b in range(self.n_blocks)}
+        return dict.fromkeys(range(self.n_blocks), Instruction())
 
-    def push(self, block_id, data, state, instruction, shared):
-        if shared.stopped:
-            return state, None
+    def push(self, block_id, data, state, instruction, shared, inbox):
         _commit(state.coef, state.changes, shared.step[:, block_id])
         n_classes = len(state.coef)
         dz = np.zeros_like(shared.z)
@@ -306,14 +315,12 @@ class LogisticProgram(Program):
         return 0.0
 
     def pull(self, partials, shared):
-        if shared.stopped:  # a round submitted before the stop was read
-            return shared, {"after_stop": True}
         blocks = list(partials)
         updates = [partials[b] for b in blocks]
         if shared.scale is None:  # the initial pull: warm-start coefficients, taken whole
             scale = max(u.scale for u in updates)
             z = shared.z + np.sum([u.dz for u in updates], axis=0)
-            return Margins(z, shared.intercept, shared.step, scale or 1.0), {}
+            return Margins(z, shared.intercept, shared.step, scale or 1.0), LogisticReport()
         z, intercept = shared.z.copy(), shared.intercept.copy()
         step = np.zeros((len(self.Y), self.n_blocks))
         objective = 0.0
@@ -329,12 +336,10 @@ class LogisticProgram(Program):
             intercept[k] += shift
             step[k, blocks] = factors
             objective += fit + change.before.sum()
-        report = {"objective": objective,
-                  "violation": max(u.violation for u in updates) / shared.scale,
-                  "step": float(step[:, blocks].min()),
-                  "newton_steps": sum(u.newton_steps for u in updates)}
-        if self.converged(report):  # the result is what the pushes started from
-            return replace(shared, step=np.zeros_like(shared.step), stopped=True), report
+        report = LogisticReport(objective=objective,
+                                violation=max(u.violation for u in updates) / shared.scale,
+                                step=float(step[:, blocks].min()),
+                                newton_steps=sum(u.newton_steps for u in updates))
         return Margins(z, intercept, step, shared.scale), report
 
     def _combine(self, z, y, change, fit):
@@ -373,8 +378,8 @@ class LogisticProgram(Program):
             t *= 0.5
         return np.zeros(n), 0.0
 
-    def converged(self, report):
-        return "violation" in report and report["violation"] <= self.tolerance
+    def at_stop(self, shared, new_shared):
+        return replace(shared, step=np.zeros_like(shared.step))  # what the pushes started from
 
     def collect(self, data, state, shared):
         """The block's coefficients, features x classes, and with an intercept one row more,

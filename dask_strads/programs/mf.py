@@ -26,8 +26,8 @@ touch, so more, smaller blocks (larger ``c``) shrink the messages towards a frac
 factor. What it sends costs it no copy: a message refers to the rows where they are and is
 gathered only as Dask moves it to another worker (:class:`~dask_strads.kernels.row_pieces.RowsOf`;
 the rows it refers to change only in a later round, after the push that reads it). Once an
-iteration meets ``tol`` the pull marks the shared value stopped and the pushes already
-submitted behind it change nothing, so the result is the state the stop refers to.
+iteration meets ``tol`` the engine runs no push submitted behind it, so the result is the state
+the stop refers to.
 
 Rows of one side are independent given the other side, so the result does not depend on the
 blocks: the same seed gives the same factors on any number of workers, up to the order in which
@@ -42,7 +42,7 @@ import scipy.sparse as sp
 from ..kernels.columns import index_type
 from ..kernels.mf import update_rows
 from ..kernels.row_pieces import RowsOf
-from .base import Program
+from .base import Instruction, Program, Report, StopRule
 
 USERS, ITEMS = "users", "items"
 #: Sub-rounds (see :func:`sub_rounds_for`): a block's messages are small enough once they are
@@ -98,7 +98,7 @@ class SharedFactor:
     """What the next pushes see: the side and sub-round the last round updated, the penalty and
     Gramian of the side whose update was completed last, the objective after the last complete
     iteration, the sum of the partials of the blocks updated so far in the current side's
-    update (None at its start), and whether the fit has stopped."""
+    update (None at its start)."""
 
     side: str
     sub_round: int
@@ -106,15 +106,19 @@ class SharedFactor:
     iteration_objective: float
     gramian: object = 0.0
     so_far: object = None
-    stopped: bool = False
 
 
-@dataclass(frozen=True)
-class Update:
-    """A push's instruction: update the block's rows from the messages of the blocks ``reads``
-    (the other side's)."""
+@dataclass(frozen=True, kw_only=True)
+class FactorReport(Report):
+    """The side a round updated and its sub-round; the round that completes a side has the
+    objective, the loss and its ``rmse``, and the one completing the users the iteration's
+    relative decrease of the objective."""
 
-    reads: tuple
+    side: str
+    sub_round: int | None = None
+    loss: float | None = None
+    rmse: float | None = None
+    relative_decrease: float | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +235,7 @@ class UserItemBlocks(Program):
     ``rmse`` is the root of their mean)."""
 
     updates_in_place = True  # a block's rows are read by the sends of the round after its push
+    static_schedule = True
 
     def __init__(self, user_edges, item_edges, sub_rounds=1):
         self.user_edges = np.asarray(user_edges)
@@ -295,7 +300,7 @@ class UserItemBlocks(Program):
         side, sub_round = self.side_of(round_index)
         other = USERS if side == ITEMS else ITEMS
         blocks = list(self.block_ids(side))[sub_round::self.sub_rounds]
-        return dict.fromkeys(blocks, Update(tuple(self.block_ids(other))))
+        return dict.fromkeys(blocks, Instruction(reads=tuple(self.block_ids(other))))
 
     def check_turn(self, block_id, data, shared):
         """Refuse a push that does not follow the round before it: the rows are updated in
@@ -310,28 +315,27 @@ class UserItemBlocks(Program):
         """Adds up a side's :class:`BlockObjective` over its sub-rounds; the round that completes
         the side reports the objective (the initial pull completes the users)."""
         side, sub_round = self.following(shared.side, shared.sub_round)
-        if shared.stopped:
-            return replace(shared, side=side, sub_round=sub_round), {"side": side,
-                                                                    "after_stop": True}
         blocks = [p for p in partials.values() if p is not None]
         if shared.so_far is not None:
             blocks.append(shared.so_far)
         total = sum(blocks[1:], blocks[0])
         if sub_round < self.sub_rounds - 1:
             return (replace(shared, side=side, sub_round=sub_round, so_far=total),
-                    {"side": side, "sub_round": sub_round})
+                    FactorReport(side=side, sub_round=sub_round))
         objective = total.loss + total.penalty + shared.penalty
-        report = {"side": side, "objective": objective, "loss": total.loss,
-                  "rmse": float(np.sqrt(max(total.loss, 0.0) / self.n_loss_terms))}
-        iteration_objective = shared.iteration_objective
+        iteration_objective, decrease = shared.iteration_objective, None
         if side == USERS:
-            report["relative_decrease"] = relative_decrease(iteration_objective, objective)
+            decrease = relative_decrease(iteration_objective, objective)
             iteration_objective = objective
-        return SharedFactor(side, sub_round, total.penalty, iteration_objective, total.gramian,
-                            stopped=self.converged(report)), report
+        report = FactorReport(side=side, objective=objective, loss=total.loss,
+                              rmse=float(np.sqrt(max(total.loss, 0.0) / self.n_loss_terms)),
+                              relative_decrease=decrease)
+        return SharedFactor(side, sub_round, total.penalty, iteration_objective,
+                            total.gramian), report
 
-    def converged(self, report):
-        return report.get("relative_decrease", np.inf) <= self.tol
+    @property
+    def stop_rule(self):
+        return StopRule("relative_decrease", self.tol)
 
 
 class MFProgram(UserItemBlocks):
@@ -426,12 +430,10 @@ class MFProgram(UserItemBlocks):
         return factor, BlockObjective(USERS, loss, penalty(factor, self.sides[USERS].lam))
 
     # -- push -------------------------------------------------------------------------------
-    def push(self, block_id, data, state, instruction, shared, messages):
+    def push(self, block_id, data, state, instruction, shared, inbox):
         self.check_turn(block_id, data, shared)
-        if shared.stopped:
-            return state, None
         side = self.sides[data.side]
-        rows = tuple(messages[b] for b in instruction.reads)
+        rows = tuple(inbox.messages[b] for b in instruction.reads)
         loss = update_rows(data.indptr, data.indices, data.values, state, rows,
                            side.coords, side.lam, self.sweeps, 0.0)
         return state, BlockObjective(data.side, loss, penalty(state, side.lam))
