@@ -99,8 +99,9 @@ def test_validation_data_of_single_tokens_raises(corpus):
         LatentDirichletAllocation(K, validation_data=empty).fit(X)
 
 
-@pytest.mark.parametrize("params", [dict(n_iter_no_change=0), dict(validation_data="data"),
-                                    dict(optimize_interval=-1), dict(burn_in=1.5)], ids=str)
+@pytest.mark.parametrize("params", [{"n_iter_no_change": 0}, {"validation_data": "data"},
+                                    {"optimize_interval": -1}, {"burn_in": 1.5},
+                                    {"seed_topics": [1]}, {"seed_strength": 0.0}], ids=str)
 def test_invalid_params_raise_invalid_parameter_error(corpus, params):
     with pytest.raises(InvalidParameterError, match=f"'{next(iter(params))}' parameter"):
         LatentDirichletAllocation(**params).fit(corpus[0])
