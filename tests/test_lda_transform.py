@@ -81,8 +81,8 @@ def test_without_validation_data_the_fit_runs_max_iter(corpus):
 
 @pytest.mark.parametrize("bad, message", [
     (lambda X: X[:, :-1], "columns"),
-    (lambda X: -X.toarray(), "Negative"),
-    (lambda X: X * 0.5, "non-integer"),
+    (lambda X: -X.toarray(), "validation_data: Negative"),
+    (lambda X: X * 0.5, "validation_data: Input X contains non-integer"),
 ])
 def test_bad_validation_data_raises_before_fitting(corpus, bad, message):
     X, held_out = corpus

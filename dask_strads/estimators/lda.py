@@ -302,12 +302,15 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         checked against the X of ``n_words`` columns."""
         if self.validation_data is None:
             return None
-        held_out = sp.csr_matrix(check_array(to_scipy_if_pydata(self.validation_data),
-                                             accept_sparse="csr", dtype=np.float64))
+        try:
+            held_out = sp.csr_matrix(check_array(to_scipy_if_pydata(self.validation_data),
+                                                 accept_sparse="csr", dtype=np.float64))
+            _raise_unless_counts(*_count_flags(held_out).ravel())
+        except ValueError as error:
+            raise ValueError(f"validation_data: {error}") from None
         if held_out.shape[1] != n_words:
             raise ValueError(f"validation_data has {held_out.shape[1]} columns, X has "
                              f"{n_words}: give held-out documents of the same words")
-        _raise_unless_counts(*_count_flags(held_out).ravel())
         halves = topics.split_documents(held_out.astype(np.int64),
                                         np.random.default_rng(self._inference_seed()))
         if halves[1].sum() == 0:
