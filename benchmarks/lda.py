@@ -1,14 +1,15 @@
 """LDA benchmark: dask_strads.LatentDirichletAllocation side by side with tomotopy and lda.
 
 One process run, every solver on the same document-term matrix, the same number of topics
-``K``, the same symmetric priors and the same number of Gibbs sweeps. Per corpus and ``K``
-it prints, per solver: set-up seconds (building the solver's corpus and the initial topic
-assignment), the median seconds per iteration (one sweep over every token), tokens per
-second (tokens / median seconds per iteration), the whole fit's seconds, the training
-per-token log-likelihood after the last iteration, the recovery of the planted topics
-(synthetic corpus only), and ``dask_strads / this solver`` ratios when dask_strads has an
-LDA estimator. Times are medians over ``--repeats`` fits, after one untimed warm-up fit per
-solver (1 iteration on the first 1000 documents: numba JIT, embedded Dask cluster start).
+``K``, the same initial symmetric priors (learned as said below) and the same number of
+Gibbs sweeps. Per corpus and ``K`` it prints, per solver: set-up seconds (building the
+solver's corpus and the initial topic assignment), the median seconds per iteration (one
+sweep over every token), tokens per second (tokens / median seconds per iteration), the
+whole fit's seconds, the training per-token log-likelihood after the last iteration, the
+recovery of the planted topics (synthetic corpus only), and ``dask_strads / this solver``
+ratios when dask_strads has an LDA estimator. Times are medians over ``--repeats`` fits,
+after one untimed warm-up fit per solver (1 iteration on the first 1000 documents: numba
+JIT, embedded Dask cluster start).
 
 Quality: the per-token log-likelihood of the training corpus under each solver's point
 estimates,
@@ -38,8 +39,11 @@ How the peers were aligned
   eta=b)`` stores ``alpha`` as one value per topic (its ``model.alpha`` is ``[a] * K``), and
   ``doc.get_topic_dist()`` is ``(n_dk + a) / (n_d + K a)``; ``lda.LDA(alpha=a, eta=b)`` uses
   ``a`` per topic and ``b`` per word in its sampler. Neither is a sum over components.
-  tomotopy re-estimates ``alpha`` every ``optim_interval = 10`` iterations by default: it is
-  set to 0 here so that ``alpha`` stays fixed, as in the other samplers.
+  Learned priors: ``--optimize-interval N`` (default 10, both libraries' default) has
+  dask_strads learn its priors every N iterations (``optimize_interval``: an asymmetric
+  ``alpha`` and a symmetric ``beta``) and tomotopy its ``alpha`` (``optim_interval = N``,
+  ``burn_in = 0``; tomotopy's LDAModel keeps ``eta`` fixed); ``lda`` cannot learn them and
+  keeps them fixed. ``--optimize-interval 0`` keeps every prior fixed, in every solver.
 - Iterations. One iteration is one collapsed-Gibbs sweep over every token for all solvers:
   tomotopy ``train(iterations)`` (after ``train(0)``, which only builds the initial
   assignment and is counted as set-up), ``lda``'s ``_sample_topics`` called once per
@@ -185,13 +189,13 @@ def load_corpus(key, synthetic_tokens, max_tokens):
 
 # --- solvers: each returns dict(theta, phi, setup, iter_times, fit, notes) ---------------
 
-def run_tomotopy(X, K, alpha, beta, iterations, seed, threads):
+def run_tomotopy(X, K, alpha, beta, iterations, seed, threads, optimize_interval):
     import tomotopy as tp
 
     t0 = time.perf_counter()
     model = tp.LDAModel(tw=tp.TermWeight.ONE, min_cf=0, min_df=0, rm_top=0, k=K,
                         alpha=alpha, eta=beta, seed=seed)
-    model.optim_interval = 0  # keep alpha fixed (default: re-estimated every 10 iterations)
+    model.optim_interval = optimize_interval  # 0: alpha fixed
     model.burn_in = 0
     names = np.array([str(j) for j in range(X.shape[1])], dtype=object)
     for d in range(X.shape[0]):
@@ -206,7 +210,7 @@ def run_tomotopy(X, K, alpha, beta, iterations, seed, threads):
                     callback=lambda *_: stamps.append(time.perf_counter()))
     fit = time.perf_counter() - t0
     assert model.global_step == iterations and len(model.docs) == X.shape[0]
-    assert np.allclose(model.alpha, alpha), model.alpha
+    assert optimize_interval or np.allclose(model.alpha, alpha), model.alpha
     theta = np.array([doc.get_topic_dist() for doc in model.docs], dtype=np.float64)
     phi_model = np.array([model.get_topic_word_dist(k) for k in range(K)], dtype=np.float64)
     phi = np.zeros((K, X.shape[1]))
@@ -288,13 +292,13 @@ def worker_time_shares(task_stream, n_workers, wall):
     return {name: seconds / total for name, seconds in spent.items()}
 
 
-def run_strads(cls, X, K, alpha, beta, iterations, seed, on_cluster):
+def run_strads(cls, X, K, alpha, beta, iterations, seed, on_cluster, optimize_interval):
     from distributed import get_task_stream
 
     from dask_strads import embedded_client
 
     est = cls(n_components=K, doc_topic_prior=alpha, topic_word_prior=beta,
-              max_iter=iterations, random_state=seed)
+              max_iter=iterations, optimize_interval=optimize_interval, random_state=seed)
     if on_cluster:
         est.client = embedded_client()
     watch = get_task_stream(client=est.client) if on_cluster else contextlib.nullcontext()
@@ -328,18 +332,21 @@ def run_strads(cls, X, K, alpha, beta, iterations, seed, on_cluster):
 def run_case(corpus, K, args, strads_cls):
     X, planted = corpus["X"], corpus["planted"]
     n_tokens = int(X.data.sum())
+    learned = (f"priors learned every {args.optimize_interval} iterations"
+               if args.optimize_interval else "priors fixed")
     print(f"  K = {K}, {args.iterations} iterations, alpha = {args.alpha}, beta = "
-          f"{args.beta}", flush=True)
+          f"{args.beta}, {learned}", flush=True)
     runners = {}
+    interval = args.optimize_interval
     if strads_cls is not None and STRADS_CLUSTER in args.solvers:
         runners[STRADS_CLUSTER] = lambda Xs, it: run_strads(
-            strads_cls, Xs, K, args.alpha, args.beta, it, args.seed, on_cluster=True)
+            strads_cls, Xs, K, args.alpha, args.beta, it, args.seed, True, interval)
     if strads_cls is not None and STRADS in args.solvers:
         runners[STRADS] = lambda Xs, it: run_strads(strads_cls, Xs, K, args.alpha, args.beta,
-                                                    it, args.seed, on_cluster=False)
+                                                    it, args.seed, False, interval)
     if "tomotopy" in args.solvers:
         runners["tomotopy"] = lambda Xs, it: run_tomotopy(Xs, K, args.alpha, args.beta, it,
-                                                          args.seed, args.threads)
+                                                          args.seed, args.threads, interval)
     if "lda" in args.solvers:
         runners["lda"] = lambda Xs, it: run_lda(Xs, K, args.alpha, args.beta, it, args.seed)
 
@@ -370,14 +377,16 @@ def run_case(corpus, K, args, strads_cls):
     ours = next((r for r in rows if r["solver"] == STRADS), None)
     for r in rows:
         r["tps_ratio"] = None if ours is None else ours["tps"] / r["tps"]
+        r["fit_ratio"] = None if ours is None else ours["fit"] / r["fit"]
         r["ll_diff"] = None if ours is None else ours["ll"] - r["ll"]
-    return {"desc": corpus["desc"], "K": K, "iterations": args.iterations,
+    return {"desc": corpus["desc"], "K": K, "iterations": args.iterations, "learned": learned,
             "tokens": n_tokens, "rows": rows}
 
 
 def format_table(result, markdown):
     head = ["solver", "setup s", "s/iter", "tokens/s", "fit s", "LL/token", "planted cos",
-            f"{STRADS} tok/s / this", f"LL {STRADS} - this", "notes"]
+            f"{STRADS} tok/s / this", f"fit s {STRADS} / this", f"LL {STRADS} - this",
+            "notes"]
     lines = []
     for r in result["rows"]:
         lines.append([
@@ -389,11 +398,12 @@ def format_table(result, markdown):
             f"{r['ll']:.4f}",
             "" if r["planted"] is None else f"{r['planted']:.3f}",
             "n/a" if r["tps_ratio"] is None else f"{r['tps_ratio']:.2f}",
+            "n/a" if r["fit_ratio"] is None else f"{r['fit_ratio']:.2f}",
             "n/a" if r["ll_diff"] is None else f"{r['ll_diff']:+.4f}",
             r["notes"],
         ])
-    title = (f"{result['desc']}; K = {result['K']}, {result['iterations']} iterations "
-             f"({result['tokens']:,} tokens)")
+    title = (f"{result['desc']}; K = {result['K']}, {result['iterations']} iterations, "
+             f"{result['learned']} ({result['tokens']:,} tokens)")
     if not lines:
         return title + "\n(no solver ran)"
     if markdown:
@@ -424,6 +434,9 @@ def main(argv=None):
                         help="size of the synthetic corpus (default 1e7)")
     parser.add_argument("--alpha", type=float, default=0.1, help="doc-topic prior, per topic")
     parser.add_argument("--beta", type=float, default=0.01, help="topic-word prior, per word")
+    parser.add_argument("--optimize-interval", type=int, default=10,
+                        help="learn the priors every this many iterations (ours: alpha and "
+                             "beta, tomotopy: alpha); 0 keeps them fixed")
     parser.add_argument("--threads", type=int, default=2, help="tomotopy worker threads")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--solvers", default=",".join(SOLVERS),

@@ -88,7 +88,8 @@ STATES = {
         {**FEATURES, "vocabulary_": Optional(Array(STRINGS, ("n_features_in_",))),
          "components_": Array(FLOATS, ("n_components", "n_features_in_")),
          "doc_topic_": Array(FLOATS, ("documents", "n_components")), "n_iter_": Int(),
-         "history_": HISTORY, "n_vocab_blocks_": Int(1)},
+         "history_": HISTORY, "n_vocab_blocks_": Int(1),
+         "alpha_": Array(FLOATS, ("n_components",)), "beta_": Real()},
         optional=NAMES),
     "MatrixFactorization": State(
         {**FEATURES, **FACTORS, "user_bias_": Array(FLOATS, ("users",)),

@@ -26,6 +26,7 @@ MODULES = (
     "dask_strads.programs.elastic_net",
     "dask_strads.programs.lasso",
     "dask_strads.programs.lda",
+    "dask_strads.programs.lda_priors",
     "dask_strads.programs.logistic",
     "dask_strads.programs.mf",
 )

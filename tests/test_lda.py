@@ -42,7 +42,7 @@ def test_recovers_planted_topics_and_counts_every_token(corpus, client):
     assert match_topics(topics, phi)[0] >= 0.9
     np.testing.assert_allclose(theta.sum(axis=1), 1.0)
     assert model.components_.shape == (K, X.shape[1])
-    assert (model.components_ - 0.01).sum() == pytest.approx(X.sum())
+    assert (model.components_ - model.beta_).sum() == pytest.approx(X.sum())
     assert model.n_iter_ == 60 and len(model.history_) == 60
     likelihoods = [r["log_likelihood"] for r in model.history_]
     assert likelihoods[-1] > likelihoods[0]

@@ -85,7 +85,8 @@ def test_a_block_travels_as_its_nonzero_counts():
     X, _, shards, program, _ = setup(n_shards=1, n_blocks=2)
     data = program.prepare_block(shards[0], 0)
     state, started = program.init_block(data, 0)
-    _, _, block = program.push(0, data, state, SubRound(0, 1, carried=0), started.n_k_change,
+    shared, _ = program.pull({0: started}, program.initial_shared())
+    _, _, block = program.push(0, data, state, SubRound(0, 1, carried=0), shared,
                                Inbox(program.init_carried(0)))
     back = pickle.loads(pickle.dumps(block, protocol=5))
     np.testing.assert_array_equal(back.n_wk, block.n_wk)

@@ -47,7 +47,8 @@ def test_top_words_are_each_topics_largest_weights_by_name(model, words):
     top = model.top_words(5)
     assert len(top) == K
     for topic, row in zip(top, model.components_):
-        assert topic == list(words[np.argsort(row)[::-1][:5]])
+        # largest first, ties in vocabulary order (as gensim's show_topic)
+        assert topic == list(words[sorted(range(len(row)), key=lambda j: (-row[j], j))[:5]])
         assert sorted(row[[int(w[4:]) for w in topic]]) == sorted(row)[::-1][:5][::-1]
     renamed = model.top_words(3, feature_names=[w.upper() for w in words])
     assert renamed == [[w.upper() for w in topic[:3]] for topic in top]
@@ -181,9 +182,11 @@ def test_completion_perplexity_of_planted_documents_approaches_the_true_models(m
 
 
 def test_a_one_token_document_is_completed_from_the_prior_mixture(model):
-    """A document of one token has nothing to infer from: theta is the prior's mean 1 / K, and
-    its token scores log of the topics' mean probability of its word."""
+    """A document of one token has nothing to infer from: theta is the prior's mean
+    alpha / sum(alpha), and its token scores log of the topics' probabilities of its word
+    weighted by that mean."""
     X = sp.csr_matrix(([1, 1], ([0, 1], [3, 7])), shape=(2, model.n_features_in_))
     phi = model.components_ / model.components_.sum(axis=1, keepdims=True)
-    expected = np.exp(-(np.log(phi[:, 3].mean()) + np.log(phi[:, 7].mean())) / 2)
+    mean = model.alpha_ / model.alpha_.sum()
+    expected = np.exp(-(np.log(mean @ phi[:, 3]) + np.log(mean @ phi[:, 7])) / 2)
     assert model.completion_perplexity(X) == pytest.approx(expected, rel=1e-9)

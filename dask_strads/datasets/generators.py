@@ -160,7 +160,7 @@ def make_sparse_regression(n_samples=10000, n_features=1_000_000, density=1e-3,
 
 
 def _dirichlet(concentration, size, rng):
-    """``size`` draws from a symmetric Dirichlet(``concentration``) over ``concentration.size``.
+    """``size`` draws from a Dirichlet(``concentration``) over ``concentration.size``.
 
     numpy draws small concentrations by stick-breaking, but a draw can still come back
     non-finite when every gamma variate underflows; such rows are drawn again.
@@ -202,6 +202,7 @@ def make_lda_corpus(n_docs=1000, n_words=5000, n_topics=20, doc_length=100,
     doc_topic_prior, topic_word_prior : float > 0
         Symmetric Dirichlet concentrations ``alpha`` (per topic) and ``beta`` (per word).
         Small values give documents about few topics and topics about few words.
+        ``doc_topic_prior`` may also be ``n_topics`` values: an asymmetric alpha.
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
 
     Returns
@@ -218,11 +219,12 @@ def make_lda_corpus(n_docs=1000, n_words=5000, n_topics=20, doc_length=100,
                                                n_topics=n_topics)
     for name, value in (("doc_length", doc_length), ("doc_topic_prior", doc_topic_prior),
                         ("topic_word_prior", topic_word_prior)):
-        if not value > 0:
+        if not np.all(np.asarray(value) > 0):
             raise ValueError(f"{name} must be > 0, got {value!r}")
     rng = _generator(random_state)
     phi = _dirichlet(np.full(n_words, float(topic_word_prior)), n_topics, rng)
-    theta = _dirichlet(np.full(n_topics, float(doc_topic_prior)), n_docs, rng)
+    theta = _dirichlet(np.broadcast_to(np.asarray(doc_topic_prior, dtype=np.float64),
+                                       (n_topics,)), n_docs, rng)
     lengths = np.maximum(rng.poisson(doc_length, size=n_docs), 1)
     indptr = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])

@@ -40,7 +40,7 @@ STORABLE = {
     "dask_strads.programs.elastic_net_path": ("PathShared",),
     "dask_strads.programs.implicit_mf": ("ImplicitMFProgram",),
     "dask_strads.programs.lasso": ("BlockState", "Pending", "Residual"),
-    "dask_strads.programs.lda": ("ShardState", "WordBlock"),
+    "dask_strads.programs.lda": ("ShardState", "TopicTotals", "WordBlock"),
     "dask_strads.programs.logistic": ("BlockState", "Margins"),
     "dask_strads.programs.mf": ("BlockObjective", "MFProgram", "SharedFactor", "Side"),
 }

@@ -138,11 +138,12 @@ class DaskEstimatorMixin:
         return self._fit_executor(stored_entries)
 
     def _run_engine(self, program, blocks, executor, max_rounds, data, staleness=0,
-                    slots=None):
+                    slots=None, stopping=None):
         """Run ``program`` on ``blocks`` (cut from ``data``, the fit's arguments): a
         ``distributed.span`` named after the estimator on a cluster, watched as ``progress``
         asks (an iteration being ``max_rounds / max_iter`` rounds) and by the cluster's STRADS
-        page."""
+        page. ``stopping``: the estimator's own stop test, a function of the user's callback
+        (or None) giving the engine's callback, which must call it."""
         name = type(self).__name__
         watching = watchers(self.progress, name, max_rounds, max(1, max_rounds // self.max_iter),
                             program)
@@ -150,6 +151,8 @@ class DaskEstimatorMixin:
         if client is not None and install(client):
             watching.append(DashboardFeed(client, name, program.name, max_rounds))
         callback = None if self.callback is None else StopNoting(self.callback)
+        if stopping is not None:
+            callback = stopping(callback)
         engine = Engine(program, staleness=staleness, max_rounds=max_rounds,
                         progress=watching, callback=callback, executor=executor,
                         checkpoint_interval=self.checkpoint_interval,

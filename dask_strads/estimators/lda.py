@@ -12,12 +12,13 @@ from ..engine.history import plane_totals
 from ..kernels.compilation import announce_compiling
 from ..kernels.lda import row_bytes
 from ..kernels.lda_inference import documents_log_likelihood, infer_documents
-from ..programs.lda import LDAProgram, make_shard, vocabulary_blocks
+from ..programs.lda import LDAProgram, make_shard, seed_prior, vocabulary_blocks
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from ..log import logger
 from ..partition import block_edges
 from .inputs import (blocks_along, check_dask_matrix, is_dask_array, stored_values,
                      to_scipy_if_pydata)
+from .lda_stopping import HeldOutStopping, held_out_perplexity
 from . import topics
 
 
@@ -43,6 +44,9 @@ IN_FLIGHT_SHARE = 0.25
 #: flight costs little and one block a shard has the fewest rounds (on a cluster U = 4P made
 #: each iteration's rounds four times as many: 0.63 of the throughput at K = 1000).
 SMALL_SHARE = 1 / 16
+#: The seed of ``transform`` (and of the held-out split) when ``random_state`` is None, so that
+#: two calls give equal results.
+INFERENCE_SEED = 0
 
 
 class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
@@ -59,9 +63,31 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     n_components : int
         Number of topics K.
     doc_topic_prior, topic_word_prior : float or None
-        alpha and beta; None gives 1 / n_components (scikit-learn's default).
+        alpha and beta (their initial values when they are learned, see
+        ``optimize_interval``); None gives 1 / n_components (scikit-learn's default).
     max_iter : int
         Gibbs iterations (each samples every token once).
+    optimize_interval : int
+        Learn the priors every this many iterations (tomotopy's ``optim_interval``, Mallet's
+        ``--optimize-interval``): an asymmetric alpha (one value per topic) and a symmetric beta,
+        by Minka's fixed point from the sampler's counts (see docs/lda.md). 0 keeps them fixed.
+    burn_in : int
+        Iterations before the first update of the priors (tomotopy's ``burn_in``).
+    validation_data : array-like or sparse matrix of counts, or None
+        Held-out documents (with X's columns) for early stopping: their document-completion
+        perplexity is measured every iteration (each document's tokens split in two with the
+        inference seed, one half sampled beside the training tokens, the other scored) and kept
+        in ``history_``; the fit stops when it has not improved for ``n_iter_no_change``
+        iterations.
+    n_iter_no_change : int
+        Iterations without a better held-out perplexity before the fit stops (with
+        ``validation_data``).
+    seed_topics : dict or None
+        Seeded topics, ``{topic: [word column indices]}``: the topic-word prior of each such
+        (word, topic) pair is ``beta + seed_strength`` instead of ``beta`` (as tomotopy's
+        ``set_word_prior``), which draws the seed words' tokens to their topics.
+    seed_strength : float
+        The boost of the seeded pairs' prior, in pseudo-counts of the word in the topic.
     n_vocab_blocks : int or None
         Vocabulary blocks U >= number of workers; None: one per worker, or four per worker when
         a worker's share of the word-topic table (about V x K x 6 bytes / P) exceeds 1/16 of its
@@ -77,18 +103,27 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         Sub-rounds a shard may run ahead of the reconciled topic totals (0: synchronous).
     transform_iter : int
         Gibbs sweeps per document in ``transform`` (half of them burn-in).
-    random_state, keep_on_cluster, checkpoint_interval, checkpoint_dir, progress, callback
+    random_state : int, RandomState or None
+        Seeds the fit, and ``transform``, ``score`` and the held-out estimates: with None the
+        fit is random but these use the fixed seed ``INFERENCE_SEED``, so that two calls on the
+        same documents give equal results.
+    keep_on_cluster, checkpoint_interval, checkpoint_dir, progress, callback
         As in :class:`dask_strads.Lasso` (LDA's rounds are sub-rounds: ``n_vocab_blocks_`` an
         iteration).
 
     Attributes
     ----------
     components_ : ndarray (K, V)
-        Word-topic counts plus ``topic_word_prior``: rows proportional to the topics. With
+        Word-topic counts plus ``beta_``: rows proportional to the topics. With
         ``keep_on_cluster=True`` a Dask array whose chunks along V are the vocabulary blocks.
     doc_topic_ : ndarray (n_documents, K)
         The training documents' topic distributions from the final sampler state,
-        (n_dk + alpha) / (n_d + K alpha); rows sum to 1.
+        (n_dk + alpha_k) / (n_d + sum_k alpha_k); rows sum to 1.
+    alpha_ : ndarray (K,)
+        The document-topic prior the fit ended with: learned (asymmetric) with
+        ``optimize_interval``, else ``doc_topic_prior`` for every topic.
+    beta_ : float
+        The topic-word prior the fit ended with (learned with ``optimize_interval``).
     n_vocab_blocks_ : int
         Vocabulary blocks used (see ``n_vocab_blocks``).
     vocabulary_ : ndarray of str (V,) or None
@@ -99,7 +134,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         tokens_per_second). ``log_likelihood`` is the mean over the iteration's tokens of the log
         leave-one-out predictive probability log p(w_i | all other tokens), summed by the sampler
         as it draws each token (free; a little below the plug-in log sum_k theta_dk phi_kw).
-        The engine's totals are in ``history_.stats``.
+        With ``validation_data`` also ``held_out_perplexity`` (and ``stopped_early`` on the
+        iteration after which it stopped the fit). The engine's totals are in
+        ``history_.stats``.
     """
 
     _parameter_constraints = {
@@ -110,16 +147,29 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         "n_vocab_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
         "staleness": [NumberInterval(Integral, 0, None, closed="left")],
         "transform_iter": [NumberInterval(Integral, 2, None, closed="left")],
+        "optimize_interval": [NumberInterval(Integral, 0, None, closed="left")],
+        "burn_in": [NumberInterval(Integral, 0, None, closed="left")],
+        "validation_data": ["array-like", "sparse matrix", None],
+        "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
+        "seed_topics": [dict, None],
+        "seed_strength": [NumberInterval(Real, 0, None, closed="neither")],
     }
 
     def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,
-                 max_iter=100, n_vocab_blocks=None, staleness=0, transform_iter=50,
-                 random_state=None, keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
-                 progress=False, callback=None):
+                 max_iter=100, optimize_interval=10, burn_in=0, validation_data=None,
+                 n_iter_no_change=10, seed_topics=None, seed_strength=50.0, n_vocab_blocks=None,
+                 staleness=0, transform_iter=50, random_state=None, keep_on_cluster=False,
+                 checkpoint_interval=10, checkpoint_dir=None, progress=False, callback=None):
         self.n_components = n_components
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
         self.max_iter = max_iter
+        self.optimize_interval = optimize_interval
+        self.burn_in = burn_in
+        self.validation_data = validation_data
+        self.n_iter_no_change = n_iter_no_change
+        self.seed_topics = seed_topics
+        self.seed_strength = seed_strength
         self.n_vocab_blocks = n_vocab_blocks
         self.staleness = staleness
         self.transform_iter = transform_iter
@@ -135,6 +185,10 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         alpha = self.doc_topic_prior if self.doc_topic_prior is not None else 1 / self.n_components
         beta = self.topic_word_prior if self.topic_word_prior is not None else 1 / self.n_components
         return float(alpha), float(beta)
+
+    def _inference_seed(self):
+        """The seed of transform and the held-out estimates: fixed when random_state is None."""
+        return INFERENCE_SEED if self.random_state is None else self._seed()
 
     def _check_counts(self, X, reset):
         """X as CSR int64 counts (or a dask array, checked chunk by chunk), and the executor a
@@ -183,6 +237,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         vocabulary = topics.fitted_vocabulary(X, feature_names)
         given = X
         X, word_counts, doc_lengths, executor = self._check_counts(X, reset=True)
+        held_out = self._held_out_halves(X.shape[1])
+        seeded = self._seeded_pairs(X.shape[1])
         executor = executor or self._fit_executor(int(word_counts.sum()))  # a shard stores tokens
         n_shards = max(1, min(len(executor.workers), X.shape[0]))
         edges = block_edges(X.shape[0], n_shards, weights=doc_lengths)  # tokens balanced
@@ -199,20 +255,37 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
             word_counts, n_blocks, self.n_components, memory)
         n_blocks = len(sizes)
 
-        def shard(rows, lo, hi):
-            return make_shard(sp.csr_matrix(rows), block_of_word, local_index, n_blocks)
+        held_out_edges = None if held_out is None else block_edges(
+            held_out[0].shape[0], n_shards, weights=np.asarray(held_out[0].sum(axis=1)).ravel())
 
+        def shard(rows, lo, hi):
+            halves = None
+            if held_out is not None:
+                p = int(np.searchsorted(edges, lo))
+                halves = [h[held_out_edges[p]:held_out_edges[p + 1]] for h in held_out]
+            return make_shard(sp.csr_matrix(rows), block_of_word, local_index, n_blocks, halves)
+
+        seeds = None if seeded is None else seed_prior(
+            *seeded, np.full(len(seeded[0]), float(self.seed_strength)), block_of_word,
+            local_index, sizes, self.n_components)
         program = LDAProgram(self.n_components, alpha, beta, len(word_counts), sizes, n_shards,
-                             self._seed())
+                             self._seed(), self.optimize_interval, self.burn_in, seeds)
+        stopping = None if held_out is None else (
+            lambda callback: HeldOutStopping(n_blocks, self.n_iter_no_change, callback))
         result = self._run_engine(program, blocks_along(X, edges, shard, axis=0), executor,
-                                  self.max_iter * n_blocks, (X,), staleness=self.staleness)
+                                  self.max_iter * n_blocks, (X,), staleness=self.staleness,
+                                  stopping=stopping)
         n_dk = self._parameters(result)
+        learned = [r for r in result.history.records if "alpha" in r]
+        self.alpha_ = np.array(learned[-1]["alpha"] if learned else program.alpha)
+        self.beta_ = float(learned[-1]["beta"] if learned else beta)
         self._reset_features(given)
         self.vocabulary_ = vocabulary
-        self.components_ = (result.carried_parameters() if self.keep_on_cluster else
-                            _gathered_by_turns(result)).T + beta
-        self.doc_topic_ = (n_dk + alpha) / (n_dk.sum(axis=1, keepdims=True)
-                                            + self.n_components * alpha)
+        self.components_ = _with_boosts(
+            (result.carried_parameters() if self.keep_on_cluster else
+             _gathered_by_turns(result)).T + self.beta_, seeded, float(self.seed_strength))
+        self.doc_topic_ = (n_dk + self.alpha_) / (n_dk.sum(axis=1, keepdims=True)
+                                                  + self.alpha_.sum())
         self.n_iter_ = result.history.stats.rounds // n_blocks
         self.history_ = _per_iteration(result.history, n_blocks)
         self.n_vocab_blocks_ = n_blocks
@@ -224,24 +297,73 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         components = self._in_memory(self.components_)
         return np.ascontiguousarray((components / components.sum(axis=1, keepdims=True)).T)
 
-    def transform(self, X):
-        """Topic distributions of documents, by Gibbs sampling with the topics fixed."""
+    def _held_out_halves(self, n_words):
+        """The two halves (sampled, scored) of every ``validation_data`` document, or None;
+        checked against the X of ``n_words`` columns."""
+        if self.validation_data is None:
+            return None
+        try:
+            held_out = sp.csr_matrix(check_array(to_scipy_if_pydata(self.validation_data),
+                                                 accept_sparse="csr", dtype=np.float64))
+            _raise_unless_counts(*_count_flags(held_out).ravel())
+        except ValueError as error:
+            raise ValueError(f"validation_data: {error}") from None
+        if held_out.shape[1] != n_words:
+            raise ValueError(f"validation_data has {held_out.shape[1]} columns, X has "
+                             f"{n_words}: give held-out documents of the same words")
+        halves = topics.split_documents(held_out.astype(np.int64),
+                                        np.random.default_rng(self._inference_seed()))
+        if halves[1].sum() == 0:
+            raise ValueError("validation_data has no document of two tokens or more: there is "
+                             "nothing to score")
+        return halves
+
+    def _seeded_pairs(self, n_words):
+        """(topics, words) of the ``seed_topics`` pairs, checked against K and the X of
+        ``n_words`` columns, or None."""
+        if not self.seed_topics:
+            return None
+        topics, words = [], []
+        for topic, seed_words in self.seed_topics.items():
+            if not (isinstance(topic, Integral) and 0 <= topic < self.n_components):
+                raise ValueError(f"seed_topics has topic {topic!r}: topics are integers in "
+                                 f"[0, {self.n_components})")
+            seed_words = np.unique(np.asarray(seed_words).ravel())
+            if seed_words.size and not (np.issubdtype(seed_words.dtype, np.integer)
+                                        and 0 <= seed_words.min() and seed_words.max() < n_words):
+                raise ValueError(f"seed_topics[{topic}] holds {seed_words.tolist()[:5]}...: seed "
+                                 f"words are column indices of X, integers in [0, {n_words})")
+            topics += [int(topic)] * len(seed_words)
+            words += seed_words.tolist()
+        return np.array(topics, dtype=np.int64), np.array(words, dtype=np.int64)
+
+    def transform(self, X, normalize=True):
+        """Topic distributions of documents, by Gibbs sampling with the topics fixed: the mean
+        over the sweeps after burn-in of (n_dk + alpha_k) / (n_d + sum_k alpha_k). With
+        ``normalize=False`` the unnormalised document-topic weights n_dk + alpha_k (the same
+        rows times n_d + sum_k alpha_k), as scikit-learn's, whose variational parameters also
+        sum to n_d + sum_k alpha_k. Deterministic: seeded by ``random_state``, or by
+        ``INFERENCE_SEED`` when it is None."""
         check_is_fitted(self)
         announce_compiling("lda_inference", emit=logger.info)
-        return self._transform_counts(self._check_counts(X, reset=False)[0])
+        return self._transform_counts(self._check_counts(X, reset=False)[0], normalize)
 
-    def _transform_counts(self, X):
+    def _transform_counts(self, X, normalize=True):
         """:meth:`transform` of checked counts."""
         if is_dask_array(X):
-            return X.rechunk({1: -1}).map_blocks(self._transform_in_memory, dtype=np.float64,
+            return X.rechunk({1: -1}).map_blocks(self._transform_in_memory, normalize,
+                                                 dtype=np.float64,
                                                  chunks=(X.chunks[0], (self.n_components,)))
-        return self._transform_in_memory(X)
+        return self._transform_in_memory(X, normalize)
 
-    def _transform_in_memory(self, X):
+    def _transform_in_memory(self, X, normalize=True):
         X = sp.csr_matrix(to_scipy_if_pydata(X), dtype=np.int64)
-        return infer_documents(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data,
-                               self._phi_by_word(), self._priors()[0], self.transform_iter,
-                               self.transform_iter // 2, self._seed())
+        theta = infer_documents(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data,
+                                self._phi_by_word(), self.alpha_, self.transform_iter,
+                                self.transform_iter // 2, self._inference_seed())
+        if normalize:
+            return theta
+        return theta * (np.asarray(X.sum(axis=1)) + self.alpha_.sum())
 
     def score(self, X, y=None):
         """Log-likelihood of X: sum over tokens of log sum_k theta_dk phi_kw, with theta from
@@ -404,6 +526,26 @@ def _worker_memory(executor):
     return min([m for m in limits if m > 0] or [psutil.virtual_memory().total])
 
 
+def _with_boosts(components, seeded, strength):
+    """``components`` (K x V, in memory or a Dask array chunked along V) plus ``strength`` at
+    the seeded (topic, word) pairs."""
+    if seeded is None:
+        return components
+    if is_dask_array(components):
+        return components.map_blocks(_boosted_chunk, *seeded, strength, dtype=components.dtype)
+    _boosted_chunk(components, *seeded, strength, copy=False)
+    return components
+
+
+def _boosted_chunk(chunk, topics, words, strength, copy=True, block_info=None):
+    """A chunk of columns of the components (from ``block_info``'s offset, or all), boosted."""
+    lo, hi = block_info[0]["array-location"][1] if block_info else (0, chunk.shape[1])
+    mine = (words >= lo) & (words < hi)
+    chunk = chunk.copy() if copy else chunk
+    np.add.at(chunk, (topics[mine], words[mine] - lo), strength)
+    return chunk
+
+
 def _per_iteration(history, n_blocks):
     """One record per iteration (n_blocks sub-rounds): per-token log-likelihood (its negative is
     the objective) and speed."""
@@ -414,10 +556,14 @@ def _per_iteration(history, n_blocks):
         previous_time = history.records[start - 1]["time"] if start else 0.0
         seconds = group[-1]["time"] - previous_time
         log_likelihood = sum(r["log_likelihood"] for r in group) / tokens
+        perplexity = held_out_perplexity(group)
         records.append({"round": group[-1]["round"], "iteration": start // n_blocks,
                         "time": group[-1]["time"], "objective": -log_likelihood,
                         "log_likelihood": log_likelihood,
                         "tokens_per_second": tokens / seconds if seconds > 0 else float("inf"),
+                        **({} if perplexity is None else {"held_out_perplexity": perplexity}),
+                        **({"stopped_early": True} if any(r.get("stopped_early") for r in group)
+                           else {}),
                         **plane_totals(group)})
     history.records[:] = records
     return history

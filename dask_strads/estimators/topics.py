@@ -135,7 +135,8 @@ def completion_perplexity(model, X):
     check_is_fitted(model)
     X, _, _, executor = model._check_counts(X, reset=False)
     announce_compiling("lda_inference", emit=logger.info)
-    arguments = (model._phi_by_word(), model._priors()[0], model.transform_iter, model._seed())
+    arguments = (model._phi_by_word(), model.alpha_, model.transform_iter,
+                 model._inference_seed())
     if is_dask_array(X):
         per_chunk = X.rechunk({1: -1}).map_blocks(_completion_block, *arguments,
                                                   chunks=(1, 2), dtype=np.float64)

@@ -2,13 +2,17 @@
 shard, vocabulary block) pair with the SparseLDA bucket sampler (Yao, Mimno, McCallum, KDD 2009),
 which also sums the tokens' leave-one-out log predictive probabilities (a training log-likelihood).
 
-Model: K topics, V words in the whole vocabulary, symmetric priors ``alpha`` (document-topic)
-and ``beta`` (topic-word). A token i of document d with word w is resampled from
+Model: K topics, V words in the whole vocabulary, a document-topic prior ``alpha_k`` per topic
+(asymmetric once learned) and a topic-word prior ``beta + b_wk``: a symmetric ``beta`` plus a
+boost ``b_wk`` on seeded (word, topic) pairs (none unless topics are seeded), B_k = sum_w b_wk.
+With D_k = n_k + V beta + B_k, a token i of document d with word w is resampled from
 
-    p(z_i = k | rest)  ∝  (n_dk + alpha) (n_wk + beta) / (n_k + V beta)      (counts without i)
-                        =  alpha beta / (n_k + V beta)                 smoothing bucket s
-                        +  n_dk beta / (n_k + V beta)                  document bucket r
-                        +  (alpha + n_dk) n_wk / (n_k + V beta)        topic-word bucket q
+    p(z_i = k | rest)  ∝  (n_dk + alpha_k) (n_wk + beta + b_wk) / D_k     (counts without i)
+                        =  alpha_k beta / D_k                          smoothing bucket s
+                        +  n_dk beta / D_k                             document bucket r
+                        +  (alpha_k + n_dk) (n_wk + b_wk) / D_k        topic-word bucket q
+
+(q's terms: the word's nonzero topics, then its seeded topics where n_wk = 0.)
 
 The r terms vanish unless n_dk > 0 and the q terms unless n_wk > 0, so a token costs
 O(K_d + K_w) (nonzero topics of its document and of its word). s is one number updated in O(1)
@@ -181,35 +185,38 @@ def _list_remove(topics, nnz, row, k):
 # -- sampler ---------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
 def _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz, n_k,
-                  alpha, beta, n_vocab, seed):
+                  alpha, beta, prior_totals, seed_indptr, seed_topics, seed_boosts, seed):
     """Resample every token ``i`` (``doc[i]``, ``word[i]``, ``z[i]``) once, in order, by
     collapsed Gibbs; ``z``, the counts, the nonzero-topic lists and ``n_k`` are updated in place.
 
-    ``n_vocab`` is the full vocabulary size V (not the block's). ``seed`` seeds numba's generator.
+    ``alpha`` is (K,) float64, ``prior_totals`` (K,) V beta + B_k (V the full vocabulary's
+    size, not the block's); the seeded topics of local word w are
+    ``seed_topics[seed_indptr[w]:seed_indptr[w + 1]]``, with their boosts in ``seed_boosts``.
+    ``seed`` seeds numba's generator.
     Returns ``(terms, from_s, from_r, from_q, log_predictive)``: an operation count (bucket terms
     computed or walked, list entries scanned, plus K for the set-up), how
     many tokens drew from each bucket, and the sum over tokens of the log leave-one-out
-    predictive probability  log p(w_i | all other tokens) = log (s + r + q) / (n_d - 1 + K alpha),
+    predictive probability
+    log p(w_i | all other tokens) = log (s + r + q) / (n_d - 1 + sum_k alpha_k),
     a training log-likelihood that the sampler computes anyway.
     """
     np.random.seed(seed)
     n_topics = n_k.shape[0]
-    v_beta = n_vocab * beta
-    alpha_beta = alpha * beta
-    inv = np.empty(n_topics)  # 1 / (n_k + V beta)
+    inv = np.empty(n_topics)  # 1 / D_k
     for k in range(n_topics):
-        inv[k] = 1.0 / (n_k[k] + v_beta)
+        inv[k] = 1.0 / (n_k[k] + prior_totals[k])
     s = 0.0  # smoothing bucket, kept up to date term by term
     for k in range(n_topics):
-        s += alpha_beta * inv[k]
-    q_terms = np.empty(n_topics)
+        s += alpha[k] * beta * inv[k]
+    q_terms = np.empty(2 * n_topics)
+    q_topics = np.empty(2 * n_topics, dtype=np.int64)
     terms = n_topics
     from_s = from_r = from_q = 0
     log_predictive = 0.0
-    alpha_k = n_topics * alpha
+    alpha_sum = alpha.sum()
     current = -1
     r = 0.0
-    n_d_rest = 0.0  # the document's other tokens plus K alpha
+    n_d_rest = 0.0  # the document's other tokens plus sum_k alpha_k
     for i in range(z.shape[0]):
         d = doc[i]
         w = word[i]
@@ -223,7 +230,7 @@ def _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wo
                 r += n_dk[d, k] * inv[k]
                 n_d += n_dk[d, k]
             r *= beta
-            n_d_rest = n_d - 1 + alpha_k
+            n_d_rest = n_d - 1 + alpha_sum
             terms += doc_nnz[d]
         # take token i out of the counts (the "-i" of the conditional); s, r follow topic t
         r -= beta * n_dk[d, t] * inv[t]
@@ -234,17 +241,25 @@ def _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wo
             terms += _list_remove(doc_topics, doc_nnz, d, t)
         if n_wk[w, t] == 0:
             terms += _list_remove(word_topics, word_nnz, w, t)
-        updated = 1.0 / (n_k[t] + v_beta)
-        s += alpha_beta * (updated - inv[t])
+        updated = 1.0 / (n_k[t] + prior_totals[t])
+        s += alpha[t] * beta * (updated - inv[t])
         inv[t] = updated
         r = max(r + beta * n_dk[d, t] * inv[t], 0.0)
-        # topic-word bucket, O(K_w)
+        # topic-word bucket, O(K_w + seeds of w)
         n_w = word_nnz[w]
         q = 0.0
         for j in range(n_w):
             k = word_topics[w, j]
-            term = (alpha + n_dk[d, k]) * n_wk[w, k] * inv[k]
+            term = (alpha[k] + n_dk[d, k]) * n_wk[w, k] * inv[k]
             q_terms[j] = term
+            q_topics[j] = k
+            q += term
+        for j in range(seed_indptr[w], seed_indptr[w + 1]):
+            k = seed_topics[j]
+            term = (alpha[k] + n_dk[d, k]) * seed_boosts[j] * inv[k]
+            q_terms[n_w] = term
+            q_topics[n_w] = k
+            n_w += 1
             q += term
         terms += n_w
         log_predictive += np.log((s + r + q) / n_d_rest)
@@ -257,7 +272,7 @@ def _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wo
                 u -= q_terms[j]
                 j += 1
             terms += j + 1
-            new = np.int64(word_topics[w, j])
+            new = q_topics[j]
         else:
             u -= q
             n_d = doc_nnz[d]
@@ -278,7 +293,7 @@ def _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wo
                 new = n_topics - 1  # if rounding runs the walk off the end
                 for k in range(n_topics):
                     terms += 1
-                    u -= alpha_beta * inv[k]
+                    u -= alpha[k] * beta * inv[k]
                     if u < 0.0:
                         new = k
                         break
@@ -291,18 +306,36 @@ def _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wo
             _list_append(doc_topics, doc_nnz, d, new)
         if n_wk[w, new] == 1:
             _list_append(word_topics, word_nnz, w, new)
-        updated = 1.0 / (n_k[new] + v_beta)
-        s += alpha_beta * (updated - inv[new])
+        updated = 1.0 / (n_k[new] + prior_totals[new])
+        s += alpha[new] * beta * (updated - inv[new])
         inv[new] = updated
         r += beta * n_dk[d, new] * inv[new]
         z[i] = new
     return terms, from_s, from_r, from_q, log_predictive
 
 
-# Entry point: scalars of fixed types, so that an int prior (``doc_topic_prior=1``) does not
+def topic_priors(alpha, n_topics):
+    """The document-topic prior as the kernels take it: (K,) float64, from one value or K."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(alpha, dtype=np.float64), (n_topics,)))
+
+
+def no_seeds(n_rows):
+    """The seeded (word, topic) pairs of a block of ``n_rows`` words without any: (indptr,
+    topics, boosts)."""
+    return (np.zeros(n_rows + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
+            np.zeros(0, dtype=np.float64))
+
+
+# Entry point: arguments of fixed types, so that an int prior (``doc_topic_prior=1``) does not
 # compile a second specialisation of the kernel (see kernels/lasso.py).
 def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz, n_k,
-                 alpha, beta, n_vocab, seed):
-    """:func:`_sample_block`, with float priors and int ``n_vocab`` and ``seed``."""
+                 alpha, beta, n_vocab, seed, seeds=None, seed_totals=0.0):
+    """:func:`_sample_block`, with ``alpha`` one value or K (:func:`topic_priors`), a float
+    ``beta`` and int ``n_vocab`` and ``seed``; ``seeds`` the block's seeded pairs as
+    (indptr, topics, boosts) over its rows (None: none), ``seed_totals`` B_k (K,) over every
+    block."""
+    n_topics = n_k.shape[0]
+    prior_totals = n_vocab * float(beta) + topic_priors(seed_totals, n_topics)
     return _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz,
-                         n_k, float(alpha), float(beta), int(n_vocab), int(seed))
+                         n_k, topic_priors(alpha, n_topics), float(beta), prior_totals,
+                         *(seeds or no_seeds(n_wk.shape[0])), int(seed))

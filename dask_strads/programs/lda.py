@@ -15,16 +15,34 @@ Initialisation: topics are drawn uniformly; the topic totals count every token f
 A block's word-topic rows start empty and each shard adds its own tokens' counts the first time
 it holds the block, so during the first iteration a block's rows count only the shards that
 have held it (a sequential initialisation); from the second iteration on all counts are exact.
+
+Priors: ``shared`` carries the document-topic prior alpha (K,) and the topic-word prior beta with
+the totals. With ``optimize_interval`` the last sub-round of every ``optimize_interval``-th
+iteration (after ``burn_in``) updates them in its pull by Minka's fixed point
+(:mod:`.lda_priors`) from histograms its pushes send: alpha from every shard's document-topic
+counts, beta from the word-topic rows of the blocks held in that sub-round (all of them when
+U = P, else P of the U blocks: a sample of the vocabulary).
+
+Seeded topics: ``seeds`` (a :class:`SeedPrior`) adds a boost to beta on chosen (word, topic)
+pairs, which every push's sampler takes with its block's rows of them.
+
+Held-out documents (validation data): a shard may hold some, each split in two halves. Every
+push also resamples the first halves' tokens of its block against the block's rows (without
+changing them) and scores the second halves' tokens (document completion); the pull sums the
+scores into the report, which makes a held-out perplexity per iteration.
 """
 from dataclasses import dataclass
 from time import perf_counter
 
 import numpy as np
 
-from ..kernels.lda import (add_counts, fill_nonzero, pack_rows, random_topics, row_state,
-                           sample_block, topic_dtype, topic_totals, unpack_rows)
+from ..kernels.lda import (add_counts, count_rows, fill_nonzero, pack_rows, random_topics,
+                           row_state, sample_block, topic_dtype, topic_priors, topic_totals,
+                           unpack_rows)
+from ..kernels.lda_inference import sample_held_out, score_held_out
 from ..partition import block_edges
 from .base import Instruction, Program, Report, round_seed
+from .lda_priors import prior_counts, updated_priors
 
 
 @dataclass(frozen=True)
@@ -36,6 +54,17 @@ class Shard:
     word: np.ndarray  # index local to the token's vocabulary block
     starts: np.ndarray
     n_docs: int
+    held_out: "HeldOut | None" = None
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A shard's held-out documents: the halves sampled and the halves scored, and the sampled
+    halves' lengths."""
+
+    sampled: Shard
+    scored: Shard
+    lengths: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -45,6 +74,17 @@ class ShardState:
     doc_topics: np.ndarray
     doc_nnz: np.ndarray
     counted: np.ndarray  # per block: has this shard added its tokens to the block's rows
+    held_out_z: np.ndarray | None = None
+    held_out_n_dk: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class TopicTotals:
+    """The shared value: topic totals n_k (int64) and the priors every push samples with."""
+
+    n_k: np.ndarray
+    alpha: np.ndarray
+    beta: float
 
 
 @dataclass(frozen=True)
@@ -65,11 +105,38 @@ def _unpacked_block(indptr, ids, values, n_topics):
 
 
 @dataclass(frozen=True)
+class SeedPrior:
+    """Boosts to the topic-word prior: ``rows[u]`` = (indptr, topics, boosts) over block u's
+    words (local ids), ``totals`` (K,) the boosts of each topic over every block."""
+
+    rows: list
+    totals: np.ndarray
+
+
+def seed_prior(topics, words, boosts, block_of_word, local_index, block_sizes, n_topics):
+    """:class:`SeedPrior` of the seeded pairs (``topics[i]``, ``words[i]``) with ``boosts[i]``
+    (global word ids)."""
+    topics, words = np.asarray(topics, dtype=np.int64), np.asarray(words, dtype=np.int64)
+    boosts = np.asarray(boosts, dtype=np.float64)
+    rows = []
+    for u, size in enumerate(block_sizes):
+        mine = np.flatnonzero(block_of_word[words] == u)
+        local = local_index[words[mine]]
+        order = np.argsort(local, kind="stable")
+        indptr = np.zeros(size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(local, minlength=size), out=indptr[1:])
+        rows.append((indptr, topics[mine][order], boosts[mine][order]))
+    return SeedPrior(rows, np.bincount(topics, weights=boosts, minlength=n_topics))
+
+
+@dataclass(frozen=True)
 class SubRound(Instruction):
-    """A shard's sub-round: sample its tokens of vocabulary block ``carried`` from ``seed``."""
+    """A shard's sub-round: sample its tokens of vocabulary block ``carried`` from ``seed``;
+    ``update_priors``: and send what the pull needs to update the priors."""
 
     round: int
     seed: int
+    update_priors: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +147,10 @@ class SamplingReport(Report):
     tokens: int | None = None
     log_likelihood: float | None = None
     sampling_seconds: float | None = None
+    held_out_tokens: int | None = None  # with validation data: the held-out chain's score
+    held_out_log_likelihood: float | None = None
+    alpha: list | None = None  # the priors, in a sub-round that updates them
+    beta: float | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +161,9 @@ class Sampled:
     tokens: int = 0
     log_likelihood: float = 0.0
     sampling_seconds: float = 0.0
+    held_out_tokens: int = 0
+    held_out_log_likelihood: float = 0.0
+    prior_counts: object = None  # a PriorCounts in a sub-round that updates the priors
 
 
 def vocabulary_blocks(word_counts, n_blocks):
@@ -103,9 +177,13 @@ def vocabulary_blocks(word_counts, n_blocks):
     return block_of_word, words - edges[block_of_word], np.diff(edges)
 
 
-def make_shard(X_rows, block_of_word, local_index, n_blocks):
-    """Tokens of a CSR matrix of documents (rows) as a :class:`Shard`."""
+def make_shard(X_rows, block_of_word, local_index, n_blocks, held_out=None):
+    """Tokens of a CSR matrix of documents (rows) as a :class:`Shard`; ``held_out``: the two
+    halves (sampled, scored) of held-out documents, as two CSR matrices of equal shape."""
     X_rows = X_rows.tocsr()
+    if held_out is not None:
+        sampled, scored = (make_shard(h, block_of_word, local_index, n_blocks) for h in held_out)
+        held_out = HeldOut(sampled, scored, np.asarray(held_out[0].sum(axis=1)).ravel())
     counts = X_rows.data.astype(np.int64)
     doc = np.repeat(np.repeat(np.arange(X_rows.shape[0]), np.diff(X_rows.indptr)), counts)
     words = np.repeat(X_rows.indices, counts)
@@ -113,12 +191,14 @@ def make_shard(X_rows, block_of_word, local_index, n_blocks):
     order = np.lexsort((doc, block))
     starts = np.searchsorted(block[order], np.arange(n_blocks + 1))
     return Shard(doc[order].astype(np.int64), local_index[words][order].astype(np.int64),
-                 starts, X_rows.shape[0])
+                 starts, X_rows.shape[0], held_out)
 
 
 class LDAProgram(Program):
-    """Collapsed Gibbs LDA with K topics, priors alpha and beta, vocabulary of ``n_vocab`` words
-    cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards."""
+    """Collapsed Gibbs LDA with K topics, priors alpha (one value or K) and beta, vocabulary of
+    ``n_vocab`` words cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards;
+    the priors learned every ``optimize_interval`` iterations after ``burn_in`` (0: fixed);
+    ``seeds`` a :class:`SeedPrior` or None."""
 
     name = "lda"
     kernels = ("lda",)
@@ -127,24 +207,35 @@ class LDAProgram(Program):
     static_schedule = True
     updates_in_place = True  # a shard's state and a block's rows are large and have one reader
 
-    def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0):
+    def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0,
+                 optimize_interval=0, burn_in=0, seeds=None):
         self.n_topics = n_topics
-        self.alpha = alpha
+        self.alpha = topic_priors(alpha, n_topics)
         self.beta = beta
         self.n_vocab = n_vocab
         self.block_sizes = list(block_sizes)
         self.n_carried = len(self.block_sizes)
         self.n_shards = n_shards
         self.seed = seed
+        self.optimize_interval = optimize_interval
+        self.burn_in = burn_in
+        self.seeds = seeds
 
     def initial_shared(self):
-        return np.zeros(self.n_topics, dtype=np.int64)
+        return TopicTotals(np.zeros(self.n_topics, dtype=np.int64), self.alpha, float(self.beta))
 
     def init_block(self, data, block_id):
         z = random_topics(len(data.doc), self.n_topics, self.seed * 7919 + block_id)
         n_dk, doc_topics, doc_nnz = row_state(data.doc, z, data.n_docs, self.n_topics)
         counted = np.zeros(self.n_carried, dtype=bool)
-        state = ShardState(z, n_dk, doc_topics, doc_nnz, counted)
+        held_out = {}
+        if data.held_out is not None:
+            sampled = data.held_out.sampled
+            z_held_out = random_topics(len(sampled.doc), self.n_topics,
+                                       self.seed * 7919 + self.n_shards + block_id)
+            held_out = {"held_out_z": z_held_out, "held_out_n_dk": count_rows(
+                sampled.doc, z_held_out, sampled.n_docs, self.n_topics)}
+        state = ShardState(z, n_dk, doc_topics, doc_nnz, counted, **held_out)
         return state, Sampled(topic_totals(z, self.n_topics))
 
     def init_carried(self, carried_id):
@@ -158,9 +249,18 @@ class LDAProgram(Program):
         # sub-rounds, parked on the shard that sampled it last, so every worker holds about
         # U / P blocks (starting at block p, the last shard would collect all the idle ones)
         return {p: SubRound(round_index, round_seed(self.seed, round_index, p),
+                            self.updates_priors(round_index),
                             carried=(p * self.n_carried // self.n_shards + round_index)
                             % self.n_carried)
                 for p in range(self.n_shards)}
+
+    def updates_priors(self, round_index):
+        """Whether the pull of this sub-round updates the priors: the last sub-round of every
+        ``optimize_interval``-th iteration after the first ``burn_in``."""
+        if not self.optimize_interval or (round_index + 1) % self.n_carried:
+            return False
+        iterations = (round_index + 1) // self.n_carried - self.burn_in
+        return iterations > 0 and iterations % self.optimize_interval == 0
 
     def push(self, block_id, data, state, instruction, shared, inbox):
         u = instruction.carried
@@ -171,25 +271,56 @@ class LDAProgram(Program):
             add_counts(block.n_wk, word, state.z[tokens])
             fill_nonzero(block.n_wk, block.word_topics, block.word_nnz)
             state.counted[u] = True
-        n_k = shared.copy()
+        n_k = shared.n_k.copy()
         start = perf_counter()
         *_, log_likelihood = sample_block(
             doc, word, state.z[tokens], state.n_dk, state.doc_topics, state.doc_nnz, block.n_wk,
-            block.word_topics, block.word_nnz, n_k, self.alpha, self.beta, self.n_vocab,
-            instruction.seed)
+            block.word_topics, block.word_nnz, n_k, shared.alpha, shared.beta, self.n_vocab,
+            instruction.seed, *self._seeds(u))
         seconds = perf_counter() - start
-        return state, Sampled(n_k - shared, len(doc), log_likelihood, seconds), block
+        held_out = self._held_out(data, state, u, block, shared, instruction.seed)
+        counts = prior_counts(state.n_dk, block.n_wk) if instruction.update_priors else None
+        report = Sampled(n_k - shared.n_k, len(doc), log_likelihood, seconds, *held_out,
+                              counts)
+        return state, report, block
+
+    def _seeds(self, u):
+        """The seeded pairs of block u and every topic's boosts, as the kernels take them."""
+        return () if self.seeds is None else (self.seeds.rows[u], self.seeds.totals)
+
+    def _held_out(self, data, state, u, block, shared, seed):
+        """(tokens scored, their log-likelihood) of the shard's held-out documents in block u,
+        after resampling their other halves' tokens there."""
+        if data.held_out is None:
+            return 0, 0.0
+        sampled, scored = data.held_out.sampled, data.held_out.scored
+        tokens = slice(sampled.starts[u], sampled.starts[u + 1])
+        sample_held_out(sampled.doc[tokens], sampled.word[tokens], state.held_out_z[tokens],
+                        state.held_out_n_dk, block.n_wk, shared.n_k, shared.alpha, shared.beta,
+                        self.n_vocab, seed, *self._seeds(u))
+        tokens = slice(scored.starts[u], scored.starts[u + 1])
+        return tokens.stop - tokens.start, score_held_out(
+            scored.doc[tokens], scored.word[tokens], state.held_out_n_dk, data.held_out.lengths,
+            block.n_wk, shared.n_k, shared.alpha, shared.beta, self.n_vocab, *self._seeds(u))
 
     def pull(self, partials, shared):
         reports = list(partials.values())
-        n_k = shared + np.sum([r.n_k_change for r in reports], axis=0)
+        n_k = shared.n_k + np.sum([r.n_k_change for r in reports], axis=0)
         tokens = sum(r.tokens for r in reports)
         log_likelihood = sum(r.log_likelihood for r in reports)
+        counts = [r.prior_counts for r in reports if r.prior_counts is not None]
+        alpha, beta = updated_priors(shared.alpha, shared.beta, counts) if counts else (
+            shared.alpha, shared.beta)
         # objective: the sub-round's negative per-token log-likelihood, for live views
-        return n_k, SamplingReport(
+        held_out = sum(r.held_out_tokens for r in reports)  # 0 without validation data
+        return TopicTotals(n_k, alpha, beta), SamplingReport(
             tokens=tokens, log_likelihood=log_likelihood,
             objective=-log_likelihood / tokens if tokens else None,
-            sampling_seconds=max((r.sampling_seconds for r in reports), default=0.0))
+            sampling_seconds=max((r.sampling_seconds for r in reports), default=0.0),
+            held_out_tokens=held_out or None,
+            held_out_log_likelihood=(sum(r.held_out_log_likelihood for r in reports)
+                                     if held_out else None),
+            alpha=alpha.tolist() if counts else None, beta=beta if counts else None)
 
     def collect(self, data, state, shared):
         """The shard's document-topic counts (a copy: the state changes in place)."""
