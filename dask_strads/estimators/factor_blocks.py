@@ -43,5 +43,5 @@ def per_iteration(history, sub_rounds):
          "objective": r["objective"], "rmse": r["rmse"],
          "relative_decrease": r["relative_decrease"],
          **plane_totals(rounds[r["round"] // (2 * sub_rounds)])}
-        for r in history.records if r["side"] == USERS and "objective" in r]
+        for r in history.records if r.get("side") == USERS and "objective" in r]
     return history
