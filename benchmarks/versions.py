@@ -1,18 +1,23 @@
-"""Two checkouts of dask_strads side by side on the problems of benchmarks/lasso.py (Lasso) or
-benchmarks/logistic.py (L1 logistic regression at C = 1): one fit at a time, each in a process
-of its own whose ``PYTHONPATH`` is the checkout, the versions alternated, so that the machine's
-load falls on both alike.
+"""Two checkouts of dask_strads side by side on the problems of benchmarks/lasso.py (Lasso),
+benchmarks/logistic.py (L1 logistic regression at C = 1), or a matrix factorization or LDA fit
+of their own (``mf``: ``make_ratings`` 20,000 x 4,000, 400k ratings, rank 32, 10 iterations;
+``lda``: ``make_lda_corpus`` 4,000 documents x 20,000 words, 400k tokens, K = 100, 10
+iterations; the problem argument is ignored): one fit at a time, each in a process of its own
+whose ``PYTHONPATH`` is the checkout, the versions alternated, so that the machine's load falls
+on both alike.
 
 Each process loads the problem (a Lasso problem generated once, saved under ``--cache``), fits
 it once (numba's cache, placing the data) and times ``--repeats`` more fits: CPU seconds of the
 process (its threads included; the default executor runs a fit of this size in the process) and
-wall seconds. Printed per problem: the rounds and non-zeros of each version (they should
-agree), the median CPU and wall seconds and new / old, and the load average.
+wall seconds. Printed per problem: the rounds and a summary of each version's model (non-zero
+coefficients, or the sum of the fitted parameters: they should agree), the median CPU and wall
+seconds and new / old, and the load average.
 
 Usage (a checkout made with ``git worktree add /tmp/old <commit>``):
 
     python benchmarks/versions.py /tmp/old . --problems c,e,a --alternations 3 --repeats 2
     python benchmarks/versions.py /tmp/old . --estimator logistic --problems a,b --repeats 3
+    python benchmarks/versions.py /tmp/old . --estimator mf --problems - --repeats 3
 """
 import argparse
 import json
@@ -68,7 +73,31 @@ def logistic_fit(key, cache):
     return dask_strads.LogisticRegression("l1", C=1.0), X, y
 
 
-ESTIMATORS = {"lasso": lasso_fit, "logistic": logistic_fit}
+def mf_fit(key, cache):
+    import dask_strads
+    from dask_strads.datasets import make_ratings
+    R = make_ratings(n_users=20_000, n_items=4_000, n_ratings=400_000, rank=32,
+                     random_state=0)[0]
+    return dask_strads.MatrixFactorization(32, max_iter=10, tol=0.0, random_state=0), R, None
+
+
+def lda_fit(key, cache):
+    import dask_strads
+    from dask_strads.datasets import make_lda_corpus
+    X = make_lda_corpus(n_docs=4_000, n_words=20_000, n_topics=100, doc_length=100,
+                        random_state=0)[0]
+    return dask_strads.LatentDirichletAllocation(100, max_iter=10, random_state=0), X, None
+
+
+ESTIMATORS = {"lasso": lasso_fit, "logistic": logistic_fit, "mf": mf_fit, "lda": lda_fit}
+
+
+def model_summary(est):
+    """What two versions' models should agree on: the non-zero coefficients of a linear model,
+    the sum of the fitted parameters of a factorization or topic model."""
+    if hasattr(est, "coef_"):
+        return int(np.count_nonzero(est.coef_))
+    return round(float(np.abs(est.components_).sum()), 6)
 
 
 def time_fits(estimator, key, cache, repeats):
@@ -81,8 +110,7 @@ def time_fits(estimator, key, cache, repeats):
         cpu, wall = time.process_time(), time.perf_counter()
         est.fit(X, y)
         fits.append({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
-                     "rounds": int(np.ravel(est.n_iter_)[0]),
-                     "nonzeros": int(np.count_nonzero(est.coef_))})
+                     "rounds": int(np.ravel(est.n_iter_)[0]), "model": model_summary(est)})
     print(json.dumps(fits))
 
 
@@ -109,9 +137,9 @@ def main(argv=None):
                     env={**os.environ, "PYTHONPATH": checkout}, cwd=checkout,
                     capture_output=True, text=True, check=True)
                 fits[name] += json.loads(done.stdout.strip().splitlines()[-1])
-        print(f"problem {key}: {len(fits['old'])} fits a version; rounds "
-              f"{fits['old'][0]['rounds']} / {fits['new'][0]['rounds']}, non-zeros "
-              f"{fits['old'][0]['nonzeros']} / {fits['new'][0]['nonzeros']} (old / new)")
+        print(f"{args.estimator} {key}: {len(fits['old'])} fits a version; rounds "
+              f"{fits['old'][0]['rounds']} / {fits['new'][0]['rounds']}, model "
+              f"{fits['old'][0]['model']} / {fits['new'][0]['model']} (old / new)")
         for measure in ("cpu", "wall"):
             old, new = (np.median([f[measure] for f in fits[n]]) for n in ("old", "new"))
             print(f"  {measure}: old {old:.3f} s, new {new:.3f} s, new / old {new / old:.3f}")
