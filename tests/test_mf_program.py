@@ -133,7 +133,8 @@ def test_messages_on_the_plane_with_sub_rounds_match_the_sequential_loop(client_
     slots = list(range(8)) * 2
     client = None if n_workers == "synchronous" else client_factory(n_workers)
     with dask.config.set(scheduler="synchronous"):  # where no client is given
-        engine = Engine(program, client, max_rounds=rounds, checkpoint_interval=0)
+        engine = Engine(program, client, max_rounds=rounds, checkpoint_interval=0,
+                        max_epoch_rounds=1)  # a graph a round, counted below
         graphs = []
         submit = engine.executor.submit
         engine.executor.submit = lambda graph: graphs.append(graph) or submit(graph)

@@ -53,13 +53,14 @@ ESTIMATORS = {  # what each fits, with P blocks on P workers
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 def test_a_round_is_at_most_p_plus_3_tasks(client_factory, name, P):
     """Counted in the graphs the engine submits on worker processes: whatever a program sends,
-    a round holds at most its P pushes, the pull and the report (and a spare)."""
+    a round holds at most its P pushes, the pull and the report (and a spare); a fused epoch
+    of several rounds, P tasks and the two."""
     client = client_factory(P)
     make, data = ESTIMATORS[name]
     est = make(P).set_params(checkpoint_interval=0)
     est.client = client
     est.fit(*data)
-    assert 3 <= est.history_.stats.tasks_per_round <= P + 3
+    assert 0 < est.history_.stats.tasks_per_round <= P + 3  # fewer in fused epochs
 
 
 class DiesWhileAnswering(MFProgram):

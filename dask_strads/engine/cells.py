@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from dask.sizeof import sizeof
 from distributed import WorkerPlugin, get_worker
 
-from . import parking
+from . import boards, parking
 from .compat import add_plugin_here
 
 #: The cells of this process's Dask worker(s), by the key of the task that made each.
@@ -99,6 +99,7 @@ def _drop(key):
     cell = _CELLS.pop(key, None)
     if cell is not None:
         cell.outbox.clear()  # blocks it parked
+        boards.drop_with_cell(key)
 
 
 def _install(worker):

@@ -24,6 +24,7 @@ from distributed import WorkerPlugin, get_worker
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 
+from . import boards
 from .cells import CellRef, local_cell, opened
 from .errors import PeerUnreachable
 
@@ -35,13 +36,17 @@ HANDLER = "strads_plane"
 class Source(NamedTuple):
     """Where a push finds what ``block`` sends it: ``cell`` (its cell, or a reference to it)
     on ``worker``, once ``after`` (the block's push that made it) has run; ``timeout``: the
-    seconds a request for it may take."""
+    seconds a request for it may take. In a fused epoch (see :mod:`.epochs`), where no task
+    orders the read, once ``worker`` has posted round ``ready`` done on its board for run
+    ``run_id``."""
 
     block: int
     worker: str
     cell: object
     after: object
     timeout: float = FETCH_SECONDS
+    ready: int | None = None
+    run_id: str | None = None
 
 
 class Received:
@@ -76,28 +81,73 @@ def peek_carried(source, carried_id):
     return opened(source.cell).outbox[carried_id]
 
 
+def posted(addresses, run_id, key, ready, timeout, take=False):
+    """``{address: value}``: the value each worker of ``addresses`` posted under ``key`` on
+    its board for run ``run_id`` (None if it posted none), once it has posted round ``ready``
+    done (None: once it has posted the value). ``take``: and removed from the board. The
+    requests go out together."""
+    worker = get_worker()
+    found = {}
+    others = [a for a in addresses if a != worker.address]
+    if len(others) < len(addresses):  # posted by this task, before it asks
+        board = boards.board(worker, run_id)
+        found[worker.address] = (board.values.pop(key, None) if take
+                                 else board.values.get(key))
+    request = dict(kind="posted", run_id=run_id, ready=ready, timeout=timeout, key=list(key),
+                   take=take)
+    answers = _ask_all(others, f"its {key[0]} of round {key[1]}", timeout, request)
+    return {**found, **answers}
+
+
 def _fetch(source, received, kind, **what):
     cell = local_cell(source.cell)
-    if cell is not None:
+    # a read another task orders, or of this worker's own cell, whose epoch task made it
+    if cell is not None and (source.ready is None or _this_worker(source.worker)):
         return received.count(_answer(cell, kind, **what), remote=False)
-    worker = get_worker()
+    value = _ask_for(source.worker, f"block {source.block}'s {kind}", source.timeout,
+                     dict(cell=source.cell.key, kind=kind, run_id=source.run_id,
+                          ready=source.ready, timeout=source.timeout, **what))
+    return received.count(value, remote=cell is None)
+
+
+def _this_worker(address):
     try:
-        response = sync(worker.loop, _ask, worker, source, kind, what)
-    except (OSError, asyncio.TimeoutError) as error:
-        raise PeerUnreachable(
-            f"worker {source.worker} holding block {source.block} did not answer a request for "
-            f"its {kind} within {source.timeout:.0f} s ({type(error).__name__}: {error})",
-            [source.worker]) from None
-    if response["status"] != "OK":
-        raise PeerUnreachable(f"worker {source.worker} no longer holds block {source.block}'s "
-                              f"cell {source.cell.key}", [source.worker])
-    return received.count(response["value"], remote=True)
+        return get_worker().address == address
+    except ValueError:
+        return False
 
 
-async def _ask(worker, source, kind, what):
-    call = getattr(worker.rpc(source.worker), HANDLER)
-    return await asyncio.wait_for(call(cell=source.cell.key, kind=kind, **what),
-                                  source.timeout)
+def _ask_for(address, what, timeout, request):
+    return _ask_all([address], what, timeout, request)[address]
+
+
+def _ask_all(addresses, what, timeout, request):
+    """``{address: value}`` of ``request`` sent to each of ``addresses`` at once."""
+    if not addresses:
+        return {}
+    worker = get_worker()
+    answers = sync(worker.loop, _ask, worker, addresses, request, timeout)
+    values = {}
+    for address, answer in zip(addresses, answers):
+        if isinstance(answer, (OSError, asyncio.TimeoutError)):
+            raise PeerUnreachable(
+                f"worker {address} did not answer a request for {what} within {timeout:.0f} s "
+                f"({type(answer).__name__}: {answer})", [address]) from None
+        if isinstance(answer, BaseException):
+            raise answer
+        if answer["status"] != "OK":
+            raise PeerUnreachable(f"worker {address} no longer holds {what} "
+                                  f"({answer['status']})", [address])
+        values[address] = answer["value"]
+    return values
+
+
+async def _ask(worker, addresses, request, timeout):
+    async def one(address):
+        call = getattr(worker.rpc(address), HANDLER)
+        return await asyncio.wait_for(call(**request), timeout)
+
+    return await asyncio.gather(*map(one, addresses), return_exceptions=True)
 
 
 def _answer(cell, kind, to_block=None, round_index=None, carried_id=None):
@@ -124,14 +174,24 @@ class ServePlane(WorkerPlugin):
     """Answers other workers' requests for the messages and carried blocks of this worker's
     cells."""
 
-    def setup(self, worker):
-        worker.handlers[HANDLER] = self.serve
-
     def teardown(self, worker):
         worker.handlers.pop(HANDLER, None)
 
-    @staticmethod
-    def serve(cell, kind, **what):
+    def setup(self, worker):
+        worker.handlers[HANDLER] = self.serve
+        self.worker = worker
+
+    async def serve(self, kind, cell=None, run_id=None, ready=None, timeout=FETCH_SECONDS,
+                    key=None, take=False, **what):
+        board = boards.board(self.worker, run_id) if run_id is not None else None
+        if ready is not None:
+            await board.until(lambda: board.done >= ready, timeout)
+        if kind == "posted":
+            key = tuple(key)
+            if ready is None:
+                await board.until(lambda: key in board.values, timeout)
+            value = board.values.pop(key, None) if take else board.values.get(key)
+            return {"status": "OK", "value": to_serialize(value)}
         try:
             found = opened(CellRef(cell))
         except RuntimeError:

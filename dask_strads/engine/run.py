@@ -38,6 +38,8 @@ class Run:
         self.guards = {}  # carried block -> the copy its next push must follow
         self.losses = {}  # block -> times its worker was lost
         self.collected = []  # the handles of the result, once collected
+        self.gang = None  # the lock over its workers for fused epochs: None untried, False none
+        self.graph_seconds = None  # what a round graph costs beyond its compute, once measured
 
     def key(self, kind, *parts):
         """The key of one of the run's tasks: ``strads-<program>-<kind>-<parts>``."""
@@ -79,8 +81,9 @@ class Run:
         self.carried = [handles[c.key] for c in carried]
         self.pulled = {r: handles.get(getattr(p, "key", None), p) for r, p in pulls.items()}
 
-    def submitted_round(self, t, handles, pushes, hand_offs, pull, report, checkpoint, writes):
-        """Take the handles of round ``t``'s graph."""
+    def submitted_round(self, t, handles, pushes, hand_offs, pull, report, checkpoint, writes,
+                        first=None):
+        """Take the handles of round ``t``'s graph (of an epoch's, from round ``first``)."""
         if writes:
             self.disk_writes.append((t, [handles[w.key] for w in writes]))
         for b, task in pushes.items():
@@ -93,7 +96,7 @@ class Run:
             self.checkpoints = self.checkpoints[1 - KEPT:] + [checkpoint]
             self.pushed = [state for state, _ in checkpoint.states]  # pushes follow the copies
             self.guards = {c: copy for c, (copy, _) in enumerate(checkpoint.carried)}
-        self.pending.append((t, handles[report.key]))
+        self.pending.append((t if first is None else first, handles[report.key]))
         self.submitted = t
 
     def carried_moved(self, hand_offs):

@@ -9,7 +9,7 @@ from time import perf_counter
 from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..programs.base import checked_instructions
-from . import disk, tasks
+from . import disk, epochs, tasks
 from .blocks import PlacedBlocks
 from .compat import TaskRef
 from .errors import ClusterError, WorkerLost
@@ -31,6 +31,12 @@ MAX_LOSSES_PER_BLOCK = 3
 #: Rounds between two cuts of the lineage Dask keeps of a run on a cluster (see
 #: ``Engine._cut_lineage``): each cut waits for its round to end, one round's latency.
 LINEAGE_ROUNDS = 64
+#: The most rounds one fused epoch runs (by default), and the share of an epoch's compute its
+#: graph's cost may take (F is chosen so): see :mod:`.epochs`.
+MAX_EPOCH_ROUNDS = 32
+EPOCH_OVERHEAD_SHARE = 0.05
+#: Rounds run one graph each before a fit measures what a graph costs.
+MEASURED_ROUNDS = 3
 
 
 @dataclass
@@ -98,6 +104,12 @@ class Engine:
         Every this many rounds (0: never) copy the blocks' state: on a cluster in the workers'
         memory, so that the fit goes on when a worker holding blocks is lost (see
         :mod:`.recovery`); and to ``checkpoint_dir`` when given.
+    max_epoch_rounds : int
+        On a distributed cluster, the most rounds one graph may run as a fused epoch: one task
+        per worker running consecutive rounds (see :mod:`.epochs`), for programs with a static
+        schedule that update in place, at staleness 0 and without a callback. The rounds an
+        epoch runs are chosen so that a graph's cost (measured on the first rounds) stays
+        within 5% of the epoch's compute, and epochs end at checkpoints. 1: a graph a round.
     checkpoint_dir : path, optional
         Where to write checkpoints (see :mod:`.disk`); a run finding there a complete
         checkpoint of the same fit (``fingerprint``) resumes from it.
@@ -110,10 +122,12 @@ class Engine:
 
     def __init__(self, program, client=None, staleness=0, max_rounds=100, pipeline_depth=2,
                  progress=False, callback=None, executor=None,
-                 checkpoint_interval=CHECKPOINT_INTERVAL, checkpoint_dir=None, fingerprint=None):
+                 checkpoint_interval=CHECKPOINT_INTERVAL, checkpoint_dir=None, fingerprint=None,
+                 max_epoch_rounds=MAX_EPOCH_ROUNDS):
         for name, value, low in (("staleness", staleness, 0), ("max_rounds", max_rounds, 1),
                                  ("pipeline_depth", pipeline_depth, 1),
-                                 ("checkpoint_interval", checkpoint_interval, 0)):
+                                 ("checkpoint_interval", checkpoint_interval, 0),
+                                 ("max_epoch_rounds", max_epoch_rounds, 1)):
             if int(value) != value or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         self.program = program
@@ -124,6 +138,7 @@ class Engine:
         self.progress = progress
         self.callback = callback
         self.checkpoint_interval = int(checkpoint_interval)
+        self.max_epoch_rounds = int(max_epoch_rounds)
         self.checkpoint_dir = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
         if self.checkpoint_dir and self.checkpoint_interval:
             disk.check_writable(self.checkpoint_dir)
@@ -160,6 +175,7 @@ class Engine:
             raise
         finally:
             release_hub(run.hub)
+            epochs.release_gang(run)
             for watcher in watching:
                 watcher.close(run)
 
@@ -185,12 +201,17 @@ class Engine:
         return self.max_rounds - 1 - self.program.report_lag
 
     def _rounds(self, run, watching):
-        for t in range(run.submitted + 1, self.max_rounds):
-            self.submit_round(run, t)
+        while run.submitted + 1 < self.max_rounds:
+            first = run.submitted + 1
+            n_rounds = self._epoch_rounds(run, first)
+            if n_rounds > 1:
+                self.submit_epoch(run, first, n_rounds)
+            else:
+                self.submit_round(run, first)
             if self.read_reports(run, self.pipeline_depth, watching):
                 break
             if (not self.executor.local and not self.program.n_carried
-                    and (t + 1) % LINEAGE_ROUNDS == 0):
+                    and (run.submitted + 1) // LINEAGE_ROUNDS > first // LINEAGE_ROUNDS):
                 self._cut_lineage(run)
         self.read_reports(run, 0, watching)
 
@@ -311,6 +332,7 @@ class Engine:
                        len(alive))
         new = self.start(placed, slots, restore)
         release_hub(run.hub)
+        epochs.release_gang(run)
         new.going_on_from(run)
         new.history.truncate(resumed)
         new.history.stats.recoveries.append({
@@ -336,6 +358,75 @@ class Engine:
         run.submitted_round(t, self.executor.submit(graph.layers), pushes, hand_offs, pull,
                             report, checkpoint, writes)
         self._forget_pulls(run, t)
+
+    def submit_epoch(self, run, first, n_rounds):
+        """Emit rounds ``first .. first + n_rounds - 1`` as one fused epoch (see
+        :mod:`.epochs`): a task per worker, the last round's pull and the reports."""
+        program = self.program
+        last = first + n_rounds - 1
+        planned = [checked_instructions(program, program.schedule(t, []))
+                   for t in range(first, last + 1)]
+        takers, holders = epochs.first_takers(planned)
+        timeout = patience(FETCH_SECONDS, run.history.typical_round_seconds())
+        plan = epochs.EpochPlan(run.id, tuple(run.owners), tuple(c.key for c in run.cells),
+                                run.hub, first, n_rounds, last, timeout)
+        graph = RoundGraph()
+        tasks_of = {}
+        for w in dict.fromkeys(run.owners):
+            blocks = [b for b, owner in enumerate(run.owners) if owner == w]
+            carried = {c: run.carried[c] for c, b in takers.items() if run.owners[b] == w}
+            tasks_of[w] = graph.add(
+                w, run.key("epoch", first, run.owners.index(w), run.id), epochs.epoch,
+                run.program, plan, {b: run.cells[b] for b in blocks}, run.pulled[first - 1],
+                carried, *(run.pushed[b] for b in blocks),
+                *(run.guards.pop(c) for c in list(run.guards) if c in carried))
+        end = tasks_of[run.hub]
+        pull = graph.add(run.hub, run.key("pull", last, run.id), epochs.last_pull, end)
+        report = graph.add(run.hub, run.key("report", first, last, run.id), epochs.reports,
+                           end)
+        pushes = {b: tasks_of[w] for b, w in enumerate(run.owners)}
+        hand_offs = {c: run.source(b, pushes[b], timeout) for c, b in holders.items()}
+        run.carried_moved(hand_offs)
+        checkpoint, writes = self._add_checkpoint(graph, run, last, pushes, hand_offs, pull)
+        if checkpoint is None and not writes:
+            run.history.stats.tasks_per_round = graph.n_tasks / n_rounds
+        run.submitted_round(last, self.executor.submit(graph.layers), pushes, hand_offs, pull,
+                            report, checkpoint, writes, first)
+        self._forget_pulls(run, last)
+
+    def _epoch_rounds(self, run, first):
+        """The rounds the next graph runs: 1 (a round graph) unless a fused epoch applies,
+        else as many as keep the graph's measured cost within ``EPOCH_OVERHEAD_SHARE`` of the
+        epoch's compute, up to ``max_epoch_rounds``, the rounds left and the next checkpoint
+        or lineage cut."""
+        program = self.program
+        if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness
+                or self.callback is not None or not program.static_schedule
+                or not program.updates_in_place or len(run.history) < MEASURED_ROUNDS
+                or not self._gang(run)):
+            return 1
+        records = run.history.records[-10:]
+        compute = sorted(r.get("compute_seconds", 0.0) for r in records)[len(records) // 2]
+        if run.graph_seconds is None:  # measured on the round graphs run so far
+            run.graph_seconds = max(run.history.typical_round_seconds() - compute, 0.0)
+        wanted = (self.max_epoch_rounds if compute <= 0
+                  else int(run.graph_seconds / (EPOCH_OVERHEAD_SHARE * compute)) + 1)
+        bounds = [self.max_epoch_rounds, self.max_rounds - first]
+        if self.checkpoint_interval:
+            bounds.append(self.checkpoint_interval - first % self.checkpoint_interval)
+        if not program.n_carried:
+            bounds.append(LINEAGE_ROUNDS - first % LINEAGE_ROUNDS)
+        return max(1, min(wanted, *bounds))
+
+    def _gang(self, run):
+        """Whether the run holds its workers for fused epochs: a ``distributed.MultiLock``
+        over them (as xgboost.dask takes), so that the epochs of two fits never wait for each
+        other's tasks on the same workers. A fit that cannot take it at once runs round
+        graphs meanwhile."""
+        if run.gang is None:
+            lock = epochs.gang_lock(self.executor.client, run.owners)
+            run.gang = lock if lock.acquire(timeout=0.1) else False
+        return bool(run.gang)
 
     def _add_pushes(self, graph, run, t, instructions):
         """The round's pushes, ``{block: reference}``, and ``{carried block: the Source of the
@@ -388,17 +479,22 @@ class Engine:
             if run.final_round is not None and not self.program.updates_in_place:
                 run.pending.clear()
                 break
-            round_index, handle = run.pending.popleft()
-            report = executor.result(handle, run.owners)
+            first, handle = run.pending.popleft()
+            reports, seconds = _rounds_of(executor.result(handle, run.owners))
             executor.release([handle])  # read once
-            record = {"round": round_index, "time": perf_counter() - run.start, **report.record}
-            run.history.append(record)
+            now = perf_counter() - run.start
+            for i, report in enumerate(reports):
+                # an epoch's rounds are read together: each at the time the hub pulled it
+                newest = run.history.records[-1]["time"] if len(run.history) else 0.0
+                record = {"round": first + i, "time": max(now - sum(seconds[i + 1:]), newest),
+                          **report.record}
+                run.history.append(record)
+                for watcher in watching:
+                    watcher.update(record, run)
+                if run.final_round is None and self._stops(run, record, report.stopped):
+                    run.final_round = first + i
             executor.round_seconds = run.history.typical_round_seconds()
-            for watcher in watching:
-                watcher.update(record, run)
-            if run.final_round is None and self._stops(run, record, report.stopped):
-                run.final_round = round_index
-            self._complete_on_disk(run, round_index)
+            self._complete_on_disk(run, first + len(reports) - 1)
         return run.final_round is not None
 
     def _complete_on_disk(self, run, newest_read):
@@ -477,6 +573,13 @@ class _RunningFit:
         refs = self._engine._collect_tasks(graph, run, "peek", run.submitted)
         handles = executor.submit(graph.layers)
         return executor.as_array([handles[r.key] for r in refs], run.owners, axis)
+
+
+def _rounds_of(value):
+    """``(reports, seconds between them)`` of a round's report or an epoch's."""
+    if isinstance(value, tasks.RoundReport):
+        return [value], [0.0]
+    return value
 
 
 def _call(callback, record, running):

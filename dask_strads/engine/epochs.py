@@ -1,0 +1,137 @@
+"""Fused epochs: one task per worker runs F consecutive rounds of its blocks.
+
+A round graph costs the scheduler a task per push and a graph's worth of latency; an epoch of
+F rounds is one graph of one task per worker (plus the hub's pull and report, as a round's), so
+the scheduler's work falls F-fold. Each epoch task runs, round by round, what the round graphs
+would have run on its worker: it asks the program for the round's instructions (a static
+schedule: every task computes the same), pushes its blocks (:func:`.tasks.push`, fetching
+messages and carried blocks over the message plane), and posts on its board (:mod:`.boards`)
+that the round's pushes are done, with their partials. The hub's task gathers the partials of
+the round's pushes (in the schedule's order, as the round graph's pull lists them), pulls
+(:func:`.tasks.pull`, with the engine's stopping test) and posts the pull, which the other
+tasks fetch before their next round: the rounds stay bulk-synchronous, and the results are the
+round graphs' (and :func:`~dask_strads.programs.base.run_sequential`'s). A stop found at any
+round reaches every task with that round's pull, and the rounds left in the epoch then run
+nothing of the program, as rounds submitted behind a stop do.
+"""
+from dataclasses import dataclass
+from time import perf_counter
+
+from distributed import MultiLock, get_worker
+
+from ..programs.base import checked_instructions
+from . import boards, plane, tasks
+from .cells import CellRef
+
+
+@dataclass(frozen=True)
+class EpochPlan:
+    """What the tasks of one epoch share: the run, where each block's cell is, the hub, the
+    rounds ``first .. first + rounds - 1``, the rounds a cell keeps (``keep_from``, as a round
+    graph's push) and the plane's timeout."""
+
+    run_id: str
+    owners: tuple
+    cell_keys: tuple
+    hub: str
+    first: int
+    rounds: int
+    keep_from: int
+    timeout: float
+
+    def source(self, block, ready):
+        """Where a push of this epoch reads ``block``: once its worker has posted round
+        ``ready`` done."""
+        return plane.Source(block, self.owners[block], CellRef(self.cell_keys[block]), None,
+                            self.timeout, ready, self.run_id)
+
+
+@dataclass(frozen=True)
+class EpochEnd:
+    """What the hub's task returns: each round's report, the seconds between the hub's pulls,
+    and the last round's pull."""
+
+    reports: list
+    seconds: list
+    pulled: object
+
+
+def epoch(program, plan, cells, pulled, carried, *after):
+    """The epoch's rounds for the blocks whose cells this worker holds (``cells``: block ->
+    its cell), from ``pulled`` (the pull of the round before); ``carried``: the carried blocks
+    a block of this worker takes first in the epoch, and where they are. ``after``: what the
+    epoch follows (the tasks that last changed these cells). The hub's task returns an
+    :class:`EpochEnd`, the others None."""
+    worker = get_worker()
+    board = boards.board(worker, plan.run_id)
+    board.post(done=plan.first - 1)  # what the epoch follows has run, here
+    holders = dict(carried)
+    reports, seconds, start = [], [], perf_counter()
+    for t in range(plan.first, plan.first + plan.rounds):
+        instructions = checked_instructions(program, program.schedule(t, []))
+        pushed = {}
+        for b, instruction in instructions.items():
+            if b in cells:
+                c = instruction.carried
+                pushed[b] = tasks.push(program, cells[b], None, pulled, instruction, t,
+                                       plan.keep_from, None if c is None else holders[c],
+                                       [plan.source(s, t - 1) for s in instruction.reads])
+        for b, instruction in instructions.items():
+            if instruction.carried is not None:
+                holders[instruction.carried] = plan.source(b, t)
+        board.post(("partials", t) if pushed else None, pushed, done=t)
+        if worker.address == plan.hub:
+            pulled = _pull(program, plan, pulled, instructions, t)
+            board.values.pop(("pulled", t - 1), None)  # every task has read it: they posted t
+            board.post(("pulled", t), pulled)
+            reports.append(tasks.report(pulled))
+            seconds.append(perf_counter() - start)
+            start = perf_counter()
+        else:
+            pulled = plane.posted([plan.hub], plan.run_id, ("pulled", t), None,
+                                  plan.timeout)[plan.hub]
+    return EpochEnd(reports, seconds, pulled) if worker.address == plan.hub else None
+
+
+def _pull(program, plan, pulled, instructions, t):
+    """Round ``t``'s pull on the hub, once every worker has posted the round done (so that
+    every task has read the pull before), from the partials its pushes posted."""
+    gathered = {}
+    for partials in plane.posted(list(dict.fromkeys(plan.owners)), plan.run_id,
+                                 ("partials", t), t, plan.timeout, take=True).values():
+        gathered.update(partials or {})
+    ids = [b for b in instructions if b in gathered]
+    return tasks.pull(program, pulled, ids, *(gathered[b] for b in ids))
+
+
+def last_pull(end):
+    return end.pulled
+
+
+def reports(end):
+    return end.reports, end.seconds
+
+
+def first_takers(instructions_by_round):
+    """``{carried block: the block that takes it first}`` over a sequence of rounds'
+    instructions, and ``{carried block: the block holding it after them}``."""
+    first, last = {}, {}
+    for instructions in instructions_by_round:
+        for b, instruction in instructions.items():
+            c = instruction.carried
+            if c is not None:
+                first.setdefault(c, b)
+                last[c] = b
+    return first, last
+
+
+def gang_lock(client, workers):
+    """A lock over ``workers`` for a run's fused epochs (see ``Engine._gang``)."""
+    return MultiLock(names=[f"dask-strads-gang-{w}" for w in sorted(set(workers))],
+                     client=client)
+
+
+def release_gang(run):
+    if run.gang:
+        run.gang.release()
+        run.gang = False

@@ -1,0 +1,119 @@
+"""Fused epochs: on a cluster, one task per worker runs several rounds; the model is the round
+graphs' and the sequential loop's, for every program that fuses, with far fewer graphs."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dask_strads import Engine, run_sequential
+from dask_strads.programs.mf import MFProgram
+
+from test_implicit_mf import in_sub_rounds, tiny
+from test_lda_program import setup as setup_lda
+from test_mf_program import setup as setup_mf
+from test_plane import RATINGS, linear_program, three_processes  # noqa: F401 (a fixture)
+
+ROUNDS = 24
+
+
+def problem(name):
+    """``(program, blocks, slots)`` of a small fit of each program that fuses."""
+    if name == "mf":
+        program, raw = setup_mf(RATINGS, 2, 2)
+        return program, raw, [0, 1, 0, 1]  # a user block and an item block a worker
+    if name == "implicit_mf":  # blocks sit rounds out: two sub-rounds a side
+        program, raw, _ = in_sub_rounds(tiny(4, (40, 30)), 3, seed=1, n_blocks=4, sub_rounds=2)
+        return program, raw, None
+    if name == "lda":
+        _, _, shards, program, _ = setup_lda(n_shards=2, n_blocks=4)
+        return program, shards, None
+    program, raw = linear_program(name, 2)
+    return program, raw, None
+
+
+def fit(client, program, raw, slots, **options):
+    """The engine's result, and the sizes of the graphs it submitted for rounds."""
+    engine = Engine(program, client, max_rounds=ROUNDS, **options)
+    sizes, submit = [], engine.executor.submit
+    engine.executor.submit = lambda graph: sizes.append(sum(map(len, graph.values()))) or (
+        submit(graph))
+    result = engine.run(raw, slots)
+    return result, sizes[1:-1]  # not the start's and the collection's
+
+
+@pytest.mark.parametrize("name", ["mf", "implicit_mf", "lda", "elastic_net", "logistic"])
+def test_fused_epochs_give_the_sequential_loops_model_in_a_few_graphs(client_factory, name):
+    client = client_factory(2)
+    program, raw, slots = problem(name)
+    result, graphs = fit(client, program, raw, slots, checkpoint_interval=0,
+                         max_epoch_rounds=8)
+    reference = run_sequential(program, raw, ROUNDS)
+    rounds = len(reference[1])
+    # the first rounds measure a graph's cost; then epochs of up to 8 rounds
+    assert len(graphs) <= 5 + (rounds - 5 + 7) // 8 < rounds
+    for ours, expected in zip(client.gather(result.params), reference[0]):
+        np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-12)
+    if program.n_carried:
+        for ours, expected in zip(result.gather_carried(), reference[2]):
+            np.testing.assert_array_equal(ours, expected)
+    kept = [r for r in result.history if not r.get("after_stop")]
+    assert [r.get("objective") for r in kept] == pytest.approx(
+        [r.get("objective") for r in reference[1]], rel=1e-12)
+    assert [r["round"] for r in result.history] == list(range(len(result.history)))
+
+
+def test_epochs_end_at_checkpoints_and_a_stop_inside_one_is_exact(client_factory):
+    """Epochs end where checkpoints are taken (every 5 rounds here); MF meeting its tolerance
+    inside an epoch stops every worker at that round: the factors are the sequential loop's."""
+    client = client_factory(2)
+    program, raw = setup_mf(RATINGS, 2, 2, tol=8e-3)  # met at round 17, of the epoch 15-19
+    result, graphs = fit(client, program, raw, [0, 1, 0, 1], checkpoint_interval=5,
+                         max_epoch_rounds=8)
+    params, reports = run_sequential(program, raw, ROUNDS)
+    assert result.history.stats.converged and 5 < len(reports) < ROUNDS
+    for ours, expected in zip(client.gather(result.params), params):
+        np.testing.assert_array_equal(ours, expected)
+    ran = [r for r in result.history if not r.get("after_stop")]
+    assert [r.get("objective") for r in ran] == [r.get("objective") for r in reports]
+
+
+_ANSWERED = []
+
+
+class DiesAfterAnswering(MFProgram):
+    """MF whose worker process exits at the 40th message it answers for another worker, once
+    (the process that renames ``armed`` first): a worker lost in the middle of an epoch."""
+
+    def __init__(self, *args, armed, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.armed = armed
+
+    def message(self, block_id, data, state, to_block):
+        _ANSWERED.append(to_block)
+        if len(_ANSWERED) == 40 and _claim(self.armed):
+            os._exit(1)
+        return super().message(block_id, data, state, to_block)
+
+
+def _claim(path):
+    try:
+        os.rename(path, f"{path}.taken")
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def test_a_worker_lost_inside_an_epoch_is_recovered(three_processes, tmp_path):  # noqa: F811
+    armed = tmp_path / "armed"
+    armed.touch()
+    program, raw = setup_mf(RATINGS, 3, 3, program_class=DiesAfterAnswering, armed=str(armed))
+    result, _ = fit(three_processes, program, raw, None, checkpoint_interval=6,
+                    max_epoch_rounds=6)
+    assert Path(f"{armed}.taken").exists()
+    (recovery,) = result.history.stats.recoveries
+    assert len(recovery["lost"]) == 1
+    params, reports = run_sequential(program, raw, ROUNDS)
+    for ours, expected in zip(result.gather(), params):
+        np.testing.assert_array_equal(ours, expected)
+    assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
