@@ -104,6 +104,10 @@ def _pull(program, plan, pulled, instructions, t):
     return tasks.pull(program, pulled, ids, *(gathered[b] for b in ids))
 
 
+def gate(*after):
+    """Nothing: a task that ends once what an epoch follows on its worker has run."""
+
+
 def last_pull(end):
     return end.pulled
 

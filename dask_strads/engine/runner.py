@@ -16,7 +16,7 @@ from .errors import ClusterError, WorkerLost
 from .graph import RoundGraph
 from .history import History
 from .hubs import release_hub
-from .plane import FETCH_SECONDS
+from .plane import FETCH_SECONDS, Source
 from .progress import watchers
 from .recovery import add_checkpoint, checkpoint_items, usable
 from .run import Run
@@ -371,6 +371,8 @@ class Engine:
         plan = epochs.EpochPlan(run.id, tuple(run.owners), tuple(c.key for c in run.cells),
                                 run.hub, first, n_rounds, last, timeout)
         graph = RoundGraph()
+        gates = [graph.add(w, run.key("gate", first, i, run.id), epochs.gate, *after)
+                 for i, (w, after) in enumerate(self._epoch_prerequisites(run).items())]
         tasks_of = {}
         for w in dict.fromkeys(run.owners):
             blocks = [b for b, owner in enumerate(run.owners) if owner == w]
@@ -378,8 +380,7 @@ class Engine:
             tasks_of[w] = graph.add(
                 w, run.key("epoch", first, run.owners.index(w), run.id), epochs.epoch,
                 run.program, plan, {b: run.cells[b] for b in blocks}, run.pulled[first - 1],
-                carried, *(run.pushed[b] for b in blocks),
-                *(run.guards.pop(c) for c in list(run.guards) if c in carried))
+                carried, *gates)
         end = tasks_of[run.hub]
         pull = graph.add(run.hub, run.key("pull", last, run.id), epochs.last_pull, end)
         report = graph.add(run.hub, run.key("report", first, last, run.id), epochs.reports,
@@ -393,6 +394,25 @@ class Engine:
         run.submitted_round(last, self.executor.submit(graph.layers), pushes, hand_offs, pull,
                             report, checkpoint, writes, first)
         self._forget_pulls(run, last)
+
+    @staticmethod
+    def _epoch_prerequisites(run):
+        """``{worker: handles on it}`` of what an epoch follows: the blocks' last pushes (or
+        their checkpoint copies) and the carried blocks' (or their copies). Each worker's are
+        waited for by a gate task there, and every epoch task waits for every gate: no epoch
+        task takes a worker's thread, waiting for the others, while a task another one needs is
+        still queued behind it there."""
+        where = {}
+        for b, w in enumerate(run.owners):
+            where.setdefault(w, []).append(run.pushed[b])
+        for c, held in enumerate(run.carried):
+            guard = run.guards.pop(c, None)
+            if guard is not None:
+                where.setdefault(run.home[c], []).append(guard)
+            after = held.after if isinstance(held, Source) else held
+            where.setdefault(held.worker if isinstance(held, Source) else run.home[c],
+                             []).append(after)
+        return where
 
     def _epoch_rounds(self, run, first):
         """The rounds the next graph runs: 1 (a round graph) unless a fused epoch applies,
