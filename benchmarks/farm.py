@@ -57,16 +57,17 @@ MF_TARGET, LDA_TARGET = 0.150, 0.40
 
 # -- the scheduler's CPU -----------------------------------------------------------------------
 def scheduler_cpu(process):
-    """CPU seconds, user + system, of every thread of ``process`` (a psutil.Process) and of its
+    """CPU seconds (user, system) of every thread of ``process`` (a psutil.Process) and of its
     children."""
-    return sum(sum(p.cpu_times()[:2]) for p in (process, *process.children(recursive=True)))
+    return np.sum([p.cpu_times()[:2] for p in (process, *process.children(recursive=True))],
+                  axis=0)
 
 
 def idle_rate(process, seconds):
     """The scheduler's CPU seconds per second while nothing is asked of it."""
-    start, began = scheduler_cpu(process), time.perf_counter()
+    start, began = scheduler_cpu(process).sum(), time.perf_counter()
     time.sleep(seconds)
-    return (scheduler_cpu(process) - start) / (time.perf_counter() - began)
+    return (scheduler_cpu(process).sum() - start) / (time.perf_counter() - began)
 
 
 class RoundClock:
@@ -83,7 +84,8 @@ class RoundClock:
 def measure_fit(client, process, fit, data):
     """One fit's rounds, tasks and transitions per round, and the scheduler's CPU and the wall
     time from its first round's record to its last (not yet idle-corrected)."""
-    from scaling import transitions  # imported by measure_farm, after the engine measured
+    # imported by measure_farm, after the engine measured
+    from scaling import transitions
 
     clock = RoundClock(process)
     before = client.run_on_scheduler(transitions)
@@ -93,7 +95,8 @@ def measure_fit(client, process, fit, data):
     iterations = getattr(est, "n_iter_", None)
     found = {"rounds": stats.rounds, "tasks": stats.tasks_per_round,
              "transitions": (client.run_on_scheduler(transitions) - before) / stats.rounds,
-             "timed rounds": len(clock.marks) - 1, "cpu": last_cpu - first_cpu,
+             "timed rounds": len(clock.marks) - 1, "cpu": (last_cpu - first_cpu).sum(),
+             "system share": (last_cpu - first_cpu)[1] / max((last_cpu - first_cpu).sum(), 1e-9),
              "wall": last_time - first_time,
              "rounds / iteration": stats.rounds / iterations if np.ndim(iterations) == 0
              and iterations else 1.0}
@@ -121,12 +124,14 @@ async def serve_workers(scheduler_file, n):
 
 def measure_farm(args):
     """The client's part: every program's fits on the farm, written to ``args.output``."""
-    import dask_strads  # first, from PYTHONPATH: scaling puts this checkout first
-
     import cloudpickle
     import psutil
-    import scaling
     from distributed import Client
+
+    import dask_strads
+    # the engine measured: PYTHONPATH's, imported before scaling puts this checkout first
+    engine = os.path.dirname(os.path.dirname(dask_strads.__file__))
+    import scaling
 
     cloudpickle.register_pickle_by_value(scaling)  # the scheduler cannot import it
     process = psutil.Process(args.scheduler_pid)
@@ -141,14 +146,14 @@ def measure_farm(args):
                 fit(data, client, warm_up=True)
                 runs = [measure_fit(client, process, fit, data) for _ in range(args.repeats)]
                 results.append({"program": name, "runs": runs})
-            except Exception as error:  # a fit the loaded farm could not finish: say so, go on
+            except Exception as error:  # noqa: BLE001  a fit the farm could not finish: say so, go on
                 results.append({"program": name, "failed": f"{type(error).__name__}: {error}"})
             print(f"  {name}: {'failed' if 'failed' in results[-1] else 'done'}", flush=True)
         idle = (idle_before + idle_rate(process, args.idle_seconds)) / 2
     for result in results:
         result["runs"] = [per_round(run, idle) for run in result.get("runs", [])]
     with open(args.output, "w") as out:
-        json.dump({"engine": os.path.dirname(os.path.dirname(dask_strads.__file__)),
+        json.dump({"engine": engine,
                    "idle": idle, "idle before": idle_before, "results": results}, out)
 
 
@@ -211,7 +216,7 @@ def run_farm(checkout, n, args):
 # -- the report --------------------------------------------------------------------------------
 COLUMNS = (("rounds", "{:.0f}"), ("rounds / iteration", "{:.0f}"), ("tasks", "{:.0f}"),
            ("transitions", "{:.0f}"), ("cpu / round", "{:.4f}"), ("cpu / task", "{:.6f}"),
-           ("wall / round", "{:.3f}"))
+           ("system share", "{:.2f}"), ("wall / round", "{:.3f}"))
 
 
 def medians(result):
@@ -226,32 +231,46 @@ def cost_fit(rows):
     return a, s
 
 
+def per_iteration(row):
+    return row["cpu / round"] * row["rounds / iteration"]
+
+
+def print_fits(table, label):
+    """The cost model's constants from ``label``'s rows: over every program, then per program
+    (its P values: a per graph, s per task)."""
+    rows = {key: e[label] for key, e in table.items() if isinstance(e.get(label), dict)}
+    groups = [("every program", list(rows.values()))] + [
+        (name, [row for (other, _), row in rows.items() if other == name])
+        for name in dict.fromkeys(name for name, _ in rows)]
+    for name, group in groups:
+        if len({row["tasks"] for row in group}) > 1:
+            a, s = cost_fit(group)
+            print(f"{label}, {name}: scheduler CPU per round = {a * 1e3:.2f} ms + "
+                  f"{s * 1e3:.3f} ms x tasks")
+
+
 def report(table, engines, markdown):
-    """Print the medians per program, P and engine, new / before, the targets and the fits."""
+    """Print the medians per program, P and engine, new / before, the fits and the targets."""
     for (name, n), by_engine in table.items():
         for label in engines:
             row = by_engine.get(label)
             text = row if isinstance(row, str) else ", ".join(
                 f"{c} {f.format(row[c])}" for c, f in COLUMNS)
             print(f"{name} P={n} {label}: {text}")
-        if all(isinstance(by_engine.get(label), dict) for label in engines) and len(engines) == 2:
-            new, old = by_engine["new"], by_engine["before"]
+        new, old = by_engine.get("new"), by_engine.get("before")
+        if isinstance(new, dict) and isinstance(old, dict):
             print(f"{name} P={n} new / before: CPU per round "
                   f"{new['cpu / round'] / old['cpu / round']:.3f}, per iteration "
-                  f"{new['cpu / round'] * new['rounds / iteration'] / (old['cpu / round'] * old['rounds / iteration']):.3f}")  # noqa: E501
+                  f"{per_iteration(new) / per_iteration(old):.3f}")
     for label in engines:
-        rows = [e[label] for e in table.values() if isinstance(e.get(label), dict)]
-        if len(rows) > 1:
-            a, s = cost_fit(rows)
-            print(f"{label}: scheduler CPU per round = {a * 1e3:.2f} ms + {s * 1e3:.3f} ms x tasks")
+        print_fits(table, label)
     mf, lda = table.get(("mf", 64), {}), table.get(("lda", 32), {})
     if isinstance(mf.get("new"), dict):
         cpu = mf["new"]["cpu / round"]
         print(f"target: MF at P = 64, {cpu * 1e3:.0f} ms a round (<= {MF_TARGET * 1e3:.0f} ms): "
               f"{'met' if cpu <= MF_TARGET else 'missed'}")
     if isinstance(lda.get("new"), dict) and isinstance(lda.get("before"), dict):
-        share = (lda["new"]["cpu / round"] * lda["new"]["rounds / iteration"]) / (
-            lda["before"]["cpu / round"] * lda["before"]["rounds / iteration"])
+        share = per_iteration(lda["new"]) / per_iteration(lda["before"])
         print(f"target: LDA at P = 32, {share:.0%} of before an iteration (<= {LDA_TARGET:.0%}): "
               f"{'met' if share <= LDA_TARGET else 'missed'}")
     if markdown:
