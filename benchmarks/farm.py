@@ -249,14 +249,17 @@ def print_fits(table, label):
                   f"{s * 1e3:.3f} ms x tasks")
 
 
+def print_row(name, n, label, row):
+    text = row if isinstance(row, str) else ", ".join(
+        f"{c} {f.format(row[c])}" for c, f in COLUMNS)
+    print(f"{name} P={n} {label}: {text}", flush=True)
+
+
 def report(table, engines, markdown):
     """Print the medians per program, P and engine, new / before, the fits and the targets."""
     for (name, n), by_engine in table.items():
         for label in engines:
-            row = by_engine.get(label)
-            text = row if isinstance(row, str) else ", ".join(
-                f"{c} {f.format(row[c])}" for c, f in COLUMNS)
-            print(f"{name} P={n} {label}: {text}")
+            print_row(name, n, label, by_engine.get(label))
         new, old = by_engine.get("new"), by_engine.get("before")
         if isinstance(new, dict) and isinstance(old, dict):
             print(f"{name} P={n} new / before: CPU per round "
@@ -321,6 +324,7 @@ def main():
                               {"failed": "the farm failed"})
                 table.setdefault((name, n), {})[label] = (
                     f"failed: {result['failed']}" if "failed" in result else medians(result))
+                print_row(name, n, label, table[name, n][label])  # as they come: a run is long
     report(table, list(engines), args.markdown)
 
 
