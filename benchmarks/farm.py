@@ -21,14 +21,17 @@ callback reads the scheduler's CPU at each round's record: the CPU per round is 
 the first record to the last over the rounds between (placing the data and collecting the
 model left out), idle-corrected. Per fit: rounds, tasks in a round's graph (the engine's
 ``history_.stats.tasks_per_round``), the scheduler's transitions per round (over the whole
-fit), CPU ms per round and µs per task. Printed (medians over the repeats) per program and P,
-new / before, the rounds an iteration takes (LDA: P; MF: 2 c), and per engine the
-least-squares fit ``CPU per round = a + s x tasks`` over every program and P. A fit or farm that
-fails is reported as failed and the run goes on.
+fit), CPU ms per round and µs per task, the system (kernel) share of that CPU. Printed
+(medians over the repeats) per program and P as each farm ends, then new / before, the rounds
+an iteration takes (LDA: P; MF: 2 c); per engine the least-squares fit ``CPU per round = a +
+s x tasks`` over every program and P and per program; over both engines the same with a term
+``q x P x wall seconds a round`` (see pooled_fit); the two targets of docs/scaling.md. A fit or
+farm that fails is reported as failed and the run goes on.
 
 Usage
   python benchmarks/farm.py --before ../before --repeats 3 --markdown
-  python benchmarks/farm.py --before ../before --programs mf --workers 16 --repeats 1
+  python benchmarks/farm.py --before ../before --workers 16,32 --repeats 1 --markdown
+  python benchmarks/farm.py --before ../before --programs mf --workers 64 --repeats 1
 """
 import argparse
 import asyncio
@@ -231,6 +234,23 @@ def cost_fit(rows):
     return a, s
 
 
+def pooled_fit(table):
+    """Least squares over every row of both engines (the scheduler does not know which made a
+    task) of ``a + s x tasks + q x P x wall``: the last term is what grows with the workers and
+    the round's time (busy workers' heartbeats, the engine's liveness checks while it waits),
+    which the idle rate, taken with the workers idle, leaves in."""
+    rows = [(n, row) for (_, n), e in table.items() for row in e.values() if isinstance(row, dict)]
+    if len(rows) < 4:
+        return
+    design = np.array([[row["tasks"], n * row["wall / round"], 1.0] for n, row in rows])
+    cpu = np.array([row["cpu / round"] for _, row in rows])
+    (s, q, a), *_ = np.linalg.lstsq(design, cpu, rcond=None)
+    error = np.abs(design @ [s, q, a] - cpu) / cpu
+    print(f"both engines: scheduler CPU per round = {a * 1e3:.1f} ms + {s * 1e3:.3f} ms x tasks "
+          f"+ {q * 1e3:.3f} ms x P x wall seconds (median error {np.median(error):.0%}, "
+          f"{np.sum(error <= 0.15)} of {len(rows)} rows within 15%)")
+
+
 def per_iteration(row):
     return row["cpu / round"] * row["rounds / iteration"]
 
@@ -267,6 +287,7 @@ def report(table, engines, markdown):
                   f"{per_iteration(new) / per_iteration(old):.3f}")
     for label in engines:
         print_fits(table, label)
+    pooled_fit(table)
     mf, lda = table.get(("mf", 64), {}), table.get(("lda", 32), {})
     if isinstance(mf.get("new"), dict):
         cpu = mf["new"]["cpu / round"]
