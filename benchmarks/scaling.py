@@ -70,11 +70,12 @@ def lasso_data():
     return X, y
 
 
-def lasso_fit(data, client, warm_up):
+def lasso_fit(data, client, warm_up, **params):
     X, y = data
     alpha = 0.1 * np.abs(X.T @ y).max() / X.shape[0]
     est = Lasso(alpha, fit_intercept=False, tol=1e-12, max_iter=2 if warm_up else 10,
-                n_blocks=len(client.scheduler_info()["workers"]), checkpoint_interval=0)
+                n_blocks=len(client.scheduler_info()["workers"]), checkpoint_interval=0,
+                **params)
     est.client = client
     return est.fit(X, y)
 
@@ -85,11 +86,11 @@ def logistic_data():
     return X, (noisy > np.median(noisy)).astype(int)
 
 
-def logistic_fit(data, client, warm_up):
+def logistic_fit(data, client, warm_up, **params):
     X, y = data
     est = LogisticRegression(C=1.0, tol=1e-12, max_iter=2 if warm_up else 6,
                              n_blocks=len(client.scheduler_info()["workers"]),
-                             checkpoint_interval=0)
+                             checkpoint_interval=0, **params)
     est.client = client
     return est.fit(X, y)
 
@@ -100,9 +101,9 @@ def lda_data():
     return X
 
 
-def lda_fit(X, client, warm_up):
+def lda_fit(X, client, warm_up, **params):
     est = LatentDirichletAllocation(100, max_iter=1 if warm_up else 2, random_state=0,
-                                    checkpoint_interval=0)
+                                    checkpoint_interval=0, **params)
     est.client = client
     return est.fit(X)
 
@@ -113,9 +114,9 @@ def mf_data():
     return X
 
 
-def mf_fit(X, client, warm_up, estimator=MatrixFactorization):
+def mf_fit(X, client, warm_up, estimator=MatrixFactorization, **params):
     est = estimator(16, max_iter=1 if warm_up else 5, tol=0, random_state=0,
-                    checkpoint_interval=0)
+                    checkpoint_interval=0, **params)
     est.client = client
     return est.fit(X)
 
@@ -126,10 +127,11 @@ def implicit_mf_data():
     return X
 
 
-def implicit_mf_fit(X, client, warm_up):
-    return mf_fit(X, client, warm_up, ImplicitMatrixFactorization)
+def implicit_mf_fit(X, client, warm_up, **params):
+    return mf_fit(X, client, warm_up, ImplicitMatrixFactorization, **params)
 
 
+#: name -> (make the data, fit(data, client, warm_up, **more estimator parameters)).
 PROGRAMS = {"lasso": (lasso_data, lasso_fit), "logistic": (logistic_data, logistic_fit),
             "lda": (lda_data, lda_fit), "mf": (mf_data, mf_fit),
             "implicit_mf": (implicit_mf_data, implicit_mf_fit)}
