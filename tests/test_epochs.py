@@ -12,7 +12,7 @@ from dask_strads.programs.mf import MFProgram
 from test_implicit_mf import in_sub_rounds, tiny
 from test_lda_program import setup as setup_lda
 from test_mf_program import setup as setup_mf
-from test_plane import RATINGS, linear_program, three_processes  # noqa: F401 (a fixture)
+from test_plane import RATINGS, _claim, linear_program, three_processes  # noqa: F401
 
 ROUNDS = 24
 
@@ -94,14 +94,6 @@ class DiesAfterAnswering(MFProgram):
         if len(_ANSWERED) == 40 and _claim(self.armed):
             os._exit(1)
         return super().message(block_id, data, state, to_block)
-
-
-def _claim(path):
-    try:
-        os.rename(path, f"{path}.taken")
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def test_a_worker_lost_inside_an_epoch_is_recovered(three_processes, tmp_path):  # noqa: F811

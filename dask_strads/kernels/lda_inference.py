@@ -12,6 +12,17 @@ from .lda import no_seeds, topic_priors
 
 
 @njit(cache=True, nogil=True)
+def _drawn(weights, total):
+    """A topic drawn with probabilities ``weights / total``."""
+    u = np.random.random() * total
+    k = 0
+    while k < len(weights) - 1 and u >= weights[k]:
+        u -= weights[k]
+        k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
 def _infer_documents(indptr, words, counts, phi_by_word, alpha, n_sweeps, burn_in, seed):
     """theta (D x K) for documents in CSR form (``indptr``, ``words``, ``counts``).
 
@@ -49,11 +60,7 @@ def _infer_documents(indptr, words, counts, phi_by_word, alpha, n_sweeps, burn_i
                 for k in range(n_topics):
                     weights[k] = (n_dk[k] + alpha[k]) * phi_by_word[token_words[i], k]
                     total += weights[k]
-                u = np.random.random() * total
-                k = 0
-                while k < n_topics - 1 and u >= weights[k]:
-                    u -= weights[k]
-                    k += 1
+                k = _drawn(weights, total)
                 z[i] = k
                 n_dk[k] += 1.0
             if sweep >= burn_in:
@@ -116,11 +123,7 @@ def _sample_held_out(doc, word, z, n_dk, n_wk, inv, alpha, beta, seed_indptr, se
         n_dk[d, t] -= 1
         total = _mixture_weights(weights, d, w, n_dk, n_wk, inv, alpha, beta, seed_indptr,
                                  seed_topics, seed_boosts)
-        u = np.random.random() * total
-        k = 0
-        while k < n_topics - 1 and u >= weights[k]:
-            u -= weights[k]
-            k += 1
+        k = _drawn(weights, total)
         z[i] = k
         n_dk[d, k] += 1
 
