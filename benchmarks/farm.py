@@ -28,8 +28,14 @@ s x tasks`` over every program and P and per program; over both engines the same
 ``q x P x wall seconds a round`` (see pooled_fit); the two targets of docs/scaling.md. A fit or
 farm that fails is reported as failed and the run goes on.
 
+With ``--fused N`` the fits run without a callback (a fit with one runs a graph a round), as
+fused epochs run (see docs/engine.md): the CPU per round is then the difference between a fit
+of ``N`` iterations and one of the usual length, over the difference of their rounds, so that
+placing the data and collecting the model, which both do, cancel; idle-corrected alike.
+
 Usage
   python benchmarks/farm.py --before ../before --repeats 3 --markdown
+  python benchmarks/farm.py --programs mf,lda --workers 16,32 --fused 30 --repeats 1
   python benchmarks/farm.py --before ../before --workers 16,32 --repeats 1 --markdown
   python benchmarks/farm.py --before ../before --programs mf --workers 64 --repeats 1
 """
@@ -106,6 +112,30 @@ def measure_fit(client, process, fit, data):
     return {key: float(value) for key, value in found.items()}  # numpy integers: not JSON
 
 
+def measure_fused(client, process, fit, data, iterations):
+    """measure_fit's figures from two fits without a callback, the usual one and one of
+    ``iterations``: their differences in the scheduler's CPU, wall time and transitions."""
+    from scaling import transitions
+
+    fits = []
+    for params in ({}, {"max_iter": iterations}):
+        cpu, wall = scheduler_cpu(process), time.perf_counter()
+        before = client.run_on_scheduler(transitions)
+        est = fit(data, client, warm_up=False, **params)
+        fits.append((est, scheduler_cpu(process) - cpu, time.perf_counter() - wall,
+                     client.run_on_scheduler(transitions) - before))
+    (short, cpu_short, wall_short, moves_short), (long, cpu, wall, moves) = fits
+    rounds = long.history_.stats.rounds - short.history_.stats.rounds
+    spent = cpu - cpu_short
+    found = {"rounds": rounds, "tasks": long.history_.stats.tasks_per_round,
+             "transitions": (moves - moves_short) / rounds, "timed rounds": rounds,
+             "cpu": spent.sum(), "system share": spent[1] / max(spent.sum(), 1e-9),
+             "wall": wall - wall_short,
+             "rounds / iteration": long.history_.stats.rounds / long.n_iter_
+             if np.ndim(long.n_iter_) == 0 and long.n_iter_ else 1.0}
+    return {key: float(value) for key, value in found.items()}
+
+
 def per_round(run, idle):
     """``run`` with its CPU per round and per task, idle-corrected, and its wall per round."""
     rounds = max(run["timed rounds"], 1)
@@ -147,7 +177,9 @@ def measure_farm(args):
             try:
                 data = make_data()
                 fit(data, client, warm_up=True)
-                runs = [measure_fit(client, process, fit, data) for _ in range(args.repeats)]
+                runs = [measure_fused(client, process, fit, data, args.fused) if args.fused
+                        else measure_fit(client, process, fit, data)
+                        for _ in range(args.repeats)]
                 results.append({"program": name, "runs": runs})
             except Exception as error:  # noqa: BLE001  a fit the farm could not finish: say so, go on
                 results.append({"program": name, "failed": f"{type(error).__name__}: {error}"})
@@ -199,7 +231,8 @@ def run_farm(checkout, n, args):
                     [sys.executable, __file__, "--role", "measure", "--scheduler-file",
                      scheduler_file, "--scheduler-pid", str(processes[0].pid), "--workers",
                      str(n), "--programs", args.programs, "--repeats", str(args.repeats),
-                     "--idle-seconds", str(args.idle_seconds), "--output", output],
+                     "--idle-seconds", str(args.idle_seconds), "--output", output,
+                     "--fused", str(args.fused)],
                     env=farm_env(checkout), check=True, timeout=args.timeout, cwd=tmp)
                 with open(output) as out:
                     found = json.load(out)
@@ -312,6 +345,8 @@ def main():
              ("--workers", {"default": "16,32,64"}),
              ("--before", {"help": "a checkout of the engine before the message plane"}),
              ("--idle-seconds", {"type": float, "default": 5.0}),
+             ("--fused", {"type": int, "default": 0,
+                          "help": "iterations of the longer fit (0: fits with a callback)"}),
              ("--timeout", {"type": float, "default": 3600.0,
                             "help": "seconds a farm's fits may take"}),
              ("--role", {"default": "run", "help": argparse.SUPPRESS}),

@@ -73,7 +73,8 @@ def lasso_data():
 def lasso_fit(data, client, warm_up, **params):
     X, y = data
     alpha = 0.1 * np.abs(X.T @ y).max() / X.shape[0]
-    est = Lasso(alpha, fit_intercept=False, tol=1e-12, max_iter=2 if warm_up else 10,
+    params.setdefault("max_iter", 2 if warm_up else 10)
+    est = Lasso(alpha, fit_intercept=False, tol=1e-12,
                 n_blocks=len(client.scheduler_info()["workers"]), checkpoint_interval=0,
                 **params)
     est.client = client
@@ -88,8 +89,8 @@ def logistic_data():
 
 def logistic_fit(data, client, warm_up, **params):
     X, y = data
-    est = LogisticRegression(C=1.0, tol=1e-12, max_iter=2 if warm_up else 6,
-                             n_blocks=len(client.scheduler_info()["workers"]),
+    params.setdefault("max_iter", 2 if warm_up else 6)
+    est = LogisticRegression(C=1.0, tol=1e-12, n_blocks=len(client.scheduler_info()["workers"]),
                              checkpoint_interval=0, **params)
     est.client = client
     return est.fit(X, y)
@@ -102,8 +103,8 @@ def lda_data():
 
 
 def lda_fit(X, client, warm_up, **params):
-    est = LatentDirichletAllocation(100, max_iter=1 if warm_up else 2, random_state=0,
-                                    checkpoint_interval=0, **params)
+    params.setdefault("max_iter", 1 if warm_up else 2)
+    est = LatentDirichletAllocation(100, random_state=0, checkpoint_interval=0, **params)
     est.client = client
     return est.fit(X)
 
@@ -115,8 +116,8 @@ def mf_data():
 
 
 def mf_fit(X, client, warm_up, estimator=MatrixFactorization, **params):
-    est = estimator(16, max_iter=1 if warm_up else 5, tol=0, random_state=0,
-                    checkpoint_interval=0, **params)
+    params.setdefault("max_iter", 1 if warm_up else 5)
+    est = estimator(16, tol=0, random_state=0, checkpoint_interval=0, **params)
     est.client = client
     return est.fit(X)
 

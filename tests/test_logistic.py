@@ -137,7 +137,7 @@ def test_two_blocks_on_a_cluster_match_the_sequential_run(client_factory):
     model = ours("elasticnet", C=C, n_blocks=2).set_params(tol=tol)
     model.client = client_factory(2)
     model.fit(X, y)
-    assert model.history_.stats.tasks_per_round >= 4  # two pushes, a pull, a report
+    assert 0 < model.history_.stats.tasks_per_round <= 4  # 2 pushes, a pull, a report; fewer fused
     one_block = ours("elasticnet", C=C).fit(X, y)
     expected = binary_objective(one_block, X, y, C, L1_RATIO["elasticnet"])
     got = binary_objective(model, X, y, C, L1_RATIO["elasticnet"])

@@ -104,8 +104,8 @@ def _pull(program, plan, pulled, instructions, t):
     return tasks.pull(program, pulled, ids, *(gathered[b] for b in ids))
 
 
-def gate(*after):
-    """Nothing: a task that ends once what an epoch follows on its worker has run."""
+def gate(after):
+    """Nothing: a task that ends once something an epoch follows has run."""
 
 
 def last_pull(end):

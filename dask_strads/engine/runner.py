@@ -11,6 +11,7 @@ from ..log import logger
 from ..programs.base import checked_instructions
 from . import disk, epochs, tasks
 from .blocks import PlacedBlocks
+from .cells import CellRef
 from .compat import TaskRef
 from .errors import ClusterError, WorkerLost
 from .graph import RoundGraph
@@ -371,16 +372,19 @@ class Engine:
         plan = epochs.EpochPlan(run.id, tuple(run.owners), tuple(c.key for c in run.cells),
                                 run.hub, first, n_rounds, last, timeout)
         graph = RoundGraph()
-        gates = [graph.add(w, run.key("gate", first, i, run.id), epochs.gate, *after)
-                 for i, (w, after) in enumerate(self._epoch_prerequisites(run).items())]
+        # a gate a prerequisite: Dask refuses a task whose inputs add up past a worker's limit
+        gates = [graph.add(w, run.key("gate", first, i, run.id), epochs.gate, after)
+                 for i, (w, after) in enumerate(self._epoch_prerequisites(run))]
         tasks_of = {}
         for w in dict.fromkeys(run.owners):
             blocks = [b for b, owner in enumerate(run.owners) if owner == w]
             carried = {c: run.carried[c] for c, b in takers.items() if run.owners[b] == w}
+            # the cells by their keys: as inputs Dask would count their sizes against the
+            # worker's memory limit (the gates order the epoch after them)
             tasks_of[w] = graph.add(
                 w, run.key("epoch", first, run.owners.index(w), run.id), epochs.epoch,
-                run.program, plan, {b: run.cells[b] for b in blocks}, run.pulled[first - 1],
-                carried, *gates)
+                run.program, plan, {b: CellRef(run.cells[b].key) for b in blocks},
+                run.pulled[first - 1], carried, *gates)
         end = tasks_of[run.hub]
         pull = graph.add(run.hub, run.key("pull", last, run.id), epochs.last_pull, end)
         report = graph.add(run.hub, run.key("report", first, last, run.id), epochs.reports,
@@ -397,22 +401,19 @@ class Engine:
 
     @staticmethod
     def _epoch_prerequisites(run):
-        """``{worker: handles on it}`` of what an epoch follows: the blocks' last pushes (or
-        their checkpoint copies) and the carried blocks' (or their copies). Each worker's are
-        waited for by a gate task there, and every epoch task waits for every gate: no epoch
-        task takes a worker's thread, waiting for the others, while a task another one needs is
+        """``[(worker, handle on it)]`` of what an epoch follows: the blocks' last pushes (or
+        their checkpoint copies) and the carried blocks' (or their copies). Each is waited for
+        by a gate task on its worker, and every epoch task waits for every gate: no epoch task
+        takes a worker's thread, waiting for the others, while a task another one needs is
         still queued behind it there."""
-        where = {}
-        for b, w in enumerate(run.owners):
-            where.setdefault(w, []).append(run.pushed[b])
+        found = list(zip(run.owners, run.pushed))
         for c, held in enumerate(run.carried):
             guard = run.guards.pop(c, None)
             if guard is not None:
-                where.setdefault(run.home[c], []).append(guard)
-            after = held.after if isinstance(held, Source) else held
-            where.setdefault(held.worker if isinstance(held, Source) else run.home[c],
-                             []).append(after)
-        return where
+                found.append((run.home[c], guard))
+            found.append((held.worker, held.after) if isinstance(held, Source)
+                         else (run.home[c], held))
+        return found
 
     def _epoch_rounds(self, run, first):
         """The rounds the next graph runs: 1 (a round graph) unless a fused epoch applies,
@@ -423,6 +424,7 @@ class Engine:
         if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness
                 or self.callback is not None or not program.static_schedule
                 or not program.updates_in_place or len(run.history) < MEASURED_ROUNDS
+                or not all(isinstance(c, Source) for c in run.carried)  # not yet in cells
                 or not self._gang(run)):
             return 1
         records = run.history.records[-10:]
