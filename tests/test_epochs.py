@@ -111,3 +111,23 @@ def test_a_worker_lost_inside_an_epoch_is_recovered(three_processes, tmp_path): 
     for ours, expected in zip(result.gather(), params):
         np.testing.assert_array_equal(ours, expected)
     assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
+
+
+def test_the_configuration_turns_epochs_off_for_estimators(client_factory):
+    """``dask-strads.max-epoch-rounds`` = 1: an estimator's fit on a cluster runs a graph of
+    P pushes, a pull and a report a round, with the same model as when it fuses."""
+    import dask
+
+    from dask_strads import MatrixFactorization
+
+    client = client_factory(2)
+    fitted = {}
+    for rounds in (1, 32):
+        with dask.config.set({"dask-strads.max-epoch-rounds": rounds}):
+            est = MatrixFactorization(4, max_iter=12, tol=0.0, random_state=0,
+                                      checkpoint_interval=0)
+            est.client = client
+            fitted[rounds] = est.fit(RATINGS)
+    assert fitted[1].history_.stats.tasks_per_round == 2 + 2  # a block of each side a worker
+    assert fitted[32].history_.stats.tasks_per_round < 2 + 2
+    np.testing.assert_array_equal(fitted[1].user_factors_, fitted[32].user_factors_)

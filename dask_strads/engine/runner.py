@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from time import perf_counter
 
+import dask
+
 from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..programs.base import checked_instructions
@@ -105,12 +107,15 @@ class Engine:
         Every this many rounds (0: never) copy the blocks' state: on a cluster in the workers'
         memory, so that the fit goes on when a worker holding blocks is lost (see
         :mod:`.recovery`); and to ``checkpoint_dir`` when given.
-    max_epoch_rounds : int
+    max_epoch_rounds : int, optional
         On a distributed cluster, the most rounds one graph may run as a fused epoch: one task
         per worker running consecutive rounds (see :mod:`.epochs`), for programs with a static
         schedule that update in place, at staleness 0 and without a callback. The rounds an
         epoch runs are chosen so that a graph's cost (measured on the first rounds) stays
         within 5% of the epoch's compute, and epochs end at checkpoints. 1: a graph a round.
+        By default ``dask.config``'s ``dask-strads.max-epoch-rounds``, else 32: a fit by an
+        estimator runs round graphs under ``dask.config.set({"dask-strads.max-epoch-rounds":
+        1})``.
     checkpoint_dir : path, optional
         Where to write checkpoints (see :mod:`.disk`); a run finding there a complete
         checkpoint of the same fit (``fingerprint``) resumes from it.
@@ -124,7 +129,9 @@ class Engine:
     def __init__(self, program, client=None, staleness=0, max_rounds=100, pipeline_depth=2,
                  progress=False, callback=None, executor=None,
                  checkpoint_interval=CHECKPOINT_INTERVAL, checkpoint_dir=None, fingerprint=None,
-                 max_epoch_rounds=MAX_EPOCH_ROUNDS):
+                 max_epoch_rounds=None):
+        if max_epoch_rounds is None:  # estimators leave it to the configuration
+            max_epoch_rounds = dask.config.get("dask-strads.max-epoch-rounds", MAX_EPOCH_ROUNDS)
         for name, value, low in (("staleness", staleness, 0), ("max_rounds", max_rounds, 1),
                                  ("pipeline_depth", pipeline_depth, 1),
                                  ("checkpoint_interval", checkpoint_interval, 0),
