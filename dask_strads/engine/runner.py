@@ -1,4 +1,5 @@
-"""The model-agnostic engine: each round of a program becomes one Dask graph of pinned tasks."""
+"""The model-agnostic engine: each round of a program becomes one Dask graph of pinned tasks, or,
+on a cluster, several rounds one graph of a task per worker (:mod:`.epochs`)."""
 import inspect
 import os
 import uuid
