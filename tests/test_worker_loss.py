@@ -70,15 +70,20 @@ def three_workers(add_workers):
 
 
 def _killer(client, after_round, prefix="-block-0-"):
-    """A callback that SIGKILLs the worker of block 0 once round ``after_round`` is read."""
+    """A callback that SIGKILLs the worker of block 0 once round ``after_round`` is read: the
+    running fit's (the engine passes it), else the holder of the first key named ``prefix``
+    (a key of an earlier fit that the scheduler still lists may name another worker)."""
     pids = client.run(os.getpid)
     state = {}
 
-    def callback(record):
+    def callback(record, running=None):
         if record["round"] == after_round and "killed" not in state:
-            victim = next(k for k in client.who_has() if prefix in str(k)
-                          and "checkpoint" not in str(k) and "replica" not in str(k))
-            address = client.who_has()[victim][0]
+            if running is not None:
+                address = running._run.owners[0]
+            else:
+                victim = next(k for k in client.who_has() if prefix in str(k)
+                              and "checkpoint" not in str(k) and "replica" not in str(k))
+                address = client.who_has()[victim][0]
             os.kill(pids[address], signal.SIGKILL)
             state.update(killed=address, at=time.monotonic())
         return False
