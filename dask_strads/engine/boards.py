@@ -54,9 +54,6 @@ class Board:
 
         await asyncio.wait_for(waiting(), timeout)
 
-    def take(self, key):
-        return self.values.pop(key)
-
 
 def board(worker, run_id):
     """The board of ``worker`` (a distributed Worker) for run ``run_id``."""
@@ -65,11 +62,6 @@ def board(worker, run_id):
         if found is None:
             found = _BOARDS[(worker.address, run_id)] = Board(worker.loop)
         return found
-
-
-def find(address, run_id):
-    """The board of a worker of this process, or None."""
-    return _BOARDS.get((address, run_id))
 
 
 def drop_with_cell(cell_key):
