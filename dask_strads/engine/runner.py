@@ -14,7 +14,6 @@ from ..log import logger
 from ..programs.base import checked_instructions
 from . import disk, epochs, tasks
 from .blocks import PlacedBlocks
-from .cells import CellRef
 from .compat import TaskRef
 from .errors import ClusterError, WorkerLost
 from .graph import RoundGraph
@@ -391,7 +390,7 @@ class Engine:
             # worker's memory limit (the gates order the epoch after them)
             tasks_of[w] = graph.add(
                 w, run.key("epoch", first, run.owners.index(w), run.id), epochs.epoch,
-                run.program, plan, {b: CellRef(run.cells[b].key) for b in blocks},
+                run.program, plan, {b: run.cell_named(b) for b in blocks},
                 run.pulled[first - 1], carried, *gates)
         end = tasks_of[run.hub]
         pull = graph.add(run.hub, run.key("pull", last, run.id), epochs.last_pull, end)
