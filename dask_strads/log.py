@@ -1,12 +1,34 @@
 """The package's logger: what a fit is doing when it takes long (starting a cluster, compiling).
 
-Like ``distributed``'s, it prints INFO to stderr unless the application configured it.
+Like ``distributed``'s, it prints INFO to stderr unless the application configured it; in a
+Jupyter kernel to stdout instead, where stderr is shown as a warning (a pink box).
 """
 import logging
+import sys
+
+
+def in_jupyter_kernel():
+    """Running in a Jupyter (IPython) kernel rather than a terminal."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None
+
+
+class _UserStream(logging.StreamHandler):
+    """Writes to the current ``sys.stderr`` (``sys.stdout`` in a Jupyter kernel), looked up at
+    each record: a stream kept from import time would miss a replaced one."""
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    def emit(self, record):
+        self.stream = sys.stdout if in_jupyter_kernel() else sys.stderr
+        super().emit(record)
+
 
 logger = logging.getLogger("dask_strads")
 if not logger.handlers:
-    _handler = logging.StreamHandler()
+    _handler = _UserStream()
     _handler.setFormatter(logging.Formatter("dask_strads: %(message)s"))
     logger.addHandler(_handler)
     logger.setLevel(logging.INFO)

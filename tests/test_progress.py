@@ -1,8 +1,12 @@
 """The progress bar in a non-TTY run (what a log or a headless notebook gets): its total, its
 final count and the postfix, for a fit that converges, one that reaches max_iter and one that
 fails; and the live plot's last drawing."""
+import io
 import re
+import sys
+import time
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,6 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
 from dask_strads.datasets import make_lda_corpus, make_ratings
 from dask_strads.engine import progress
+from dask_strads.kernels import compilation
 
 
 @pytest.fixture
@@ -92,12 +97,74 @@ def test_a_failed_fit_leaves_the_bar_incomplete(bars):
     assert bar.bar.n < bar.bar.total == 5
 
 
-def test_the_bar_says_when_kernels_compile(regression, bars, capsys, monkeypatch):
-    monkeypatch.setattr(progress, "compiling_message", lambda kernels: "compiling")
+@pytest.fixture
+def drawings(monkeypatch):
+    """Every drawing of the bars made from now on (tqdm asked to draw at each update, into a
+    buffer): a function returning them in order."""
+    import tqdm.auto
+
+    buffer = io.StringIO()
+
+    class EveryUpdate(tqdm.auto.tqdm):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, file=buffer, mininterval=0, miniters=1, **kwargs)
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", EveryUpdate)
+    return lambda: [line.strip() for line in re.split(r"[\r\n]+", buffer.getvalue())
+                    if line.strip()]
+
+
+def finished(records, converged=True):
+    """What a bar's ``close`` reads of a run that made ``records``."""
+    return SimpleNamespace(history=SimpleNamespace(
+        records=records, stats=SimpleNamespace(converged=converged)))
+
+
+def test_the_bar_reaching_100_percent_shows_the_last_rounds_gap(regression, drawings):
+    model = Lasso(alpha=0.05, tol=1e-9, progress=True).fit(*regression)
+    gaps = [record["gap"] for record in model.history_]
+    assert len(gaps) >= 2 and f"{gaps[-2]:.4g}" != f"{gaps[-1]:.4g}"
+    first_complete = next(line for line in drawings() if "100%" in line)
+    assert first_complete.endswith(f"gap={model.dual_gap_:.4g}]")
+
+
+def test_a_negative_gap_is_shown_as_zero(drawings):
+    bar = progress.ProgressBar("Lasso", 10, tolerance=1e-6)
+    records = [{"round": 0, "objective": 2.0, "gap": 1.0},
+               {"round": 1, "objective": 1.5, "gap": -2.27e-17}]
+    for record in records:
+        bar.update(record)
+    bar.close(finished(records))
+    assert drawings()[-1].endswith("[00:00, objective=1.5, gap=0]")
+
+
+def test_the_bar_names_its_phases_and_logs_the_compile_notice_above_itself(
+        regression, capsys, monkeypatch):
+    """Placing data, then compiling (here made to seem pending), then the rounds; the notice is
+    a line of its own, the bar drawn again below it."""
+    monkeypatch.setattr(compilation, "pending", lambda names: list(names))
+    compilation.reset_announced()
     Lasso(alpha=0.05, progress=True).fit(*regression)
+    compilation.reset_announced()
     err = capsys.readouterr().err
-    assert re.split(r"[\r\n]+", err.strip())[0].startswith("Lasso (compiling numba kernels):")
-    assert last_line(err).startswith("Lasso: 100%")
+    before, notice, after = re.split(r"(dask_strads: compiling numba kernels for [^\n]*\n)",
+                                     err)
+    assert before.startswith("\rLasso (placing data):") and before.endswith("\r")
+    assert after.lstrip("\r").startswith("Lasso (placing data):")
+    assert "\rLasso (compiling numba kernels):" in after
+    assert last_line(after).startswith("Lasso: 100%")
+
+
+def test_the_elapsed_time_is_redrawn_until_the_first_record(drawings, monkeypatch):
+    monkeypatch.setattr(progress, "TICK_SECONDS", 0.01)
+    bar = progress.ProgressBar("Lasso", 10, tolerance=1e-6)
+    while len(drawings()) < 3:  # the first drawing and two ticks
+        time.sleep(0.01)
+    bar.update({"round": 0, "objective": 2.0, "gap": 1e-7})
+    drawn = len(drawings())
+    time.sleep(0.1)
+    assert len(drawings()) == drawn
+    bar.close(finished([{"round": 0}]))
 
 
 def test_live_plot_shows_the_last_round(regression, monkeypatch):
@@ -125,3 +192,18 @@ def test_live_plot_shows_the_last_round(regression, monkeypatch):
 def test_plot_outside_jupyter_is_the_bar(regression, bars):
     Lasso(alpha=0.05, progress="plot").fit(*regression)
     assert len(bars) == 1
+
+
+@pytest.mark.parametrize("in_kernel", [False, True])
+def test_the_package_log_goes_to_stdout_only_in_a_jupyter_kernel(in_kernel, capsys,
+                                                                 monkeypatch):
+    """Jupyter shows stderr as a warning box: a notice such as the compile one goes to stdout
+    there, to stderr in a terminal."""
+    from dask_strads.log import logger
+
+    shell = SimpleNamespace(kernel=object()) if in_kernel else None
+    monkeypatch.setitem(sys.modules, "IPython", SimpleNamespace(get_ipython=lambda: shell))
+    logger.info("compiling numba kernels for lasso")
+    captured = capsys.readouterr()
+    said, silent = (captured.out, captured.err) if in_kernel else (captured.err, captured.out)
+    assert said == "dask_strads: compiling numba kernels for lasso\n" and silent == ""

@@ -2,7 +2,7 @@
 
 Both are *watchers*: the engine calls ``update(record, run)`` with each round's record and
 ``close(run)`` when the fit ends (``run.history`` holds the records, ``run.history.stats`` the
-totals).
+totals); ``started(run)``, if it has one, when the data is placed and the first round begins.
 
 The bar's total means something: for a program with a duality gap and a tolerance (the Lasso) it
 is the way from the first gap to the tolerance on a log scale, in percent; for programs whose
@@ -11,20 +11,29 @@ the rounds. A fit that converges or runs its ``max_iter`` ends complete (green i
 stopped by an error or Ctrl-C does not.
 """
 import math
+import threading
 from time import perf_counter
 
-from ..kernels.compilation import compiling_message
+from ..kernels.compilation import announce_compiling, compiling_message
+from ..log import logger
 
 #: The live plot redraws when the time since its last drawing is this many times what that
 #: drawing cost: drawing then takes at most 1 / (1 + LIVE_PLOT_SPACING) of the fit's time.
 LIVE_PLOT_SPACING = 100
 #: ... and not more often than this (seconds).
 LIVE_PLOT_MIN_INTERVAL = 0.5
+#: Until the first round's record, the bar redraws (its elapsed time) this often (seconds).
+TICK_SECONDS = 1.0
 
 
 class ProgressBar:
     """A tqdm bar over a fit of at most ``max_rounds`` rounds of ``rounds_per_iteration`` each;
-    with ``tolerance``, over the way from the first duality gap to it."""
+    with ``tolerance``, over the way from the first duality gap to it.
+
+    Until the first round's record its description names the phase the fit is in: placing the
+    data, then compiling the numba kernels (when they will compile; the notice saying so is
+    logged above the bar, not over it), and the elapsed time is redrawn every
+    :data:`TICK_SECONDS` meanwhile."""
 
     def __init__(self, name, max_rounds, rounds_per_iteration=1, tolerance=None, kernels=()):
         try:
@@ -36,26 +45,41 @@ class ProgressBar:
         self.rounds_per_iteration = rounds_per_iteration
         self.tolerance = tolerance
         self._first_gap = None
-        compiling = compiling_message(kernels) if kernels else None
-        desc = f"{name} (compiling numba kernels)" if compiling else name
+        self._compiling = bool(kernels) and compiling_message(kernels) is not None
+        desc = f"{name} (placing data)"
         if tolerance:
             self.bar = tqdm(total=100, desc=desc, unit="%",
                             bar_format="{l_bar}{bar}| gap to tolerance [{elapsed}{postfix}]")
         else:
             unit = "iteration" if rounds_per_iteration > 1 else "round"
             self.bar = tqdm(total=max_rounds // rounds_per_iteration, desc=desc, unit=unit)
+        if kernels:
+            announce_compiling(kernels, emit=self.write)
+        self._ticker = _Ticker(self.bar)
+
+    def write(self, message):
+        """Log ``message`` (the package's logger) above the bar instead of over its line."""
+        with self.bar.external_write_mode():
+            logger.info(message)
+
+    def started(self, run=None):
+        """The data is placed: the first round runs (and compiles its kernels)."""
+        if self.bar.desc.startswith(self.name):  # not yet named by a record
+            phase = " (compiling numba kernels)" if self._compiling else ""
+            self.bar.set_description_str(self.name + phase)
 
     def update(self, record, run=None):
+        self._ticker.stop()
         bar = self.bar
         if bar.desc != self.name:
             bar.set_description_str(self.name, refresh=False)
+        postfix = {key: f"{_shown(key, record[key]):.4g}" for key in ("objective", "gap")
+                   if record.get(key) is not None}
+        if postfix:  # before the count moves: moving it may redraw the bar
+            bar.set_postfix(postfix, refresh=False)
         done = self._done(record)
         if done > bar.n:
             bar.update(done - bar.n)
-        postfix = {key: f"{record[key]:.4g}" for key in ("objective", "gap")
-                   if record.get(key) is not None}
-        if postfix:
-            bar.set_postfix(postfix, refresh=False)
 
     def _done(self, record):
         """Where the bar stands after ``record``."""
@@ -72,6 +96,7 @@ class ProgressBar:
         return max(0, min(99, int(100 * math.log(self._first_gap / max(gap, 1e-300)) / way)))
 
     def close(self, run):
+        self._ticker.stop()
         bar = self.bar
         last = run.history.records[-1]["round"] if run.history.records else -1
         if run.history.stats.converged or last + 1 >= self.max_rounds:
@@ -83,6 +108,32 @@ class ProgressBar:
                                     refresh=False)
             bar.refresh()
         bar.close()
+
+
+def _shown(key, value):
+    """``value`` as the bar shows it: a duality gap is never below 0 (a negative one is
+    rounding error of a gap met exactly)."""
+    return max(value, 0.0) if key == "gap" else value
+
+
+class _Ticker:
+    """Redraws ``bar`` every :data:`TICK_SECONDS` until stopped, so that its elapsed time
+    counts through a phase without records (placing data, compiling)."""
+
+    def __init__(self, bar):
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._tick, args=(bar,), daemon=True,
+                                        name="dask_strads-progress-ticker")
+        self._thread.start()
+
+    def _tick(self, bar):
+        while not self._stopped.wait(TICK_SECONDS):
+            bar.refresh()
+
+    def stop(self):
+        if not self._stopped.is_set():
+            self._stopped.set()
+            self._thread.join()
 
 
 class LivePlot:

@@ -96,7 +96,8 @@ class Engine:
         Rounds submitted beyond the newest report read by the client.
     progress : bool, "plot" or list
         Show a progress bar (tqdm), a live plot (Jupyter), or call the watchers given (objects
-        with ``update(record, run)`` and ``close(run)``, see :mod:`.progress`).
+        with ``update(record, run)`` and ``close(run)``, and optionally ``started(run)``, called
+        once the data is placed; see :mod:`.progress`).
     callback : callable, optional
         ``callback(record)`` or ``callback(record, run)``, called with each round's record;
         returning True stops the fit. ``run.parameters()`` gives the current parameter blocks as
@@ -165,9 +166,12 @@ class Engine:
         blocks of equal slot on one worker."""
         if self.program.kernels:
             announce_compiling(self.program.kernels, emit=logger.info)
-        run = self.start(blocks, slots, self._saved(blocks))
         watching = (self.progress if isinstance(self.progress, list) else
                     watchers(self.progress, self.program.name, self.max_rounds))
+        run = self.start(blocks, slots, self._saved(blocks))
+        for watcher in watching:
+            if hasattr(watcher, "started"):  # a phase of its own for the data's placement
+                watcher.started(run)
         try:
             while True:
                 try:
