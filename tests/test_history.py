@@ -112,6 +112,19 @@ def test_html_summary_states_the_totals_and_shows_a_plot(fitted):
         assert "<img alt='convergence plot' src='data:image/png;base64," in page
 
 
+def test_terminal_repr_is_one_short_line_naming_rounds_and_the_last_objective(fitted):
+    for name, (model, *_) in fitted.items():
+        history = model.history_
+        text = repr(history)
+        assert "\n" not in text and len(text) < 250
+        assert f"| rounds {history.stats.rounds} |" in text
+        assert f"last objective {history.records[-1]['objective']:.6g}" in text
+    longer = fitted["lda"][0].history_
+    assert len(longer.records) > 2
+    shorter = History(records=longer.records[:2], stats=longer.stats)
+    assert len(repr(longer)) - len(repr(shorter)) < 3  # the record count's digits, not rounds
+
+
 def test_without_pandas_a_clear_import_error(fitted, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(ImportError, match=r"pip install \"dask_strads\[plot\]\""):

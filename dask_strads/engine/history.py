@@ -140,6 +140,12 @@ class History:
             rows["recoveries"] = str(len(stats.recoveries))
         return rows
 
+    def __repr__(self):
+        """The summary on one line, whatever the number of records (they are in ``records``,
+        or a table with ``to_frame()``)."""
+        facts = "".join(f" | {label} {text}" for label, text in self.summary().items())
+        return f"<History: {len(self.records)} records{facts}>"
+
     def _repr_html_(self):
         """A summary table and, with matplotlib, a small convergence plot (for Jupyter)."""
         table = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
