@@ -60,9 +60,12 @@ def check_page_tells_the_fit(link, model, during, estimator, program):
     assert fit["id"] == running["id"]
     assert fit["state"] == ("converged" if model.history_.stats.converged else "max_iter reached")
     records = {r["round"]: r for r in fit["records"]}
-    assert fit["rounds"] == max(records) + 1 == model.history_.stats.rounds
+    # up to the round the fit stopped at: none of the rounds still running then
+    assert fit["rounds"] == max(records) + 1 == model.history_[-1]["round"] + 1
+    assert fit["after_stop"] == model.history_.stats.rounds - fit["rounds"]
     for record in model.history_:  # per iteration for MF: its closing round's objective
         assert records[record["round"]]["objective"] == pytest.approx(record["objective"])
+    assert records[max(records)]["objective"] is not None
     blocks = sorted(b for w in fit["workers"].values() for b in w["blocks"])
     assert blocks == list(range(len(blocks))) and blocks
     for worker in fit["workers"].values():
@@ -71,6 +74,21 @@ def check_page_tells_the_fit(link, model, during, estimator, program):
             fit["wall_seconds"], rel=1e-6) or worker["compute_seconds"] > fit["wall_seconds"]
     page = fetch(link)
     assert f"id='fit-{fit['id']}'" in page and estimator in page
+    section = page[page.index(f"id='fit-{fit['id']}'"):]
+    section = section[:section.index("</section>")]
+    most = fit["max_rounds"]
+    assert f"<b>rounds</b> {fit['rounds']} of {most} ({100 * fit['rounds'] / most:.0f}%)" in (
+        section)
+    per_iteration = fit["rounds_per_iteration"]
+    assert per_iteration == most // model.max_iter
+    if per_iteration > 1:
+        assert (f"<b>iterations</b> {model.n_iter_} of {model.max_iter} "
+                f"({100 * model.n_iter_ / model.max_iter:.0f}%)") in section
+    else:
+        assert "<b>iterations</b>" not in section
+    for worker, held in fit["workers"].items():  # a count, then the ids
+        assert f"<td>{worker}</td><td>{len(held['blocks'])}</td><td>" in section
+    assert "<th>blocks</th><th>block ids</th>" in section
     return fit
 
 
@@ -193,3 +211,41 @@ def test_chromium_renders_the_fits(preloaded, ratings, tmp_path):
     assert f"<section class=\"fit\" id=\"fit-{fit['id']}\">" in dom
     assert "MatrixFactorization" in dom and "<polyline" in dom
     assert f"<b>rounds</b> {fit['rounds']}" in dom
+
+
+def closed_tab_record(error_source):
+    """A record as tornado logs an uncaught exception of a request handler: of the
+    AssertionError tornado raises asking a closed websocket for its subprotocol, or of an
+    AssertionError raised here."""
+    import logging
+
+    from tornado.websocket import WebSocketHandler
+
+    handler = object.__new__(WebSocketHandler)
+    handler.ws_connection = None
+    try:
+        if error_source == "tornado":
+            handler.selected_subprotocol
+        else:
+            assert handler.ws_connection is not None
+    except AssertionError:
+        import sys
+
+        return logging.LogRecord("tornado.application", logging.ERROR, __file__, 0,
+                                 "Uncaught exception GET /status/ws", (), sys.exc_info())
+    raise RuntimeError("no AssertionError raised")
+
+
+def test_the_closed_tab_traceback_alone_is_kept_out_of_the_output():
+    import logging
+
+    from dask_strads.dashboard.noise import silence_closed_tabs
+
+    silence_closed_tabs()
+    silence_closed_tabs()  # once only
+    log = logging.getLogger("tornado.application")
+    assert sum(type(f).__name__ == "ClosedTabNoise" for f in log.filters) == 1
+    assert not log.filter(closed_tab_record("tornado"))
+    assert log.filter(closed_tab_record("elsewhere"))
+    assert log.filter(logging.LogRecord("tornado.application", logging.ERROR, __file__, 0,
+                                        "Uncaught exception", (), None))

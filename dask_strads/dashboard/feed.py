@@ -1,6 +1,7 @@
 """What a fit on a cluster tells the scheduler's STRADS page: its estimator and program, where
 its blocks are, its records (round, iteration, time, objective, gap), recoveries and state.
 
+The records of rounds that were in flight when the fit stopped are not sent, only counted.
 Sent as Dask events (``Client.log_event``): the first record at once, then at most one message
 every :data:`SEND_INTERVAL` seconds while the fit runs, and one when it ends.
 """
@@ -19,9 +20,11 @@ class DashboardFeed:
     """A watcher (see :mod:`dask_strads.engine.progress`) that reports a fit to the scheduler
     of ``client``."""
 
-    def __init__(self, client, estimator, program, max_rounds):
+    def __init__(self, client, estimator, program, max_rounds, rounds_per_iteration=1):
         self.client = client
-        self.head = {"estimator": estimator, "program": program, "max_rounds": max_rounds}
+        self.head = {"estimator": estimator, "program": program, "max_rounds": max_rounds,
+                     "rounds_per_iteration": rounds_per_iteration}
+        self.after_stop = 0  # rounds in flight at the stop whose records came in after it
         self.fit = None
         self.placed = None  # the run whose blocks the page knows
         self.pending = []
@@ -30,6 +33,9 @@ class DashboardFeed:
     def update(self, record, run):
         if self.fit is None:
             self.fit = run.id
+        if run.final_round is not None and record["round"] > run.final_round:
+            self.after_stop += 1  # no part of the fit's result: counted, not shown
+            return
         self.pending.append({k: _plain(record[k]) for k in SHOWN if k in record})
         if perf_counter() >= self.next_send:
             self._send(run, "running")
@@ -44,7 +50,8 @@ class DashboardFeed:
 
     def _send(self, run, state):
         message = {"fit": self.fit, "run": run.id, "state": state, **self.head,
-                   "records": self.pending, "wall_seconds": perf_counter() - run.start,
+                   "records": self.pending, "after_stop": self.after_stop,
+                   "wall_seconds": perf_counter() - run.start,
                    "recoveries": [{k: _plain(v) for k, v in r.items()}
                                   for r in run.history.stats.recoveries]}
         if self.placed != run.id:

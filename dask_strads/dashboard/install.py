@@ -4,6 +4,7 @@ on it."""
 import weakref
 
 from ..log import logger
+from .noise import silence_closed_tabs
 from .pages import routes
 from .store import store_of
 
@@ -12,9 +13,11 @@ _installed = weakref.WeakKeyDictionary()  # client -> whether its scheduler has 
 
 def install_on(dask_scheduler):
     """Add the fit store and the pages to a scheduler, once. (The argument's name is the one
-    ``Client.run_on_scheduler`` passes.)"""
+    ``Client.run_on_scheduler`` passes.) Also keeps the traceback tornado logs when a tab on a
+    dashboard page closes out of the scheduler's output (see :mod:`.noise`)."""
     scheduler = dask_scheduler
     store_of(scheduler)
+    silence_closed_tabs()
     if not getattr(scheduler, "_strads_pages", False):
         scheduler.http_application.add_handlers(
             r".*$", [(f"/{url}", cls, {**kwargs, "dask_server": scheduler})

@@ -41,7 +41,7 @@ def render(fits):
 
 def _fit_html(fit):
     e = html.escape
-    facts = {"state": fit["state"], "rounds": fit["rounds"],
+    facts = {"state": fit["state"], **_progress(fit),
              "wall time": f"{fit['wall_seconds']:.3g} s",
              "objective": number(fit["objective"]), "gap": number(fit["gap"])}
     if fit.get("plane_messages") is not None:  # the newest round's, worker to worker
@@ -50,7 +50,8 @@ def _fit_html(fit):
     head = "".join(f"<span class='fact'><b>{e(k)}</b> {e(str(v))}</span>"
                    for k, v in facts.items())
     workers = "".join(
-        f"<tr><td>{e(w)}</td><td>{e(_blocks(s['blocks']))}</td><td>{s['tasks']}</td>"
+        f"<tr><td>{e(w)}</td><td>{len(s['blocks'])}</td><td>{e(_blocks(s['blocks']))}</td>"
+        f"<td>{s['tasks']}</td>"
         f"<td>{s['compute_seconds']:.3g}</td><td>{s['waiting_seconds']:.3g}</td></tr>"
         for w, s in fit["workers"].items())
     recoveries = "".join(
@@ -61,9 +62,27 @@ def _fit_html(fit):
             f"<h2>{e(str(fit['estimator']))} <small>({e(str(fit['program']))}, fit "
             f"{e(fit['id'])})</small></h2><p>{head}</p>"
             f"{chart(fit['records'], 'objective')}{chart(fit['records'], 'gap')}"
-            f"<table><tr><th>worker</th><th>blocks</th><th>tasks</th><th>compute s</th>"
+            f"<table><tr><th>worker</th><th>blocks</th><th>block ids</th><th>tasks</th>"
+            f"<th>compute s</th>"
             f"<th>waiting s</th></tr>{workers}</table>"
             f"<p>Recoveries:</p><ul>{recoveries}</ul></section>")
+
+
+def _progress(fit):
+    """The rounds run out of the most the fit may run, and its iterations where an iteration
+    is several rounds (LDA, matrix factorization): ``{label: text}``."""
+    rounds, most = fit["rounds"], fit.get("max_rounds")
+    if not most:
+        return {"rounds": str(rounds)}
+    share = f" ({100 * rounds / most:.0f}%)"
+    shown = {"rounds": f"{rounds} of {most}{share}"}
+    per_iteration = fit.get("rounds_per_iteration") or 1
+    if per_iteration > 1:
+        shown["iterations"] = f"{rounds // per_iteration} of {most // per_iteration}{share}"
+    if fit.get("after_stop"):
+        shown["after the stop"] = (f"{fit['after_stop']} round(s) already running finished; "
+                                   "not shown")
+    return shown
 
 
 def _blocks(blocks):

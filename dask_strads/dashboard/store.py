@@ -20,8 +20,8 @@ MAX_RECORDS = 10_000
 
 class FitStore(SchedulerPlugin):
     """A scheduler plugin that keeps :data:`MAX_FITS` fits: for each its estimator, program,
-    state, records (round, time, objective, gap, messages on the plane), blocks per worker, recoveries, and the seconds
-    its tasks computed on each worker."""
+    state, records (round, time, objective, gap, messages on the plane), the most rounds it may
+    run, blocks per worker, recoveries, and the seconds its tasks computed on each worker."""
 
     name = "dask_strads"
 
@@ -65,7 +65,8 @@ class FitStore(SchedulerPlugin):
             fit["records"][record["round"]] = record
         while len(fit["records"]) > MAX_RECORDS:
             del fit["records"][min(fit["records"])]
-        for name in ("blocks", "recoveries", "state", "wall_seconds", "max_rounds"):
+        for name in ("blocks", "recoveries", "state", "wall_seconds", "max_rounds",
+                     "rounds_per_iteration", "after_stop"):
             if name in msg:
                 fit[name] = msg[name]
 
@@ -93,6 +94,9 @@ class FitStore(SchedulerPlugin):
         return {"id": fit["id"], "estimator": fit["estimator"], "program": fit["program"],
                 "state": fit["state"], "started": fit["started"], "wall_seconds": wall,
                 "rounds": last["round"] + 1 if records else 0,
+                "max_rounds": fit.get("max_rounds"),
+                "rounds_per_iteration": fit.get("rounds_per_iteration", 1),
+                "after_stop": fit.get("after_stop", 0),
                 "objective": last.get("objective"), "gap": last.get("gap"),
                 "plane_messages": last.get("plane_messages"),
                 "plane_bytes": last.get("plane_bytes"),

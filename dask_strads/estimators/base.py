@@ -145,11 +145,12 @@ class DaskEstimatorMixin:
         page. ``stopping``: the estimator's own stop test, a function of the user's callback
         (or None) giving the engine's callback, which must call it."""
         name = type(self).__name__
-        watching = watchers(self.progress, name, max_rounds, max(1, max_rounds // self.max_iter),
-                            program)
+        rounds_per_iteration = max(1, max_rounds // self.max_iter)
+        watching = watchers(self.progress, name, max_rounds, rounds_per_iteration, program)
         client = getattr(executor, "client", None)
         if client is not None and install(client):
-            watching.append(DashboardFeed(client, name, program.name, max_rounds))
+            watching.append(DashboardFeed(client, name, program.name, max_rounds,
+                                          rounds_per_iteration))
         callback = None if self.callback is None else StopNoting(self.callback)
         if stopping is not None:
             callback = stopping(callback)
