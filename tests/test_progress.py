@@ -186,6 +186,7 @@ def test_live_plot_shows_the_last_round(regression, monkeypatch):
     last = handle.shown[-1].data
     assert f"round {model.history_[-1]['round']}, objective " in last
     assert last.count("<polyline") == 2  # the gap and the objective
+    assert "duality gap (log scale) against seconds" in last
     assert model.history_.stats.converged
 
 
@@ -207,3 +208,16 @@ def test_the_package_log_goes_to_stdout_only_in_a_jupyter_kernel(in_kernel, caps
     captured = capsys.readouterr()
     said, silent = (captured.out, captured.err) if in_kernel else (captured.err, captured.out)
     assert said == "dask_strads: compiling numba kernels for lasso\n" and silent == ""
+
+
+def test_plot_captions_say_what_is_drawn_against_what_and_ticks_the_axes():
+    from dask_strads.dashboard.charts import chart
+
+    records = [{"round": 0, "time": 0.5, "gap": 100.0, "objective": 3.0},
+               {"round": 1, "time": 1.25, "gap": 1e-3, "objective": 2.0}]
+    gap = chart(records, "gap", x="time")
+    assert "<figcaption>duality gap (log scale) against seconds: 100 → 0.001</figcaption>" in gap
+    ticks = re.findall(r"<text [^>]*>([^<]*)</text>", gap)
+    assert ticks == ["100", "0.001", "0.5", "1.25"]  # y top and bottom, x start and end
+    assert "<path " in gap  # the axes
+    assert "objective against round: 3 → 2" in chart(records, "objective")
