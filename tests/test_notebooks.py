@@ -1,5 +1,6 @@
 """Every notebook in examples/ executes without error in a fresh kernel (nbclient), so that the
 stored notebooks never go stale; and each shows what it says it shows."""
+import re
 from pathlib import Path
 
 import nbformat
@@ -43,3 +44,32 @@ def test_notebook_executes(path):
     text = outputs_text(execute(path))
     for shown in SHOWS[path.stem]:
         assert shown in text, f"{path.name} no longer shows {shown!r}"
+
+
+def test_the_examples_extra_is_what_the_notebooks_check_first():
+    """setup.cfg's ``examples`` extra and ``check_example_requirements`` name the same
+    packages, and every notebook's first code cell runs the check."""
+    import configparser
+
+    from dask_strads.datasets.examples import EXAMPLES_NEED
+
+    setup = configparser.ConfigParser()
+    setup.read(EXAMPLES.parent / "setup.cfg")
+    extra = setup["options.extras_require"]["examples"].split()
+    assert sorted(re.split(r"[<>=]", line)[0] for line in extra) == sorted(EXAMPLES_NEED)
+    for path in NOTEBOOKS:
+        first = next(c for c in nbformat.read(path, as_version=4).cells
+                     if c.cell_type == "code")
+        assert "check_example_requirements()" in first.source, path.name
+
+
+def test_the_check_names_the_missing_package_and_the_install_command(monkeypatch):
+    import importlib.util
+
+    from dask_strads.datasets import check_example_requirements
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name: None if name == "lda" else real(name))
+    with pytest.raises(ImportError, match=r'need lda: pip install "dask_strads\[examples\]"'):
+        check_example_requirements()

@@ -38,6 +38,7 @@ the noise level is set from a signal-to-noise ratio ``snr = Var(x . w_true) / no
 (population variances), 10 by default, unless an absolute ``noise`` is given.
 """
 from .evaluation import alpha_max, match_topics, train_test_split_ratings
+from .examples import check_example_requirements
 from .generators import (make_correlated_regression, make_lda_corpus, make_ratings,
                          make_sparse_regression)
 from .loaders import (load_insteval, load_movielens, load_news_articles,
@@ -45,6 +46,7 @@ from .loaders import (load_insteval, load_movielens, load_news_articles,
 
 __all__ = [
     "alpha_max",
+    "check_example_requirements",
     "load_insteval",
     "load_movielens",
     "load_news_articles",

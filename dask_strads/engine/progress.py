@@ -137,7 +137,7 @@ class _Ticker:
 
 
 class LivePlot:
-    """A convergence plot in the notebook (SVG lines of the gap and objective per second, from
+    """A convergence plot in the notebook (SVG lines of the gap and objective against seconds, from
     :func:`dask_strads.dashboard.charts.chart`), redrawn as rounds arrive (see
     :data:`LIVE_PLOT_SPACING`), and once more at the end."""
 
