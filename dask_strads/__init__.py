@@ -1,6 +1,10 @@
-"""Model-parallel machine learning on Dask, after STRADS (Lee et al., NIPS 2014)."""
-from .engine import Engine, close_embedded_client, embedded_client
-from .programs import Program, run_sequential
+"""Model-parallel machine learning on Dask, after STRADS (Lee et al., NIPS 2014).
+
+Every name below is imported on first use (``__getattr__``): ``import dask_strads`` loads
+neither Dask's distributed scheduler nor scikit-learn, so a script, a worker or a command that
+needs one estimator does not pay for the rest."""
+import importlib
+import importlib.util
 
 __version__ = "0.1.0"
 
@@ -11,8 +15,14 @@ __all__ = ["ElasticNet", "ElasticNetCV", "Engine", "ImplicitMatrixFactorization"
 
 
 def __getattr__(name):
-    # Estimators pull in scikit-learn; workers, which import this package to run programs, don't
-    # need it, so it is loaded on first use.
+    if name in ("Engine", "close_embedded_client", "embedded_client"):
+        from . import engine
+
+        return getattr(engine, name)
+    if name in ("Program", "run_sequential"):
+        from . import programs
+
+        return getattr(programs, name)
     if name in ("ElasticNet", "Lasso", "LatentDirichletAllocation", "MatrixFactorization"):
         from . import estimators
 
@@ -41,4 +51,6 @@ def __getattr__(name):
         from . import persistence
 
         return getattr(persistence, name)
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")  # a subpackage, e.g. dashboard
     raise AttributeError(f"module 'dask_strads' has no attribute {name!r}")
