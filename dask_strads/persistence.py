@@ -15,7 +15,10 @@ its constraints accept, and only the attributes and objects its declared state h
 (:mod:`.estimator_states`), of the kinds, dtypes and shapes declared; it refuses a newer format
 version.
 """
+import os
 import warnings
+
+import fsspec
 
 from . import __version__
 from .engine import storage
@@ -36,11 +39,13 @@ def save(estimator, path):
 
     A ``keep_on_cluster`` model's parameters are gathered from its cluster first. A
     ``callback`` is code and is not saved: the loaded estimator has ``callback=None``.
+    An existing folder at ``path`` is refused (IsADirectoryError): give a file's path in it.
     """
     from .estimators.base import DaskEstimatorMixin
 
     if not isinstance(estimator, DaskEstimatorMixin):
         raise TypeError(f"save takes a dask_strads estimator, got {type(estimator).__name__}")
+    check_model_path(path)
     params = estimator.get_params(deep=False)
     if params.get("callback") is not None:
         warnings.warn("the estimator's callback is not saved: the loaded one has callback=None")
@@ -55,6 +60,15 @@ def save(estimator, path):
     except TypeError as error:
         raise TypeError(f"{cls.__name__} cannot be saved: {error} (in its parameters or "
                         "fitted attributes)") from None
+
+
+def check_model_path(path):
+    """Raise IsADirectoryError when ``path`` names an existing folder, which a model file
+    cannot replace (writing it would move the file into the folder)."""
+    fs, local = fsspec.core.url_to_fs(os.fspath(path))
+    if fs.isdir(local):
+        raise IsADirectoryError(f"{path} is a folder: give the path of the model file to "
+                                f"write, e.g. {os.path.join(os.fspath(path), 'model.npz')}")
 
 
 def load(path):

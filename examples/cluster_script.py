@@ -127,9 +127,10 @@ def main():
               f"R^2 on 500 rows: {lasso2.score(rows, targets):.3f}")
         print("LDA topics of document 0:",
               np.round(lda2.transform(client.compute(counts[:1]).result())[0], 2))
-        user = mf2.user_ids_[0]
-        print(f"MF: best items for {user}:", list(mf2.recommend([user], n=3)[0]))
-        print(f"implicit MF: best items for {user}:", list(implicit2.recommend([user], n=3)[0]))
+        user = mf2.user_ids_[:1].tolist()[0]  # a plain int or str (not np.int16(3))
+        print(f"MF: best items for {user}:", mf2.recommend([user], n=3)[0].tolist())
+        print(f"implicit MF: best items for {user}:",
+              implicit2.recommend([user], n=3)[0].tolist())
     finally:
         client.close()
         if cluster is not None:

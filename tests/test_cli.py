@@ -72,8 +72,11 @@ def test_matrix_factorization_on_a_dask_cluster_with_raw_ids(tmp_path, cli_clust
     scheduler_file = tmp_path / "scheduler.json"
     scheduler_file.write_text(json.dumps({"address": address}))
     model_path = tmp_path / "mf.npz"
-    run("fit", "mf", tmp_path / "ratings.parquet", "-o", model_path, "-p", "n_components=3",
-        "-p", "max_iter=5", "-p", "random_state=0", "--scheduler-address", address)
+    fitted = run("fit", "mf", tmp_path / "ratings.parquet", "-o", model_path, "-p",
+                 "n_components=3", "-p", "max_iter=5", "-p", "random_state=0",
+                 "--scheduler-address", address)
+    assert re.search(r"fitting MatrixFactorization on a table of \(user, item, rating\) in \d+ "
+                     "partitions", fitted.stderr), fitted.stderr
     users = ["u00007", "u00000", "u00031"]
     (tmp_path / "users.txt").write_text("\n".join(users) + "\n")
     # the other commands in this process (each subprocess costs seconds of imports)
@@ -130,6 +133,10 @@ def test_the_example_cluster_script_fits_every_model_on_a_dask_cluster(tmp_path,
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     example.write_example_files(tmp_path)
+    table = pd.read_parquet(tmp_path / "ratings.parquet")  # ids as numbers: printed as such
+    table["user"] = table["user"].str[4:].astype(np.int16)
+    table["item"] = table["item"].str[4:].astype(np.int16)
+    table.to_parquet(tmp_path / "ratings.parquet")
     done = subprocess.run([sys.executable, str(script), "--data", str(tmp_path), "--models",
                            str(tmp_path), "--scheduler-address", cli_cluster.scheduler.address],
                           capture_output=True, text=True, timeout=300)
@@ -139,13 +146,13 @@ def test_the_example_cluster_script_fits_every_model_on_a_dask_cluster(tmp_path,
     lasso = dask_strads.load(tmp_path / "lasso.npz")
     reference = SklearnLasso(alpha=1e-3, tol=1e-8).fit(X.toarray(), y)
     np.testing.assert_allclose(lasso.coef_, reference.coef_, atol=1e-3)
-    table = pd.read_parquet(tmp_path / "ratings.parquet")
     implicit = dask_strads.load(tmp_path / "implicit.npz")
     expected = ImplicitMatrixFactorization(5, max_iter=10, random_state=0).fit(table)
-    user = implicit.user_ids_[0]
-    assert implicit.recommend([user], n=3)[0].tolist() == expected.recommend([user], n=3)[0].tolist()
-    assert f"implicit MF: best items for {user}: {list(expected.recommend([user], n=3)[0])}" in (
-        done.stdout)
+    user = int(table["user"].min())
+    best = [int(item) for item in expected.recommend([user], n=3)[0]]
+    assert implicit.recommend([user], n=3)[0].tolist() == best
+    assert f"implicit MF: best items for {user}: {best}" in done.stdout, done.stdout
+    assert "np." not in done.stdout, done.stdout
 
 
 def test_topics_from_a_bag_of_words_keep_the_vocabulary(tmp_path, capsys):
@@ -198,6 +205,12 @@ def test_logistic_regression_from_labels(tmp_path, regression_file):
      "bad value '-1': The 'alpha' parameter of Lasso must be a float in the range"),
     (["fit", "mf", "{data}", "-o", "m.npz", "-p", "biases=maybe"], 2, "'biases' parameter"),
     (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "alpha"], 2, "-p takes NAME=VALUE"),
+    (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "checkpoint_dir=ck"], 2,
+     "-p cannot set checkpoint_dir: give it as --checkpoint-dir DIR"),
+    (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "alpha=0.1", "-p", "alpha=0.2"], 2,
+     "-p alpha is given twice"),
+    (["fit", "lasso", "{data}", "-o", "{folder}", "-p", "alpha=0.1"], 2,
+     "is a folder: give the path of the model file to write, e.g. .*model.npz"),
     (["fit", "svm", "{data}", "-o", "m.npz"], 2, "invalid choice: 'svm'"),
     (["fit", "lasso", "{folder}/data.bin", "-o", "m.npz"], 2, "cannot tell the format"),
     (["fit", "lasso", "{folder}/bad.svm", "-o", "m.npz"], 1,
@@ -302,3 +315,110 @@ def test_a_server_that_is_no_dask_scheduler_is_named_so(tmp_path, capsys, cli_cl
             assert within(30, main, ["info", str(model), "--scheduler-address", address]) == 1
             assert f"failed: ConnectionError: {message}" in capsys.readouterr().err
         web.shutdown()
+
+
+def fitted_mf(tmp_path, user_dtype=None):
+    """The ratings table and the path of an MF model the CLI fitted to it."""
+    table = triplet_table()
+    if user_dtype is not None:
+        table["user"] = table["user"].str[1:].astype(user_dtype)
+    table.to_parquet(tmp_path / "ratings.parquet")  # keeps the ids' dtype
+    model_path = tmp_path / "mf.npz"
+    assert main(["fit", "mf", str(tmp_path / "ratings.parquet"), "-o", str(model_path), "-p",
+                 "n_components=3", "-p", "max_iter=6", "-p", "random_state=0", "--quiet"]) == 0
+    return table, model_path
+
+
+def test_mf_predicts_pairs_of_unknown_ids_from_the_mean_and_the_known_bias(tmp_path, capsys):
+    table, model_path = fitted_mf(tmp_path)
+    model = dask_strads.load(model_path)
+    pairs = pd.DataFrame({"user": ["u00007", "nobody", "u00000", "nobody"],
+                          "item": [101, 101, 9999, 9999]})
+    pairs.to_csv(tmp_path / "pairs.csv", index=False)
+    done = run("predict", model_path, tmp_path / "pairs.csv", "-o", tmp_path / "predicted.csv",
+               "--quiet")  # a warning: said even so
+    assert "3 of 4 pairs of" in done.stderr and "('nobody', 101)" in done.stderr, done.stderr
+
+    user = np.searchsorted(model.user_ids_, ["u00007", "u00000"])
+    item = np.searchsorted(model.item_ids_, 101)
+    expected = [model.predict_entries(user[:1], [item])[0],
+                model.intercept_ + model.item_bias_[item],
+                model.intercept_ + model.user_bias_[user[1]],
+                model.intercept_]
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "predicted.csv")["prediction"], expected,
+                               rtol=1e-12)
+    assert main(["predict", str(model_path), str(tmp_path / "pairs.csv"), "-o",
+                 str(tmp_path / "strict.csv"), "--unknown", "error", "--quiet"]) == 1
+    assert "3 of 4 pairs" in capsys.readouterr().err
+    assert not (tmp_path / "strict.csv").exists()
+
+
+def test_recommend_names_user_ids_the_model_does_not_know(tmp_path, capsys):
+    table, model_path = fitted_mf(tmp_path, user_dtype=np.int16)
+    assert dask_strads.load(model_path).user_ids_.dtype == np.int16
+    (tmp_path / "users.txt").write_text(f"{table['user'].iloc[0]}\n40000\n")
+    assert main(["recommend", str(model_path), "--users", str(tmp_path / "users.txt"), "-o",
+                 str(tmp_path / "top.csv"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "failed: ValueError: 1 of 2 user ids of" in err and "[40000]" in err, err
+
+
+def test_svmlight_predictions_take_the_models_width(tmp_path, regression_file):
+    model_path = tmp_path / "lasso.npz"
+    assert main(["fit", "lasso", str(regression_file), "-o", str(model_path), "-p", "alpha=0.01",
+                 "--quiet"]) == 0
+    X, y = load_svmlight_file(str(regression_file))
+    narrow = X[:, :10]  # its largest index is 10, the model's 15
+    dump_svmlight_file(narrow, y, str(tmp_path / "narrow.svm"))
+    assert main(["predict", str(model_path), str(tmp_path / "narrow.svm"), "-o",
+                 str(tmp_path / "p.npy"), "--quiet"]) == 0
+    padded = sp.hstack([narrow, sp.csr_matrix((narrow.shape[0], 5))]).tocsr()
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"),
+                                  dask_strads.load(model_path).predict(padded))
+
+
+def test_relative_paths_are_resolved_where_the_command_runs(tmp_path, monkeypatch,
+                                                            cli_cluster, regression_file):
+    monkeypatch.chdir(tmp_path)  # not the workers' working directory
+    (tmp_path / "train.svm").write_bytes(regression_file.read_bytes())
+    assert main(["fit", "lasso", "train.svm", "-o", "m.npz", "-p", "alpha=0.01", "--quiet",
+                 "--scheduler-address", cli_cluster.scheduler.address]) == 0
+    X, y = load_svmlight_file(str(regression_file))
+    np.testing.assert_allclose(dask_strads.load(tmp_path / "m.npz").coef_,
+                               Lasso(alpha=0.01).fit(X, y).coef_, atol=1e-6)
+
+
+def test_save_refuses_an_existing_folder(tmp_path):
+    (tmp_path / "adir.npz").mkdir()
+    with pytest.raises(IsADirectoryError, match="adir.npz is a folder"):
+        dask_strads.save(Lasso(alpha=0.1), tmp_path / "adir.npz")
+    assert list((tmp_path / "adir.npz").iterdir()) == []
+
+
+def test_help_lists_parameters_and_models(capsys):
+    assert main(["fit", "--help"]) == 0
+    out = capsys.readouterr().out
+    for name, cls in (("lasso", Lasso), ("mf", MatrixFactorization)):
+        defaults = cls().get_params()
+        assert f"{name} ({cls.__name__}):" in out
+        assert f"n_components={defaults['n_components']!r}" in out if name == "mf" else (
+            f"alpha={defaults['alpha']!r}" in out)
+    assert main(["predict", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for name in ("Lasso", "ElasticNet", "LogisticRegression", "LatentDirichletAllocation",
+                 "MatrixFactorization", "ImplicitMatrixFactorization"):
+        assert name in out
+    assert main(["recommend", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "MatrixFactorization or ImplicitMatrixFactorization" in out
+
+
+def test_info_says_why_records_and_rounds_differ(tmp_path, capsys):
+    _, model_path = fitted_mf(tmp_path)
+    history = dask_strads.load(model_path).history_
+    rounds = [record["round"] for record in history.records]
+    assert main(["info", str(model_path)]) == 0
+    out = capsys.readouterr().out
+    assert rounds == list(range(1, 2 * len(rounds), 2))  # MF: users, then items
+    assert f"history: {len(rounds)} records, {history.stats.rounds} rounds (a record every 2 " \
+           "rounds: one per iteration" in out, out

@@ -110,10 +110,19 @@ def test_matrix_market_malformed_lines(tmp_path):
     cases = [(b"1 1 1.0\n2 5 1.0\n3 3 1\n", "line 5: column index 5 outside 1..4"),
              (b"1 1 1.0\n2 2\n3 3 1\n", "line 5: expected 3 fields"),
              (b"1 1 1.0\n2 2 x\n3 3 1\n", "line 5: value 'x' is not a number"),
-             (b"1 1 1.0\n", "announces 3 entries, the file holds 1")]
+             (b"1 1 1.0\n", "announces 3 entries, the file holds 1"),
+             # Python's int() takes 1_000, the parser does not: its message is given
+             (b"1 1 1.0\n2 2 1_000\n3 3 1\n",
+              "line 4: the lines from this one on cannot be parsed: could not convert string "
+              "'1_000' to float64"),
+             (b"1 1 1.0\n\n2 2 2\r\n \t3\t3  1\n", None)]  # blank, CRLF, tabs: read
     path = tmp_path / "bad.mtx"
     for body, message in cases:
         path.write_bytes(header + body)
+        if message is None:
+            np.testing.assert_array_equal(dio.read_matrix_market(path).toarray(),
+                                          scipy.io.mmread(path).toarray())
+            continue
         with pytest.raises(dio.MalformedFileError, match=message):
             dio.read_matrix_market(path)
     path.write_bytes(b"3 4 3\n")

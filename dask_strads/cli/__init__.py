@@ -7,13 +7,17 @@ on stderr saying why (the traceback with ``--debug``).
 import argparse
 import logging
 import sys
+import textwrap
 
 from ..log import logger
 from . import commands
 from .connect import connect
-from .parameters import ESTIMATORS, UsageError
+from .files import absolute
+from .parameters import ESTIMATORS, UsageError, estimator_class, settable_defaults
 
 FORMATS = ("svmlight", "matrixmarket", "bagofwords", "parquet", "csv", "npz", "npy")
+#: The arguments naming files that the workers of a cluster read.
+READ_ON_WORKERS = ("input", "checkpoint_dir")
 
 
 def main(argv=None):
@@ -28,6 +32,10 @@ def main(argv=None):
     client = None
     try:
         client = connect(args)
+        if client is not None:  # the workers resolve a relative path against their own folder
+            for name in READ_ON_WORKERS:
+                if getattr(args, name, None):
+                    setattr(args, name, absolute(getattr(args, name)))
         args.run(args, client)
         return 0
     except UsageError as error:
@@ -75,30 +83,46 @@ def _parser():
         "data files, save them, predict and recommend.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    fit = sub.add_parser("fit", parents=[common], help="fit a model to a data file and save it")
+    fit = sub.add_parser("fit", parents=[common], help="fit a model to a data file and save it",
+                         epilog=_parameters_of_estimators(),
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     fit.add_argument("estimator", choices=sorted(ESTIMATORS))
     fit.add_argument("input", metavar="INPUT", help="the data file")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL",
-                     help="where to save the model (.npz)")
+                     help="where to save the model (.npz; an existing folder is refused)")
     fit.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
-                     help="an estimator parameter (repeat for several)")
+                     help="an estimator parameter (repeat for several; each once): see below")
     fit.add_argument("--format", choices=FORMATS, help="the input's format (default: from "
                      "its name)")
     fit.add_argument("--checkpoint-dir", metavar="DIR",
                      help="write checkpoints there and resume from them")
     fit.set_defaults(run=commands.fit)
 
-    predict = sub.add_parser("predict", parents=[common],
-                             help="predictions (Lasso), topic rows (LDA) or ratings (MF)")
+    predict = sub.add_parser(
+        "predict", parents=[common],
+        help="predictions (Lasso, ElasticNet, LogisticRegression), topic rows (LDA) or ratings "
+             "(MF)",
+        description="MODEL: a model file of Lasso, ElasticNet or LogisticRegression (column "
+                    "prediction), LatentDirichletAllocation (columns topic_0...) or "
+                    "MatrixFactorization (columns user, item, prediction). An "
+                    "ImplicitMatrixFactorization ranks items: use recommend.")
     predict.add_argument("model", metavar="MODEL")
     predict.add_argument("input", metavar="INPUT", help="data (MF: a table of user, item)")
     predict.add_argument("-o", "--output", required=True, metavar="OUTPUT",
                          help=".npy, .csv or .parquet")
     predict.add_argument("--format", choices=FORMATS, help="the input's format")
+    predict.add_argument("--unknown", choices=("predict", "error"), default="predict",
+                         help="MF pairs of a user or item not in the fit: predict them from "
+                              "the global mean and the known bias, as "
+                              "MatrixFactorization.predict does, saying how many on stderr "
+                              "(default), or refuse the file")
     predict.set_defaults(run=commands.predict)
 
-    recommend = sub.add_parser("recommend", parents=[common],
-                               help="the best items for users (MF)")
+    recommend = sub.add_parser(
+        "recommend", parents=[common], help="the best items for users (MF, implicit MF)",
+        description="MODEL: a model file of MatrixFactorization or "
+                    "ImplicitMatrixFactorization. Every user id must be one the model was "
+                    "fitted on.")
     recommend.add_argument("model", metavar="MODEL")
     recommend.add_argument("--users", required=True, metavar="FILE",
                            help="user ids: .txt (one a line), .csv/.parquet (column user or "
@@ -113,3 +137,16 @@ def _parser():
     info.add_argument("model", metavar="MODEL")
     info.set_defaults(run=commands.info)
     return parser
+
+
+def _parameters_of_estimators():
+    """The parameters -p sets for each estimator, with their defaults, for fit --help."""
+    lines = ["parameters (-p NAME=VALUE) and their defaults:"]
+    for name, class_name in sorted(ESTIMATORS.items()):
+        defaults = settable_defaults(estimator_class(name))
+        text = ", ".join(f"{key}={value!r}" for key, value in defaults.items())
+        lines.append(f"  {name} ({class_name}):")
+        lines.extend(textwrap.wrap(text, width=96, initial_indent="    ",
+                                   subsequent_indent="    ", break_on_hyphens=False))
+    lines.append("checkpoint_dir is set by --checkpoint-dir; a callback cannot be given here.")
+    return "\n".join(lines)

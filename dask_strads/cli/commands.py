@@ -5,9 +5,8 @@ from sklearn.base import is_classifier, is_regressor
 
 from .. import io
 from ..log import logger
-from ..estimators.mf_pairs import filled
-from ..persistence import read_model, save
-from ..ratings import _lookup
+from ..estimators.mf_pairs import filled, positions
+from ..persistence import check_model_path, read_model, save
 from .files import as_ids, check_output, read_ids, write_table
 from .parameters import UsageError, estimator_class, parse_parameters
 
@@ -20,6 +19,10 @@ TABLES = {"parquet", "csv"}
 
 
 def fit(args, client):
+    try:
+        check_model_path(args.output)  # before the fit, not after it
+    except IsADirectoryError as error:
+        raise UsageError(str(error)) from None
     cls = estimator_class(args.estimator)
     params = parse_parameters(cls, args.param)
     if args.checkpoint_dir:
@@ -35,7 +38,7 @@ def fit(args, client):
     _check_matrix_format(cls.__name__, format)
     data = _read(args.input, format, client)
     estimator.client = client
-    logger.info("fitting %s on %s", cls.__name__, _shape(data.X))
+    logger.info("fitting %s on %s", cls.__name__, _described(data.X))
     if supervised:
         estimator.fit(data.X, data.y)
     else:
@@ -56,15 +59,14 @@ def predict(args, client):
         raise UsageError(f"{args.model} holds an ImplicitMatrixFactorization, which predicts no "
                          "values (it ranks items): use recommend")
     if name == "MatrixFactorization":
-        pairs = io.read_table(args.input, ("user", "item"), format=args.format)
-        users = as_ids(pairs["user"].to_numpy(), model.user_ids_, "user")
-        items = as_ids(pairs["item"].to_numpy(), model.item_ids_, "item")
-        predicted = model.predict_entries(_lookup(model.user_ids_, users, "user"),
-                                          _lookup(model.item_ids_, items, "item"))
-        columns = {"user": users, "item": items, "prediction": predicted}
+        columns = _predicted_pairs(model, args.input, args.format, args.unknown)
     else:
-        _check_matrix_format(name, _format(args.input, args.format))
-        X = _read(args.input, args.format, client).X
+        format = _format(args.input, args.format)
+        _check_matrix_format(name, format)
+        if format == "svmlight":  # as wide as the fit's data, whatever indices this file holds
+            X = io.read_svmlight(args.input, n_features=model.n_features_in_, client=client)[0]
+        else:
+            X = _read(args.input, format, client).X
         if name in TRANSFORMERS:
             rows = _in_memory(model.transform(X), client)
             columns = {f"topic_{k}": rows[:, k] for k in range(rows.shape[1])}
@@ -74,6 +76,32 @@ def predict(args, client):
     logger.info("wrote %d rows to %s", len(next(iter(columns.values()))), args.output)
 
 
+def _predicted_pairs(model, path, format, unknown):
+    """The columns user, item, prediction of the (user, item) pairs of a table. A pair with a
+    user or item unknown to the model is predicted as ``MatrixFactorization.predict`` does
+    (the global mean plus the known bias), or refused when ``unknown`` is "error"."""
+    pairs = io.read_table(path, ("user", "item"), format=format)
+    users = as_ids(pairs["user"].to_numpy(), model.user_ids_, "user")
+    items = as_ids(pairs["item"].to_numpy(), model.item_ids_, "item")
+    rows, cols = positions(model.user_ids_, users), positions(model.item_ids_, items)
+    missing = (rows < 0) | (cols < 0)
+    if missing.any():
+        found = (f"{missing.sum()} of {len(missing)} pairs of {path} have a user or item the "
+                 f"model was not fitted on (first: {_first_pairs(users, items, missing)})")
+        if unknown == "error":
+            raise ValueError(f"{found}: predict them from the global mean and biases without "
+                             "--unknown error")
+        logger.warning("%s: predicted from the global mean plus the known user's or item's "
+                       "bias", found)
+    return {"user": users, "item": items,
+            "prediction": model._factors().predict_known(rows, cols)}
+
+
+def _first_pairs(users, items, missing, n=3):
+    return ", ".join(f"({user!r}, {item!r})" for user, item in
+                     zip(users[missing][:n].tolist(), items[missing][:n].tolist()))
+
+
 def recommend(args, client):
     check_output(args.output)
     model, _ = read_model(args.model)
@@ -81,6 +109,10 @@ def recommend(args, client):
         raise UsageError(f"recommend needs a MatrixFactorization or ImplicitMatrixFactorization "
                          f"model, {args.model} holds a {type(model).__name__}")
     users = read_ids(args.users, "user", model.user_ids_)
+    unknown = positions(model.user_ids_, users) < 0
+    if unknown.any():
+        raise ValueError(f"{unknown.sum()} of {len(users)} user ids of {args.users} are not in "
+                         f"the model: {users[unknown][:5].tolist()}")
     top = model.recommend(users, n=args.n)
     found = filled(top)
     write_table({"user": np.repeat(users, found.sum(axis=1)),
@@ -105,12 +137,13 @@ def info(args, client):
         return
     print("fitted:")
     for name, value in fitted.items():
-        shown = f"array {value.shape} {value.dtype}" if isinstance(value, np.ndarray) else repr(value)
+        shown = (f"array {value.shape} {value.dtype}" if isinstance(value, np.ndarray)
+                 else repr(value))
         print(f"  {name}: {shown}")
     history = getattr(model, "history_", None)
     if history is not None:
         stats = history.stats
-        print(f"history: {len(history)} records, {stats.rounds} rounds, "
+        print(f"history: {len(history)} records, {stats.rounds} rounds{_why(history)}, "
               f"{stats.wall_seconds:.3g} s, converged: {stats.converged}")
         if history.records:
             last = {k: v for k, v in history.records[-1].items() if isinstance(v, (int, float))}
@@ -144,9 +177,29 @@ def _read(path, format, client):
     return io.read(path, _format(path, format), client)
 
 
-def _shape(X):
-    shape = getattr(X, "shape", None)
-    return "x".join(str(n) for n in shape) if shape is not None else type(X).__name__
+def _why(history):
+    """Why a history holds fewer records than rounds: a record per iteration of several
+    rounds, and rounds run after the last record (in flight when the fit stopped)."""
+    rounds = [record["round"] for record in history.records]
+    reasons = []
+    steps = set(np.diff(rounds).tolist())
+    if len(steps) == 1 and steps != {1}:
+        reasons.append(f"a record every {steps.pop()} rounds: one per iteration")
+    after = history.stats.rounds - 1 - (rounds[-1] if rounds else -1)
+    if after > 0:
+        reasons.append(f"{after} round{'s' if after > 1 else ''} after the last record, run "
+                       "while the fit was stopping")
+    return f" ({'; '.join(reasons)})" if reasons else ""
+
+
+def _described(X):
+    """``ROWSxCOLUMNS`` of a matrix, the rows of a pandas table, the partitions of a Dask one
+    (whose length is unknown until computed)."""
+    if hasattr(X, "columns"):
+        where = (f"in {X.npartitions} partitions" if hasattr(X, "npartitions")
+                 else f"of {len(X)} rows")
+        return f"a table of ({', '.join(map(str, X.columns))}) {where}"
+    return "x".join(str(n) for n in X.shape)
 
 
 def _in_memory(values, client):

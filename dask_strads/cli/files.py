@@ -52,13 +52,21 @@ def read_ids(path, name, known):
 
 
 def as_ids(ids, known, name):
-    """``ids`` converted to the type of the model's ids ``known``."""
+    """``ids`` comparable with the model's ids ``known``: numbers of 64 bits when those are
+    numbers (so that an id beyond the model's dtype stays itself, and is unknown), else str."""
     ids = np.asarray(ids)
     if known.dtype.kind in "iuf":
+        wide = np.float64 if known.dtype.kind == "f" else np.int64
         try:
-            return ids.astype(known.dtype)
-        except ValueError:
+            return ids.astype(wide)
+        except (ValueError, OverflowError):
             raise UsageError(f"{name} ids must be numbers, as the model's are: got "
                              f"{ids[:3].tolist()}") from None
     return ids.astype(str).astype(object)
 
+
+def absolute(path):
+    """A local ``path`` made absolute against this process's working directory (the workers
+    of a cluster have their own); an fsspec URL unchanged."""
+    path = os.fspath(path)
+    return path if "://" in path or "::" in path else os.path.abspath(path)

@@ -16,8 +16,11 @@ ESTIMATORS = {
     "mf": "MatrixFactorization",
 }
 
-#: Parameters the command line does not set: code, or set by an option of their own.
-NOT_FROM_COMMAND_LINE = {"callback", "checkpoint_dir"}
+#: Parameters the command line does not set, and what to do instead.
+NOT_FROM_COMMAND_LINE = {
+    "callback": "a callback is Python code: fit from a script to give one",
+    "checkpoint_dir": "give it as --checkpoint-dir DIR",
+}
 
 
 class UsageError(ValueError):
@@ -28,19 +31,30 @@ def estimator_class(name):
     return getattr(dask_strads, ESTIMATORS[name])
 
 
+def settable_defaults(cls):
+    """``{name: default}`` of the parameters ``-p`` sets, sorted by name."""
+    return {name: value for name, value in sorted(cls().get_params().items())
+            if name not in NOT_FROM_COMMAND_LINE}
+
+
 def parse_parameters(cls, assignments):
     """``{name: value}`` of ``NAME=VALUE`` strings, each value the first of (a Python literal,
-    true/false/none, the text itself) that ``cls`` accepts for ``name``."""
-    valid = sorted(set(cls().get_params()) - NOT_FROM_COMMAND_LINE)
+    true/false/none, the text itself) that ``cls`` accepts for ``name``; a name given twice is
+    refused."""
+    valid = list(settable_defaults(cls))
     params = {}
     for assignment in assignments:
         name, equals, text = assignment.partition("=")
         name = name.strip()
         if not equals:
             raise UsageError(f"-p takes NAME=VALUE, got {assignment!r}")
+        if name in NOT_FROM_COMMAND_LINE:
+            raise UsageError(f"-p cannot set {name}: {NOT_FROM_COMMAND_LINE[name]}")
         if name not in valid:
             raise UsageError(f"{cls.__name__} has no parameter {name!r}; valid names: "
                              f"{', '.join(valid)}")
+        if name in params:
+            raise UsageError(f"-p {name} is given twice: give each parameter once")
         params[name] = _typed(cls, name, text.strip())
     return params
 

@@ -1,6 +1,10 @@
 """Files of ``row column [value]`` lines with 1-based indices after a header (MatrixMarket
 coordinate files, UCI bag-of-words files), read in byte ranges, on the workers when a cluster
-is used."""
+is used. Each range is parsed by numpy's C reader (``numpy.loadtxt``), which refuses any line
+that is not ``row column [value]`` of the file's kind; only then are the lines read one by one,
+to name the first bad one."""
+import io
+
 import dask
 import numpy as np
 
@@ -34,29 +38,40 @@ def read_coordinates(path, data_offset, shape, n_entries, values, client):
     return coordinates_in_memory(coordinates, shape)
 
 
+#: The numpy type of each field of a line, by the file's kind of value.
+FIELDS = {kind: [("row", np.int64), ("column", np.int64)] + value for kind, value in (
+    ("pattern", []), ("integer", [("value", np.int64)]), ("real", [("value", np.float64)]))}
+
+
 def _read_part(path, offset, length, data_offset, shape, values):
     """The 0-based ``(rows, cols, values)`` of the lines of one byte range, and their number."""
-    lines = read_range(path, offset, length).splitlines()
-    n_fields = 2 if values == "pattern" else 3
+    text = read_range(path, offset, length)
     try:
-        tokens = np.array([line.split() for line in lines if line.strip()], dtype=bytes)
-        tokens = tokens.reshape(-1, n_fields) if tokens.size == 0 else tokens
-        if tokens.ndim != 2 or tokens.shape[1] != n_fields:
-            raise ValueError
-        rows, cols = tokens[:, 0].astype(np.int64) - 1, tokens[:, 1].astype(np.int64) - 1
-        data = (np.ones(len(tokens)) if values == "pattern" else
-                tokens[:, 2].astype(np.int64 if values == "integer" else np.float64))
+        rows, cols, data = _parsed(text, values)
         if len(rows) and (rows.min() < 0 or cols.min() < 0 or rows.max() >= shape[0]
                           or cols.max() >= shape[1]):
             raise ValueError
-    except ValueError:
-        index, reason = _first_problem(lines, n_fields, shape, values)
+    except ValueError as error:
+        n_fields = len(FIELDS[values])
+        index, reason = _first_problem(text.splitlines(), n_fields, shape, values, error)
         raise MalformedFileError(path, line_number_at(path, offset) + index, reason) from None
-    return (rows, cols, data.astype(np.float64)), len(rows)
+    return (rows, cols, data), len(rows)
 
 
-def _first_problem(lines, n_fields, shape, values):
-    """``(index, reason)`` of the first line of ``lines`` that is no valid coordinate line."""
+def _parsed(text, values):
+    """The 0-based rows and columns and the float values of the coordinate lines ``text``
+    (blank lines skipped); ValueError for any other line."""
+    if not text.strip():
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0)
+    table = np.loadtxt(io.BytesIO(text), dtype=FIELDS[values], comments=None, ndmin=1)
+    data = np.ones(len(table)) if values == "pattern" else table["value"].astype(np.float64)
+    return table["row"] - 1, table["column"] - 1, data
+
+
+def _first_problem(lines, n_fields, shape, values, error):
+    """``(index, reason)`` of the first line of ``lines`` that is no valid coordinate line
+    (``error``: the parser's, when each line passes Python's checks, e.g. ``1_000``)."""
     number = {"integer": int, "real": float}.get(values)
     for index, line in enumerate(lines):
         fields = line.split()
@@ -79,4 +94,4 @@ def _first_problem(lines, n_fields, shape, values):
             except ValueError:
                 return index, (f"value {fields[2].decode(errors='replace')!r} is not "
                                f"{'an integer' if values == 'integer' else 'a number'}")
-    return 0, "unreadable lines"
+    return 0, f"the lines from this one on cannot be parsed: {error}"
