@@ -229,7 +229,7 @@ def _dask_lasso_data():
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_dask_input_is_recomputed_on_the_workers_left_fit_after_fit_under_load(add_workers,
                                                                                cpu_hogs):
-    """Lazy blocks of a lost worker are computed again from their collection: three fits on
+    """Lazy blocks of a lost worker are computed again from their collection: two fits on
     Dask arrays, each losing the worker of block 0 (SIGKILL, no nanny) at 40% of its rounds,
     with busy loops on every core beside them, each end with the clean run's model (a new
     worker joins before the next fit)."""
@@ -239,7 +239,7 @@ def test_dask_input_is_recomputed_on_the_workers_left_fit_after_fit_under_load(a
     clean = make()
     clean.client = client
     clean.fit(X, y)
-    for _ in range(3):
+    for _ in range(2):
         callback, state = _killer(client, 12)  # of 30 rounds
         recovered = make().set_params(callback=callback)
         recovered.client = client
