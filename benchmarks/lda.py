@@ -49,7 +49,7 @@ How the peers were aligned
   assignment and is counted as set-up), ``lda``'s ``_sample_topics`` called once per
   iteration, dask_strads ``max_iter``.
 - Threads. tomotopy ``workers=--threads`` (default 2, the cores of the 2 Dask workers
-  dask_strads uses on this machine; tomotopy picks its parallel scheme, PARTITION for LDA);
+  dask_strads uses on a 2-core machine; tomotopy picks its parallel scheme, PARTITION for LDA);
   ``lda`` is single-threaded; dask_strads runs on its default embedded cluster.
 - Vocabulary. tomotopy gets each document as a list of word strings (the column numbers),
   ``min_cf = 0``, no top-word removal, ``TermWeight.ONE``; its topic-word rows are mapped

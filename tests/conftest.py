@@ -1,6 +1,6 @@
 """Shared fixtures: Dask clusters that live for the whole test session.
 
-Starting a cluster costs seconds on the project's 2-core machine, so clusters are started once per
+Starting a cluster costs seconds on a small machine (2 cores), so clusters are started once per
 session and shared. No client created here is set as the default client: a test that needs the
 active-client behaviour opens its own ``Client(..., set_as_default=True)`` in a ``with`` block.
 """

@@ -320,8 +320,8 @@ class LassoProgram(Program):
         return coef, tuple(p for p in state.pending if p.round > shared.round)
 
 
-# np.dot rather than @ for vectors: with this machine's OpenBLAS settings @ on two vectors is
-# a hundred times slower.
+# np.dot rather than @ for vectors: with some OpenBLAS settings @ on two vectors is a hundred
+# times slower.
 def _half_norm2(r, offset):
     return 0.5 * float(np.dot(r, r) + 2.0 * offset * r.sum() + offset * offset * r.shape[0])
 
