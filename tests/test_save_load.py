@@ -22,6 +22,7 @@ from bounded import fifo, within  # noqa: F401  (fifo: a fixture)
 # predictions afterwards, unpickles its index)
 LOAD_WITHOUT_PICKLE = """
 import pickle, sys
+import numba.core.serialize  # numba reads cached kernels with its pickle.loads, bound at import
 import numpy as np, scipy.sparse as sp
 import dask_strads
 
@@ -97,6 +98,15 @@ def test_loaded_estimator_keeps_parameters_attributes_and_history(tmp_path):
     assert back.history_.column("rmse") == model.history_.column("rmse")
     assert back.n_iter_ == model.n_iter_ and back.n_features_in_ == model.n_features_in_
     assert (back._seen != model._seen).nnz == 0
+
+
+def test_the_history_of_a_fused_fit_round_trips(tmp_path):
+    """A fused epoch's graph runs many rounds: its tasks a round are a fraction, kept as such."""
+    models, _ = fitted_models()
+    model = models["mf"]
+    model.history_.stats.tasks_per_round = 7 / 30
+    dask_strads.save(model, tmp_path / "mf.npz")
+    assert dask_strads.load(tmp_path / "mf.npz").history_.stats.tasks_per_round == 7 / 30
 
 
 def test_feature_names_are_kept(tmp_path):

@@ -3,6 +3,7 @@ the cluster did. A loaded machine (slow transfers, a lagging event loop), a work
 memory manager, a worker stopped with SIGSTOP and Ctrl-C, on real worker processes."""
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -218,6 +219,7 @@ def test_a_fit_places_no_block_on_a_worker_paused_before_it(start_workers):
     client, _ = start_workers(({}, ()), ({}, ()))
     X, y = regression()
     clean = within(BOUND, fitted_lasso, client, X, y)
+    _wait_until_released(client)  # the clean fit's keys are the same as the next fit's
     (paused,) = client.run(_pause_for_good, workers=[sorted(worker_info(client))[0]])
     deadline = time.monotonic() + 30
     while worker_info(client)[paused]["status"] != "paused":
@@ -229,6 +231,19 @@ def test_a_fit_places_no_block_on_a_worker_paused_before_it(start_workers):
     assert not [key for key, where in client.who_has().items()
                 if "strads-" in str(key) and paused in where]
     np.testing.assert_allclose(est.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
+
+
+def _wait_until_released(client, timeout=30):
+    """Wait until the cluster holds no ``strads-`` value (a finished fit's futures may live
+    until the garbage collector breaks their cycles)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        gc.collect()
+        held = [key for key in client.who_has() if "strads-" in str(key)]
+        if not held:
+            return
+        assert time.monotonic() < deadline, f"a finished fit's values stay on the cluster: {held}"
+        time.sleep(0.2)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -27,6 +27,7 @@ def main(argv=None):
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse's usage errors (2) and --help (0)
         return stop.code
+    level = logger.level
     if args.quiet:
         logger.setLevel(logging.WARNING)
     client = None
@@ -53,6 +54,7 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     finally:
+        logger.setLevel(level)  # main() may run in a longer-lived process (a test, a script)
         if client is not None:
             client.close()
 

@@ -27,14 +27,15 @@ class FitStats:
 
     ``compute_seconds`` adds, round by round, the slowest block's push plus the pull: the time the
     round would take with no Dask latency. ``overhead_share`` is the rest of the wall time.
-    ``tasks_per_round``: the tasks in the graph of the last round. ``recoveries``: one dict
+    ``tasks_per_round``: the tasks of the last graph over the rounds it ran (a fused epoch's
+    graph runs many rounds, so it may be a fraction). ``recoveries``: one dict
     per lost worker the fit went on after (round resumed from, lost workers, blocks moved,
     seconds). ``resumed_from``: the first round run after resuming from a checkpoint on disk
     (None for a fresh fit).
     """
 
     rounds: int = 0
-    tasks_per_round: int = 0
+    tasks_per_round: float = 0
     recoveries: list = field(default_factory=list)
     resumed_from: int = None
     wall_seconds: float = 0.0
