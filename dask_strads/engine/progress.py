@@ -14,7 +14,7 @@ import math
 import threading
 from time import perf_counter
 
-from ..kernels.compilation import announce_compiling, compiling_message
+from ..kernels.compilation import announce_compiling
 from ..log import logger
 
 #: The live plot redraws when the time since its last drawing is this many times what that
@@ -45,7 +45,6 @@ class ProgressBar:
         self.rounds_per_iteration = rounds_per_iteration
         self.tolerance = tolerance
         self._first_gap = None
-        self._compiling = bool(kernels) and compiling_message(kernels) is not None
         desc = f"{name} (placing data)"
         if tolerance:
             self.bar = tqdm(total=100, desc=desc, unit="%",
@@ -53,8 +52,8 @@ class ProgressBar:
         else:
             unit = "iteration" if rounds_per_iteration > 1 else "round"
             self.bar = tqdm(total=max_rounds // rounds_per_iteration, desc=desc, unit=unit)
-        if kernels:
-            announce_compiling(kernels, emit=self.write)
+        # what is pending is read from numba's cache on disk: checked once, by the notice
+        self._compiling = bool(kernels) and announce_compiling(kernels, emit=self.write) is not None
         self._ticker = _Ticker(self.bar)
 
     def write(self, message):
