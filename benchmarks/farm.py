@@ -28,8 +28,9 @@ s x tasks`` over every program and P and per program; over both engines the same
 ``q x P x wall seconds a round`` (see pooled_fit); the two targets of docs/scaling.md. A fit or
 farm that fails is reported as failed and the run goes on.
 
-With ``--fused N`` the fits run without a callback (a fit with one runs a graph a round), as
-fused epochs run (see docs/engine.md): the CPU per round is then the difference between a fit
+Without ``--fused`` the fits run a graph a round (``dask-strads.max-epoch-rounds`` 1). With
+``--fused N`` they run in fused epochs (see docs/engine.md): the CPU per round is then the
+difference between a fit
 of ``N`` iterations and one of the usual length, over the difference of their rounds, so that
 placing the data and collecting the model, which both do, cancel; idle-corrected alike.
 
@@ -48,16 +49,22 @@ import sys
 import tempfile
 import time
 
+import dask
 import numpy as np
 
 BENCHMARKS = os.path.dirname(os.path.abspath(__file__))
 HERE = os.path.dirname(BENCHMARKS)
 #: Settings of every farm process: no worker dropped for heartbeats late on a loaded machine,
-#: no sampling profiler in the workers (CPU the shared machine would lose for nothing).
+#: no sampling profiler in the workers (CPU the shared machine would lose for nothing), and no
+#: system monitor: each worker's reads its process's open files twice a second, and with P
+#: workers (and their P^2 connections) in one process that took 91% of the farm's CPU at
+#: P = 64 (py-spy), so its rounds took seconds of waiting that a worker on a machine of its
+#: own never sees.
 FARM_ENV = {"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": "1h",
             "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "120s",
             "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
-            "DASK_DISTRIBUTED__ADMIN__TICK__LIMIT": "1h"}
+            "DASK_DISTRIBUTED__ADMIN__TICK__LIMIT": "1h",
+            "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "1h"}
 SCHEDULER_START_SECONDS = 60
 #: MF per round at P = 64 at most this (seconds); LDA per iteration at P = 32 at most this
 #: share of the engine's before the plane.
@@ -98,7 +105,8 @@ def measure_fit(client, process, fit, data):
 
     clock = RoundClock(process)
     before = client.run_on_scheduler(transitions)
-    est = fit(data, client, warm_up=False, callback=clock)
+    with dask.config.set({"dask-strads.max-epoch-rounds": 1}):
+        est = fit(data, client, warm_up=False, callback=clock)
     stats = est.history_.stats
     (first_time, first_cpu), (last_time, last_cpu) = clock.marks[0], clock.marks[-1]
     iterations = getattr(est, "n_iter_", None)
@@ -346,7 +354,7 @@ def main():
              ("--before", {"help": "a checkout of the engine before the message plane"}),
              ("--idle-seconds", {"type": float, "default": 5.0}),
              ("--fused", {"type": int, "default": 0,
-                          "help": "iterations of the longer fit (0: fits with a callback)"}),
+                          "help": "iterations of the longer fit (0: round graphs)"}),
              ("--timeout", {"type": float, "default": 3600.0,
                             "help": "seconds a farm's fits may take"}),
              ("--role", {"default": "run", "help": argparse.SUPPRESS}),

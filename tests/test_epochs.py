@@ -1,6 +1,7 @@
 """Fused epochs: on a cluster, one task per worker runs several rounds; the model is the round
 graphs' and the sequential loop's, for every program that fuses, with far fewer graphs."""
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +132,37 @@ def test_the_configuration_turns_epochs_off_for_estimators(client_factory):
     assert fitted[1].history_.stats.tasks_per_round == 2 + 2  # a block of each side a worker
     assert fitted[32].history_.stats.tasks_per_round < 2 + 2
     np.testing.assert_array_equal(fitted[1].user_factors_, fitted[32].user_factors_)
+
+
+class Slow(MFProgram):
+    """MF whose pushes take ``seconds`` more: rounds long enough to watch an epoch run."""
+
+    def __init__(self, *args, seconds, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.seconds = seconds
+
+    def push(self, *args):
+        time.sleep(self.seconds)
+        return super().push(*args)
+
+
+def test_an_epoch_streams_its_rounds_and_a_callback_stops_it_inside(client_factory):
+    """While an epoch runs, the client records each round as the hub pulls it: a callback
+    sees every round in order, and its stop reaches the hub within a few rounds, inside the
+    epoch (the epoch's own reports, read when it ends, come rounds later). The factors are
+    the sequential loop's after the rounds that ran."""
+    client = client_factory(2)
+    program, raw = setup_mf(RATINGS, 2, 2, program_class=Slow, seconds=0.3)
+    seen, stop_at = [], 8  # inside the first epoch, which runs up to 16 rounds from round 3 to 5
+    result, graphs = fit(client, program, raw, [0, 1, 0, 1], checkpoint_interval=0,
+                         max_epoch_rounds=16,
+                         callback=lambda record: seen.append(record["round"]) or
+                         record["round"] == stop_at)
+    ran = [r["round"] for r in result.history if not r.get("after_stop")]
+    assert len(graphs) < len(result.history)  # it fused
+    assert seen[:stop_at + 1] == list(range(stop_at + 1))
+    assert stop_at < ran[-1] <= stop_at + 3
+    program.seconds = 0.0
+    params, _ = run_sequential(program, raw, len(ran))
+    for ours, expected in zip(client.gather(result.params), params):
+        np.testing.assert_array_equal(ours, expected)

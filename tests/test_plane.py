@@ -5,7 +5,6 @@ import contextlib
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import dask
@@ -242,12 +241,12 @@ def test_a_message_of_a_round_the_source_has_moved_past_is_refused():
     already moved past, it refuses with an error naming the rounds, instead of answering from
     its newer state."""
     from dask_strads.engine import tasks
-    from dask_strads.engine.plane import Received, message
+    from dask_strads.engine.plane import Received, messages
 
     program, raw = setup(RATINGS, 2, 2)
     cell = tasks.prepare(program, raw[0], 0)
     cell.record(5, cell.latest(), 5)  # its push of round 5 has run
     source = Source(0, "here", cell, None)
-    assert message(source, 2, 6, Received()) is not None  # made from round 5's state
+    assert messages([source], 2, 6, Received())[0] is not None  # made from round 5's state
     with pytest.raises(RuntimeError, match=r"states of rounds \[5\]: a message of round 5"):
-        message(source, 2, 5, Received())
+        messages([source], 2, 5, Received())

@@ -12,6 +12,8 @@ never reads the posts of the one before; a run's boards go when its epoch tasks 
 import asyncio
 import threading
 
+#: The key of the client's request that the run stop (see :func:`ask_to_stop`).
+STOP = ("stop",)
 #: Boards of this process's workers: (worker address, run id) -> Board.
 _BOARDS = {}
 _LOCK = threading.Lock()
@@ -70,3 +72,9 @@ def drop_with_cell(cell_key):
     with _LOCK:
         for address, run_id in [k for k in _BOARDS if cell_key.endswith(f"-{k[1]}")]:
             del _BOARDS[(address, run_id)]
+
+
+def ask_to_stop(run_id, dask_worker):
+    """Post on ``dask_worker``'s board of run ``run_id`` that the client stops the fit (run by
+    ``Client.run`` on the run's hub)."""
+    board(dask_worker, run_id).post(STOP, True)

@@ -12,15 +12,17 @@ the round's pushes (in the schedule's order, as the round graph's pull lists the
 tasks fetch before their next round: the rounds stay bulk-synchronous, and the results are the
 round graphs' (and :func:`~dask_strads.programs.base.run_sequential`'s). A stop found at any
 round reaches every task with that round's pull, and the rounds left in the epoch then run
-nothing of the program, as rounds submitted behind a stop do.
+nothing of the program, as rounds submitted behind a stop do. The hub streams each round's
+report to the client as it pulls it (:mod:`.streams`); a stop the client asks for (its
+callback's) reaches the hub's board, and the hub stops at the next round it pulls.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from time import perf_counter
 
 from distributed import MultiLock, get_worker
 
 from ..programs.base import checked_instructions
-from . import boards, plane, tasks
+from . import boards, plane, streams, tasks
 from .cells import CellRef
 
 
@@ -82,9 +84,12 @@ def epoch(program, plan, cells, pulled, carried, *after):
         board.post(("partials", t) if pushed else None, pushed, done=t)
         if worker.address == plan.hub:
             pulled = _pull(program, plan, pulled, instructions, t)
+            if boards.STOP in board.values and not pulled.stopped:  # the client stopped the fit
+                pulled = replace(pulled, stopped=True)
             board.values.pop(("pulled", t - 1), None)  # every task has read it: they posted t
             board.post(("pulled", t), pulled)
             reports.append(tasks.report(pulled))
+            streams.post_round(plan.run_id, t, reports[-1])
             seconds.append(perf_counter() - start)
             start = perf_counter()
         else:
@@ -133,9 +138,3 @@ def gang_lock(client, workers):
     """A lock over ``workers`` for a run's fused epochs (see ``Engine._gang``)."""
     return MultiLock(names=[f"dask-strads-gang-{w}" for w in sorted(set(workers))],
                      client=client)
-
-
-def release_gang(run):
-    if run.gang:
-        run.gang.release()
-        run.gang = False

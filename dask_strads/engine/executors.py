@@ -14,12 +14,16 @@ import numpy as np
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from .blocks import fresh_copies, place_blocks, spread, worker_addresses, worker_info
+from .boards import ask_to_stop
 from .compat import DataNode, TaskRef, fetch, on_loop, wait_on
 from .errors import ClusterError, PeerUnreachable, WorkerLost
 from .stalls import Stalls
+from .streams import RoundStream
 
 #: How often a wait on the cluster checks that the workers it depends on are still there.
 POLL_SECONDS = 2.0
+#: How often a wait that watches something else (a fused epoch's streamed rounds) looks at it.
+WATCH_SECONDS = 0.1
 #: A result the scheduler holds this long while the client has not heard that it is done stops
 #: the fit (the client's connection to the scheduler lost messages).
 UNHEARD_SECONDS = 60.0
@@ -76,11 +80,20 @@ class DistributedExecutor:
         futures = self.client.get(HighLevelGraph(layers, dependencies), keys, sync=False)
         return dict(zip(keys, futures))
 
-    def result(self, handle, owners=()):
+    def result(self, handle, owners=(), watch=None):
         """The value of ``handle``, waiting as long as the workers in ``owners`` (their blocks'
         state lives there) are alive and the scheduler answers; else a
-        :class:`ClusterError` that says which worker or scheduler was lost."""
-        return self.gather([handle], owners)[0]
+        :class:`ClusterError` that says which worker or scheduler was lost. ``watch``: called
+        every :data:`WATCH_SECONDS` of the wait."""
+        return self.gather([handle], owners, watch)[0]
+
+    def round_stream(self, run_id):
+        """The :class:`.streams.RoundStream` of a run's fused epochs on this cluster."""
+        return RoundStream(self.client, run_id)
+
+    def ask_to_stop(self, run_id, hub):
+        """Ask the hub of a run's fused epochs to stop it at the next round it pulls."""
+        self.client.run(ask_to_stop, run_id, workers=[hub])
 
     def check(self, owners, cause=None, stalls=None):
         """Raise :class:`ClusterError` if the scheduler is gone or a worker of ``owners`` left;
@@ -110,19 +123,27 @@ class DistributedExecutor:
     def done(self, handle):
         return handle.done()
 
-    def wait(self, handles, owners=()):
+    def wait(self, handles, owners=(), watch=None):
         """Wait until ``handles`` are computed, their values left where they are, as long as
-        the workers in ``owners`` are alive (else :class:`ClusterError`, as :meth:`result`)."""
+        the workers in ``owners`` are alive (else :class:`ClusterError`, as :meth:`result`);
+        ``watch``: called every :data:`WATCH_SECONDS` meanwhile."""
         stalls = Stalls(self.round_seconds, self._held_bytes)
         unheard = {}  # key -> when the scheduler was first seen holding it, unknown to us
         pending = [h for h in handles if not h.done()]
+        checked = monotonic()
         while pending:
             try:
-                wait_on(self.client, pending, timeout=POLL_SECONDS)
+                wait_on(self.client, pending,
+                        timeout=POLL_SECONDS if watch is None else WATCH_SECONDS)
             except Exception as error:  # timed out, or a future cancelled (a key forgotten)
-                self.check(owners, error, stalls)
-                if isinstance(error, TimeoutError):
-                    self._heard(pending, unheard)
+                if watch is not None:
+                    watch()
+                timed_out = isinstance(error, TimeoutError)
+                if not timed_out or monotonic() - checked >= POLL_SECONDS:
+                    checked = monotonic()
+                    self.check(owners, error, stalls)
+                    if timed_out:
+                        self._heard(pending, unheard)
             pending = [h for h in pending if not h.done()]
         for handle in handles:
             if handle.status != "finished":
@@ -163,10 +184,10 @@ class DistributedExecutor:
         ours = [key for key in keys if str(key).startswith("strads-")]
         return sum(self._settle(self.client.scheduler.nbytes(keys=ours, summary=False)).values())
 
-    def gather(self, handles, owners=()):
+    def gather(self, handles, owners=(), watch=None):
         """The values of ``handles``, once computed (see :meth:`wait`)."""
         handles = list(handles)
-        self.wait(handles, owners)
+        self.wait(handles, owners, watch)
         try:
             values = self._settle(fetch(self.client, [h.key for h in handles]), owners)
         except KeyError as error:  # a holder left after the wait
@@ -260,8 +281,11 @@ class LocalExecutor:
         values = self.get({**inputs, **tasks}, keys)
         return {key: self._handle(key, value) for key, value in zip(keys, values)}
 
-    def result(self, handle, owners=()):
+    def result(self, handle, owners=(), watch=None):
         return handle.value
+
+    def round_stream(self, run_id):
+        """None: local schedulers run no fused epochs."""
 
     def compute(self, *collections):
         return list(dask.compute(*collections, scheduler=self.get))
@@ -272,7 +296,7 @@ class LocalExecutor:
     def wait(self, handles, owners=()):
         """Values here are computed when their handle exists."""
 
-    def gather(self, handles, owners=()):
+    def gather(self, handles, owners=(), watch=None):
         return [h.value for h in handles]
 
     def release(self, handles):

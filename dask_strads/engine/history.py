@@ -64,6 +64,11 @@ class History:
         self.records.append(record)
         self.stats.compute_seconds += record.get("compute_seconds", 0.0)
 
+    @property
+    def last_round(self):
+        """The newest round recorded (-1 before the first)."""
+        return self.records[-1]["round"] if self.records else -1
+
     def typical_round_seconds(self, last=10):
         """The median time between the ``last`` newest records (0 before the second)."""
         times = [r["time"] for r in self.records[-last - 1:]]

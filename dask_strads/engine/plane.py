@@ -63,16 +63,18 @@ class Received:
         return value
 
 
-def message(source, to_block, round_index, received):
-    """``source.block``'s message to the push of ``to_block`` in round ``round_index``, from its
-    state after the round before."""
-    return _fetch(source, received, "message", to_block=to_block, round_index=round_index)
+def messages(sources, to_block, round_index, received):
+    """``{source.block: its message}`` to the push of ``to_block`` in round ``round_index``,
+    each from its block's state after the round before; the requests to other workers go out
+    together, so a push waits for the slowest answer, not for their sum."""
+    return _fetch_all(sources, received, "message", to_block=to_block,
+                      round_index=round_index)
 
 
 def carried(source, carried_id, received):
     """The carried block ``carried_id`` that ``source.block``'s push left in its cell; the cell
     lets go of it."""
-    return _fetch(source, received, "carried", carried_id=carried_id)
+    return _fetch_all([source], received, "carried", carried_id=carried_id)[source.block]
 
 
 def peek_carried(source, carried_id):
@@ -95,19 +97,28 @@ def posted(addresses, run_id, key, ready, timeout, take=False):
                                  else board.values.get(key))
     request = dict(kind="posted", run_id=run_id, ready=ready, timeout=timeout, key=list(key),
                    take=take)
-    answers = _ask_all(others, f"its {key[0]} of round {key[1]}", timeout, request)
-    return {**found, **answers}
+    answers = _ask_all([(a, f"its {key[0]} of round {key[1]}", timeout, request)
+                        for a in others])
+    return {**found, **dict(zip(others, answers))}
 
 
-def _fetch(source, received, kind, **what):
-    cell = local_cell(source.cell)
-    # a read another task orders, or of this worker's own cell, whose epoch task made it
-    if cell is not None and (source.ready is None or _this_worker(source.worker)):
-        return received.count(_answer(cell, kind, **what), remote=False)
-    value = _ask_for(source.worker, f"block {source.block}'s {kind}", source.timeout,
-                     dict(cell=source.cell.key, kind=kind, run_id=source.run_id,
-                          ready=source.ready, timeout=source.timeout, **what))
-    return received.count(value, remote=cell is None)
+def _fetch_all(sources, received, kind, **what):
+    """``{source.block: value}`` of ``kind`` from each source's cell: read here when the cell
+    is in this process and the read is ordered (by a task, or because this worker's own epoch
+    task made it), else asked of its worker, all such requests at once."""
+    found, asked = {}, []
+    for source in sources:
+        cell = local_cell(source.cell)
+        if cell is not None and (source.ready is None or _this_worker(source.worker)):
+            found[source.block] = received.count(_answer(cell, kind, **what), remote=False)
+        else:
+            asked.append((source, cell is None))
+    answers = _ask_all([(s.worker, f"block {s.block}'s {kind}", s.timeout,
+                         dict(cell=s.cell.key, kind=kind, run_id=s.run_id, ready=s.ready,
+                              timeout=s.timeout, **what)) for s, _ in asked])
+    for (source, remote), value in zip(asked, answers):
+        found[source.block] = received.count(value, remote=remote)
+    return {s.block: found[s.block] for s in sources}
 
 
 def _this_worker(address):
@@ -117,18 +128,16 @@ def _this_worker(address):
         return False
 
 
-def _ask_for(address, what, timeout, request):
-    return _ask_all([address], what, timeout, request)[address]
-
-
-def _ask_all(addresses, what, timeout, request):
-    """``{address: value}`` of ``request`` sent to each of ``addresses`` at once."""
-    if not addresses:
-        return {}
+def _ask_all(asked):
+    """The answers to ``asked``, ``(address, what is asked for, timeout, request)`` each, all
+    sent at once: their values, in order; :class:`.errors.PeerUnreachable` naming the first
+    worker that did not answer, or no longer holds what it was asked for."""
+    if not asked:
+        return []
     worker = get_worker()
-    answers = sync(worker.loop, _ask, worker, addresses, request, timeout)
-    values = {}
-    for address, answer in zip(addresses, answers):
+    answers = sync(worker.loop, _ask, worker, asked)
+    values = []
+    for (address, what, timeout, _), answer in zip(asked, answers):
         if isinstance(answer, (OSError, asyncio.TimeoutError)):
             raise PeerUnreachable(
                 f"worker {address} did not answer a request for {what} within {timeout:.0f} s "
@@ -138,16 +147,18 @@ def _ask_all(addresses, what, timeout, request):
         if answer["status"] != "OK":
             raise PeerUnreachable(f"worker {address} no longer holds {what} "
                                   f"({answer['status']})", [address])
-        values[address] = answer["value"]
+        values.append(answer["value"])
     return values
 
 
-async def _ask(worker, addresses, request, timeout):
-    async def one(address):
+async def _ask(worker, asked):
+    async def one(address, timeout, request):
         call = getattr(worker.rpc(address), HANDLER)
         return await asyncio.wait_for(call(**request), timeout)
 
-    return await asyncio.gather(*map(one, addresses), return_exceptions=True)
+    return await asyncio.gather(*(one(address, timeout, request)
+                                  for address, _, timeout, request in asked),
+                                return_exceptions=True)
 
 
 def _answer(cell, kind, to_block=None, round_index=None, carried_id=None):

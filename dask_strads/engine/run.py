@@ -5,7 +5,7 @@ from collections import deque
 
 from .cells import CellRef
 from .history import History
-from .hubs import claim_hub
+from .hubs import claim_hub, release_hub
 from .plane import Source
 from .recovery import KEPT
 
@@ -40,6 +40,7 @@ class Run:
         self.collected = []  # the handles of the result, once collected
         self.gang = None  # the lock over its workers for fused epochs: None untried, False none
         self.graph_seconds = None  # what a round graph costs beyond its compute, once measured
+        self.stream = None  # the rounds its fused epochs stream (see .streams), on a cluster
 
     def key(self, kind, *parts):
         """The key of one of the run's tasks: ``strads-<program>-<kind>-<parts>``."""
@@ -110,6 +111,16 @@ class Run:
         history, the losses per block and whether disk writes still work."""
         self.start, self.history, self.losses = lost.start, lost.history, lost.losses
         self.writes_to_disk = lost.writes_to_disk
+
+    def end(self):
+        """Let go of what the run holds besides its values: its hub, the lock over its workers
+        for fused epochs and its round stream."""
+        release_hub(self.hub)
+        if self.gang:
+            self.gang.release()
+            self.gang = False
+        if self.stream is not None:
+            self.stream.close()
 
     def forget_pulls_before(self, oldest):
         for r in [r for r in self.pulled if r < oldest]:

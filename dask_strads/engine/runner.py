@@ -18,7 +18,6 @@ from .compat import TaskRef
 from .errors import ClusterError, WorkerLost
 from .graph import RoundGraph
 from .history import History
-from .hubs import release_hub
 from .plane import FETCH_SECONDS, Source
 from .progress import watchers
 from .recovery import add_checkpoint, checkpoint_items, usable
@@ -186,8 +185,7 @@ class Engine:
             self.executor.release(h for h in run.handles() if h is not None)
             raise
         finally:
-            release_hub(run.hub)
-            epochs.release_gang(run)
+            run.end()
             for watcher in watching:
                 watcher.close(run)
 
@@ -263,6 +261,7 @@ class Engine:
             raw, owners = executor.place(blocks, slots, f"strads-{program.name}-data")
         run = Run(program.name, uuid.uuid4().hex[:8], owners, program.n_carried, start,
                   executor.local)
+        run.stream = executor.round_stream(run.id)
         run.program = executor.share(program, run.key("program", run.id))
         graph = RoundGraph()
         cells = [graph.add(worker, key, tasks.prepare, run.program, block, b, restore is None,
@@ -306,7 +305,11 @@ class Engine:
         carried = [graph.add(w, run.key("carried-restore", c, run.id), tasks.snapshot,
                              tasks.itself, rest[c]) for c, w in enumerate(run.home)]
         run.submitted = checkpoint.round
-        return inits, carried, dict(zip(checkpoint.pulled, rest[len(carried):]))
+        # the restored pulls follow the restored cells, as a round's pull follows its pushes
+        pulls = [graph.add(run.hub, run.key("pull-restore", r, run.id), tasks.after,
+                           pulled, *inits)
+                 for r, pulled in zip(checkpoint.pulled, rest[len(carried):])]
+        return inits, carried, dict(zip(checkpoint.pulled, pulls))
 
     def _recover(self, run, blocks, slots, error):
         """Go on after a lost worker: start again on the workers left from the newest usable
@@ -343,8 +346,7 @@ class Engine:
         logger.warning("%s; going on from round %d on the %d workers left", error, resumed + 1,
                        len(alive))
         new = self.start(placed, slots, restore)
-        release_hub(run.hub)
-        epochs.release_gang(run)
+        run.end()
         new.going_on_from(run)
         new.history.truncate(resumed)
         new.history.stats.recoveries.append({
@@ -433,7 +435,7 @@ class Engine:
         or lineage cut."""
         program = self.program
         if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness
-                or self.callback is not None or not program.static_schedule
+                or _reads_the_fit(self.callback) or not program.static_schedule
                 or not program.updates_in_place or len(run.history) < MEASURED_ROUNDS
                 or not all(isinstance(c, Source) for c in run.carried)  # not yet in cells
                 or not self._gang(run)):
@@ -469,14 +471,21 @@ class Engine:
                          self.pipeline_depth + program.report_lag)
         source = run.pulled[max(-1, t - 1 - self.staleness)]
         timeout = patience(FETCH_SECONDS, run.history.typical_round_seconds())
+        # Bulk-synchronous, a push follows the pull of the round before, which follows every
+        # task that made what the push reads (see _restored): the reads need no task of their
+        # own to follow, which would be P dependencies a push, each a value fetched, for MF.
+        ordered = not self.staleness
         pushes, hand_offs = {}, {}
         for b, instruction in instructions.items():
             c = instruction.carried
-            sources = [run.source(s, run.pushed[s], timeout) for s in instruction.reads]
+            sources = [run.source(s, None if ordered else run.pushed[s], timeout)
+                       for s in instruction.reads]
+            carried = None if c is None else run.carried[c]
+            if ordered and isinstance(carried, Source):
+                carried = carried._replace(after=None)
             pushes[b] = graph.add(run.owners[b], run.key("push", b, t, run.id), tasks.push,
                                   run.program, run.cells[b], run.previous_push(b, c), source,
-                                  instruction, t, keep_from,
-                                  None if c is None else run.carried[c], sources)
+                                  instruction, t, keep_from, carried, sources)
             if c is not None:
                 hand_offs[c] = run.source(b, pushes[b], timeout)
         return pushes, hand_offs
@@ -505,30 +514,49 @@ class Engine:
         """Read reports, oldest first, until at most ``keep_pending`` are unread (reading on
         while the oldest is done). Returns True once a report stops the fit. After a stop the
         rounds in flight are dropped, unless the program updates in place: then the result is
-        the newest state, and their reports are recorded too."""
+        the newest state, and their reports are recorded too. The rounds of a fused epoch are
+        recorded as its hub streams them, and the epoch's own reports fill in any that did not
+        arrive."""
         executor = self.executor
+        streamed = None if run.stream is None else (lambda: self._read_streamed(run, watching))
+        if streamed:
+            streamed()
         while run.pending and (len(run.pending) > keep_pending
                                or executor.done(run.pending[0][1])):
             if run.final_round is not None and not self.program.updates_in_place:
                 run.pending.clear()
                 break
             first, handle = run.pending.popleft()
-            reports, seconds = _rounds_of(executor.result(handle, run.owners))
+            reports, seconds = _rounds_of(executor.result(handle, run.owners, streamed))
             executor.release([handle])  # read once
             now = perf_counter() - run.start
             for i, report in enumerate(reports):
-                # an epoch's rounds are read together: each at the time the hub pulled it
-                newest = run.history.records[-1]["time"] if len(run.history) else 0.0
-                record = {"round": first + i, "time": max(now - sum(seconds[i + 1:]), newest),
-                          **report.record}
-                run.history.append(record)
-                for watcher in watching:
-                    watcher.update(record, run)
-                if run.final_round is None and self._stops(run, record, report.stopped):
-                    run.final_round = first + i
+                if first + i > run.history.last_round:  # not streamed
+                    # each at the time the hub pulled it
+                    self._record(run, first + i, now - sum(seconds[i + 1:]), report, watching)
             executor.round_seconds = run.history.typical_round_seconds()
             self._complete_on_disk(run, first + len(reports) - 1)
         return run.final_round is not None
+
+    def _read_streamed(self, run, watching):
+        """Record the rounds a fused epoch's hub streamed since the last look, in order."""
+        for t, report in run.stream.take():
+            if t == run.history.last_round + 1:  # else out of order or recorded: the epoch has it
+                self._record(run, t, perf_counter() - run.start, report, watching)
+
+    def _record(self, run, t, seconds, report, watching):
+        """Round ``t``'s record (``seconds`` into the fit) in the history, to the watchers and
+        to the stopping test. A stop the client finds (a callback's) is sent to the hub of the
+        run's fused epochs, whose rounds in flight then run nothing from the next pull on."""
+        newest = run.history.records[-1]["time"] if len(run.history) else 0.0
+        record = {"round": t, "time": max(seconds, newest), **report.record}
+        run.history.append(record)
+        for watcher in watching:
+            watcher.update(record, run)
+        if run.final_round is None and self._stops(run, record, report.stopped):
+            run.final_round = t
+            if run.stream is not None and not report.stopped:
+                self.executor.ask_to_stop(run.id, run.hub)
 
     def _complete_on_disk(self, run, newest_read):
         """Mark the checkpoint rounds whose files are all written (and whose report was read);
@@ -615,9 +643,17 @@ def _rounds_of(value):
     return value
 
 
-def _call(callback, record, running):
+def _reads_the_fit(callback):
+    """Whether ``callback`` takes the running fit as well as the record (``callback(record,
+    run)``), from which it may read the parameters between rounds."""
+    if callback is None:
+        return False
     try:
-        inspect.signature(callback).bind(record, running)
+        inspect.signature(callback).bind(None, None)
     except (TypeError, ValueError):
-        return callback(record)
-    return callback(record, running)
+        return False
+    return True
+
+
+def _call(callback, record, running):
+    return callback(record, running) if _reads_the_fit(callback) else callback(record)

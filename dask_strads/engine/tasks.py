@@ -119,8 +119,7 @@ def push(program, cell, previous, pulled, instruction, round_index, keep_from, c
     received = plane.Received()
     c = instruction.carried
     inbox = Inbox(None if c is None else take_carried(carried, c, received),
-                  {s.block: plane.message(s, cell.block_id, round_index, received)
-                   for s in sources})
+                  plane.messages(sources, cell.block_id, round_index, received))
     state, partial, new_carried = call_push(
         program, cell.block_id, cell.data, cell.latest(), instruction, pulled.shared, inbox)
     if c is not None:
@@ -206,6 +205,11 @@ def state_at(cell, last, round_index):
 
 
 def itself(value):
+    return value
+
+
+def after(value, *tasks):
+    """``value``, once ``tasks`` have run."""
     return value
 
 
