@@ -92,10 +92,11 @@ class DistributedExecutor:
         return RoundStream(self.client, run_id)
 
     def ask_to_stop(self, run_id, hub):
-        """Ask the hub of a run's fused epochs to stop it at the next round it pulls. A hub that
-        cannot be reached is left alone: its epoch then runs its rounds, or fails with it, and
-        the fit stops at the client either way."""
-        self.client.run(ask_to_stop, run_id, workers=[hub], on_error="return")
+        """Ask the hub of a run's fused epochs to stop it at the next round it pulls, without
+        waiting for the answer: a hub that is gone or silent then runs its epoch's rounds, or
+        fails with it, and the fit stops at the client either way."""
+        on_loop(self.client, self.client.run(ask_to_stop, run_id, workers=[hub],
+                                             on_error="return", asynchronous=True))
 
     def check(self, owners, cause=None, stalls=None):
         """Raise :class:`ClusterError` if the scheduler is gone or a worker of ``owners`` left;
