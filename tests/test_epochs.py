@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dask_strads import Engine, run_sequential
+from dask_strads.engine import streams
 from dask_strads.programs.mf import MFProgram
 
 from test_implicit_mf import in_sub_rounds, tiny
@@ -162,6 +163,7 @@ def test_an_epoch_streams_its_rounds_and_a_callback_stops_it_inside(client_facto
     assert len(graphs) < len(result.history)  # it fused
     assert seen[:stop_at + 1] == list(range(stop_at + 1))
     assert stop_at < ran[-1] <= stop_at + 3
+    assert not streams._STREAMS.get(client.id)  # the run's stream closed with it
     program.seconds = 0.0
     params, _ = run_sequential(program, raw, len(ran))
     for ours, expected in zip(client.gather(result.params), params):
