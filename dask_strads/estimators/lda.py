@@ -45,9 +45,9 @@ IN_FLIGHT_SHARE = 0.25
 #: flight costs little and one block a shard has the fewest rounds (on a cluster U = 4P made
 #: each iteration's rounds four times as many: 0.63 of the throughput at K = 1000).
 SMALL_SHARE = 1 / 16
-#: ``sampler="auto"`` samples with alias tables and Metropolis-Hastings from this many topics on,
-#: with SparseLDA below (measured on NewsArticles, docs/lda.md).
-ALIAS_MIN_TOPICS = 500
+#: The sampler of ``sampler="auto"``: the faster one at every K measured (SparseLDA, against the
+#: alias sampler at K = 1000, 5000 and 10,000 on NewsArticles, docs/lda.md).
+AUTO_SAMPLER = "sparse"
 #: The seed of ``transform`` (and of the held-out split) when ``random_state`` is None, so that
 #: two calls give equal results.
 INFERENCE_SEED = 0
@@ -95,9 +95,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     sampler : {"auto", "sparse", "alias"}
         How tokens are drawn: "sparse" is SparseLDA's exact collapsed Gibbs draw, O(K_d + K_w)
         a token (nonzero topics of its document and word); "alias" a short Metropolis-Hastings
-        chain with alias-table proposals (LightLDA), O(1) a token, whose word proposals are
-        stale by at most the sub-round; "auto" picks "alias" from ``ALIAS_MIN_TOPICS`` topics
-        on (measured, docs/lda.md).
+        chain with alias-table proposals (LightLDA), O(1) draws a token, whose word proposals
+        are stale by at most the sub-round; "auto" is ``AUTO_SAMPLER``, the faster of the two
+        at every K measured (SparseLDA up to K = 10,000 on a 1M-token corpus, docs/lda.md).
     n_vocab_blocks : int or None
         Vocabulary blocks U >= number of workers; None: one per worker, or four per worker when
         a worker's share of the word-topic table (about V x K x 6 bytes / P) exceeds 1/16 of its
@@ -281,8 +281,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         seeds = None if seeded is None else seed_prior(
             *seeded, np.full(len(seeded[0]), float(self.seed_strength)), block_of_word,
             local_index, sizes, self.n_components)
-        sampler = self.sampler if self.sampler != "auto" else (
-            "alias" if self.n_components >= ALIAS_MIN_TOPICS else "sparse")
+        sampler = AUTO_SAMPLER if self.sampler == "auto" else self.sampler
         program = LDAProgram(self.n_components, alpha, beta, len(word_counts), sizes, n_shards,
                              self._seed(), self.optimize_interval, self.burn_in, seeds, sampler)
         stopping = None if held_out is None else (
