@@ -155,3 +155,23 @@ def test_unknown_sampler_is_refused():
     X, _, _ = make_lda_corpus(n_docs=20, n_words=30, n_topics=2, doc_length=10, random_state=0)
     with pytest.raises(ValueError, match="sampler"):
         LatentDirichletAllocation(2, sampler="metropolis").fit(X)
+
+
+def test_alias_sampler_on_worker_processes_with_seeds_and_held_out_data(client_factory):
+    """Two worker processes (blocks travel between them pickled), seeded topics and validation
+    data: the seeded topic takes its seed words, the planted topics are recovered and the
+    held-out chain reports a perplexity every iteration."""
+    X, phi, _ = make_lda_corpus(n_docs=300, n_words=400, n_topics=5, doc_length=80,
+                                random_state=3)
+    seeds = [int(w) for w in np.argsort(phi[2])[::-1][:3]]
+    model = LatentDirichletAllocation(5, doc_topic_prior=0.1, topic_word_prior=0.01,
+                                      max_iter=25, sampler="alias", seed_topics={4: seeds},
+                                      validation_data=X[250:], n_iter_no_change=25,
+                                      random_state=0)
+    model.client = client_factory(2)
+    model.fit(X[:250])
+    topics = model.components_ / model.components_.sum(axis=1, keepdims=True)
+    assert match_topics(topics, phi)[0] >= 0.9
+    assert set(seeds) <= set(np.argsort(topics[4])[::-1][:10].tolist())
+    perplexities = [r["held_out_perplexity"] for r in model.history_]
+    assert len(perplexities) == 25 and perplexities[-1] < perplexities[0]
