@@ -51,6 +51,9 @@ How the peers were aligned
 - Threads. tomotopy ``workers=--threads`` (default 2, the cores of the 2 Dask workers
   dask_strads uses on a 2-core machine; tomotopy picks its parallel scheme, PARTITION for LDA);
   ``lda`` is single-threaded; dask_strads runs on its default embedded cluster.
+- Samplers. ``--samplers`` gives dask_strads one row per ``sampler`` ("auto": the
+  estimator's choice by K; "sparse": SparseLDA; "alias": alias tables and Metropolis-Hastings);
+  the ratio columns compare the first of them ("ours") with every row.
 - Vocabulary. tomotopy gets each document as a list of word strings (the column numbers),
   ``min_cf = 0``, no top-word removal, ``TermWeight.ONE``; its topic-word rows are mapped
   back to the matrix's columns.
@@ -70,6 +73,8 @@ Usage
   python benchmarks/lda.py                                     # real + 10M synthetic, K=100,1000
   python benchmarks/lda.py --topics 100 --iterations 20 --repeats 1 --max-tokens 2500000
   python benchmarks/lda.py --corpora news --solvers tomotopy,lda --markdown
+  python benchmarks/lda.py --corpora news --topics 1000 --samplers alias,sparse \
+      --solvers dask_strads,tomotopy
 """
 import argparse
 import contextlib
@@ -292,13 +297,15 @@ def worker_time_shares(task_stream, n_workers, wall):
     return {name: seconds / total for name, seconds in spent.items()}
 
 
-def run_strads(cls, X, K, alpha, beta, iterations, seed, on_cluster, optimize_interval):
+def run_strads(cls, X, K, alpha, beta, iterations, seed, on_cluster, optimize_interval,
+               sampler="auto"):
     from distributed import get_task_stream
 
     from dask_strads import embedded_client
 
     est = cls(n_components=K, doc_topic_prior=alpha, topic_word_prior=beta,
-              max_iter=iterations, optimize_interval=optimize_interval, random_state=seed)
+              max_iter=iterations, optimize_interval=optimize_interval, random_state=seed,
+              sampler=sampler)
     if on_cluster:
         est.client = embedded_client()
     watch = get_task_stream(client=est.client) if on_cluster else contextlib.nullcontext()
@@ -338,12 +345,14 @@ def run_case(corpus, K, args, strads_cls):
           f"{args.beta}, {learned}", flush=True)
     runners = {}
     interval = args.optimize_interval
-    if strads_cls is not None and STRADS_CLUSTER in args.solvers:
-        runners[STRADS_CLUSTER] = lambda Xs, it: run_strads(
-            strads_cls, Xs, K, args.alpha, args.beta, it, args.seed, True, interval)
-    if strads_cls is not None and STRADS in args.solvers:
-        runners[STRADS] = lambda Xs, it: run_strads(strads_cls, Xs, K, args.alpha, args.beta,
-                                                    it, args.seed, False, interval)
+    for on_cluster, solver in ((False, STRADS), (True, STRADS_CLUSTER)):
+        if strads_cls is None or solver not in args.solvers:
+            continue
+        for sampler in args.samplers:  # the first in-process row is "ours" in the ratios
+            name = solver if args.samplers == ["auto"] else f"{solver} ({sampler})"
+            runners[name] = (lambda on_cluster, sampler: lambda Xs, it: run_strads(
+                strads_cls, Xs, K, args.alpha, args.beta, it, args.seed, on_cluster, interval,
+                sampler))(on_cluster, sampler)
     if "tomotopy" in args.solvers:
         runners["tomotopy"] = lambda Xs, it: run_tomotopy(Xs, K, args.alpha, args.beta, it,
                                                           args.seed, args.threads, interval)
@@ -374,7 +383,7 @@ def run_case(corpus, K, args, strads_cls):
         rows.append(row)
         print(f"    {name}: {per_iter:.3f} s/iter, {row['tps'] / 1e6:.2f}M tokens/s, "
               f"fit {row['fit']:.1f} s, LL/token {row['ll']:.4f}", flush=True)
-    ours = next((r for r in rows if r["solver"] == STRADS), None)
+    ours = next((r for r in rows if r["solver"].split(" (")[0] == STRADS), None)
     for r in rows:
         r["tps_ratio"] = None if ours is None else ours["tps"] / r["tps"]
         r["fit_ratio"] = None if ours is None else ours["fit"] / r["fit"]
@@ -385,7 +394,7 @@ def run_case(corpus, K, args, strads_cls):
 
 def format_table(result, markdown):
     head = ["solver", "setup s", "s/iter", "tokens/s", "fit s", "LL/token", "planted cos",
-            f"{STRADS} tok/s / this", f"fit s {STRADS} / this", f"LL {STRADS} - this",
+            "ours tok/s / this", "ours fit s / this", "LL ours - this",
             "notes"]
     lines = []
     for r in result["rows"]:
@@ -437,6 +446,9 @@ def main(argv=None):
     parser.add_argument("--optimize-interval", type=int, default=10,
                         help="learn the priors every this many iterations (ours: alpha and "
                              "beta, tomotopy: alpha); 0 keeps them fixed")
+    parser.add_argument("--samplers", default="auto",
+                        help="comma-separated dask_strads samplers (auto, sparse, alias), one "
+                             "row each; the first is the one the ratios compare (default auto)")
     parser.add_argument("--threads", type=int, default=2, help="tomotopy worker threads")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--solvers", default=",".join(SOLVERS),
@@ -453,6 +465,10 @@ def main(argv=None):
     if args.solvers - set(SOLVERS):
         parser.error(f"unknown solvers: {sorted(args.solvers - set(SOLVERS))}")
     max_tokens = None if args.max_tokens is None else int(args.max_tokens)
+    args.samplers = [s.strip() for s in args.samplers.split(",") if s.strip()]
+    unknown = set(args.samplers) - {"auto", "sparse", "alias"}
+    if unknown:
+        parser.error(f"unknown samplers: {sorted(unknown)}")
 
     versions = []
     for mod in ("tomotopy", "lda"):

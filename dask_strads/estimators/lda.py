@@ -5,6 +5,7 @@ import numpy as np
 import psutil
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..engine.blocks import worker_info
@@ -44,6 +45,9 @@ IN_FLIGHT_SHARE = 0.25
 #: flight costs little and one block a shard has the fewest rounds (on a cluster U = 4P made
 #: each iteration's rounds four times as many: 0.63 of the throughput at K = 1000).
 SMALL_SHARE = 1 / 16
+#: The sampler of ``sampler="auto"``: the faster one at every K measured (SparseLDA, against the
+#: alias sampler at K = 1000, 5000 and 10,000 on NewsArticles, docs/lda.md).
+AUTO_SAMPLER = "sparse"
 #: The seed of ``transform`` (and of the held-out split) when ``random_state`` is None, so that
 #: two calls give equal results.
 INFERENCE_SEED = 0
@@ -88,6 +92,12 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         ``set_word_prior``), which draws the seed words' tokens to their topics.
     seed_strength : float
         The boost of the seeded pairs' prior, in pseudo-counts of the word in the topic.
+    sampler : {"auto", "sparse", "alias"}
+        How tokens are drawn: "sparse" is SparseLDA's exact collapsed Gibbs draw, O(K_d + K_w)
+        a token (nonzero topics of its document and word); "alias" a short Metropolis-Hastings
+        chain with alias-table proposals (LightLDA), O(1) draws a token, whose word proposals
+        are stale by at most the sub-round; "auto" is ``AUTO_SAMPLER``, the faster of the two
+        at every K measured (SparseLDA up to K = 10,000 on a 1M-token corpus, docs/lda.md).
     n_vocab_blocks : int or None
         Vocabulary blocks U >= number of workers; None: one per worker, or four per worker when
         a worker's share of the word-topic table (about V x K x 6 bytes / P) exceeds 1/16 of its
@@ -153,13 +163,15 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
         "seed_topics": [dict, None],
         "seed_strength": [NumberInterval(Real, 0, None, closed="neither")],
+        "sampler": [StrOptions({"auto", "sparse", "alias"})],
     }
 
     def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,
                  max_iter=100, optimize_interval=10, burn_in=0, validation_data=None,
-                 n_iter_no_change=10, seed_topics=None, seed_strength=50.0, n_vocab_blocks=None,
-                 staleness=0, transform_iter=50, random_state=None, keep_on_cluster=False,
-                 checkpoint_interval=10, checkpoint_dir=None, progress=False, callback=None):
+                 n_iter_no_change=10, seed_topics=None, seed_strength=50.0, sampler="auto",
+                 n_vocab_blocks=None, staleness=0, transform_iter=50, random_state=None,
+                 keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
+                 progress=False, callback=None):
         self.n_components = n_components
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
@@ -170,6 +182,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         self.n_iter_no_change = n_iter_no_change
         self.seed_topics = seed_topics
         self.seed_strength = seed_strength
+        self.sampler = sampler
         self.n_vocab_blocks = n_vocab_blocks
         self.staleness = staleness
         self.transform_iter = transform_iter
@@ -268,8 +281,9 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         seeds = None if seeded is None else seed_prior(
             *seeded, np.full(len(seeded[0]), float(self.seed_strength)), block_of_word,
             local_index, sizes, self.n_components)
+        sampler = AUTO_SAMPLER if self.sampler == "auto" else self.sampler
         program = LDAProgram(self.n_components, alpha, beta, len(word_counts), sizes, n_shards,
-                             self._seed(), self.optimize_interval, self.burn_in, seeds)
+                             self._seed(), self.optimize_interval, self.burn_in, seeds, sampler)
         stopping = None if held_out is None else (
             lambda callback: HeldOutStopping(n_blocks, self.n_iter_no_change, callback))
         result = self._run_engine(program, blocks_along(X, edges, shard, axis=0), executor,

@@ -60,6 +60,8 @@ KERNEL_SETS["enet_folds_sparse"] = (("weighted_columns", "weighted_column_stats"
                                     ("weighted_columns", "take_csc_rows", _any))
 KERNEL_SETS["lda"] = tuple(("lda", name, _any) for name in (
     "add_counts", "topic_totals", "fill_nonzero", "_sample_block"))
+KERNEL_SETS["lda_alias"] = tuple(("lda", name, _any) for name in (
+    "add_counts", "topic_totals", "fill_nonzero")) + (("lda_alias", "_sample_block_alias", _any),)
 KERNEL_SETS["lda_inference"] = (("lda_inference", "_infer_documents", _any),)
 KERNEL_SETS["mf"] = (("mf", "_update_rows", _any),)
 KERNEL_SETS["implicit_mf"] = (("implicit_mf", "_solve_rows", _any),)
@@ -76,7 +78,8 @@ KERNEL_SETS["logistic_sparse"] = (tuple((module, name, _sparse)
 #: How a kernel set is named to the user.
 LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",
           "enet_sparse": "sparse elastic net", "lda_inference": "lda transform",
-          "enet_folds": "elastic-net folds", "enet_folds_sparse": "sparse elastic-net folds"}
+          "enet_folds": "elastic-net folds", "enet_folds_sparse": "sparse elastic-net folds",
+          "lda_alias": "lda (alias sampler)"}
 
 _announced = set()
 _lock = threading.Lock()

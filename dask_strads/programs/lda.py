@@ -4,7 +4,8 @@ Documents are split into P shards, one per worker, whose tokens, topic assignmen
 document-topic counts never move. The vocabulary is split into U >= P blocks; a block's
 word-topic rows are a *carried block* (see :class:`~dask_strads.programs.Program`). In sub-round
 t (one engine round) shard p samples its tokens whose words are in block (floor(p U / P) + t)
-mod U, then the block moves on, worker to worker. U sub-rounds make one iteration: every token sampled once.
+mod U, then the block moves on, worker to worker. U sub-rounds make one iteration: every token
+sampled once.
 
 Topic totals n_k: each push samples against the totals of the last pull plus its own changes,
 and the pull adds up the shards' changes once per sub-round, as in the paper. Within a sub-round
@@ -39,6 +40,7 @@ import numpy as np
 from ..kernels.lda import (add_counts, count_rows, fill_nonzero, pack_rows, random_topics,
                            row_state, sample_block, topic_dtype, topic_priors, topic_totals,
                            unpack_rows)
+from ..kernels.lda_alias import document_index, sample_block_alias
 from ..kernels.lda_inference import sample_held_out, score_held_out
 from ..partition import block_edges
 from .base import Instruction, Program, Report, round_seed
@@ -76,6 +78,7 @@ class ShardState:
     counted: np.ndarray  # per block: has this shard added its tokens to the block's rows
     held_out_z: np.ndarray | None = None
     held_out_n_dk: np.ndarray | None = None
+    doc_index: tuple | None = None  # the alias sampler's (starts, positions) of each document
 
 
 @dataclass(frozen=True)
@@ -198,17 +201,17 @@ class LDAProgram(Program):
     """Collapsed Gibbs LDA with K topics, priors alpha (one value or K) and beta, vocabulary of
     ``n_vocab`` words cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards;
     the priors learned every ``optimize_interval`` iterations after ``burn_in`` (0: fixed);
-    ``seeds`` a :class:`SeedPrior` or None."""
+    ``seeds`` a :class:`SeedPrior` or None; ``sampler`` "sparse" (SparseLDA, exact) or "alias"
+    (alias tables and Metropolis-Hastings, :mod:`~dask_strads.kernels.lda_alias`)."""
 
     name = "lda"
-    kernels = ("lda",)
 
     report_lag = 0
     static_schedule = True
     updates_in_place = True  # a shard's state and a block's rows are large and have one reader
 
     def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0,
-                 optimize_interval=0, burn_in=0, seeds=None):
+                 optimize_interval=0, burn_in=0, seeds=None, sampler="sparse"):
         self.n_topics = n_topics
         self.alpha = topic_priors(alpha, n_topics)
         self.beta = beta
@@ -220,6 +223,8 @@ class LDAProgram(Program):
         self.optimize_interval = optimize_interval
         self.burn_in = burn_in
         self.seeds = seeds
+        self.sampler = sampler
+        self.kernels = ("lda_alias",) if sampler == "alias" else ("lda",)
 
     def initial_shared(self):
         return TopicTotals(np.zeros(self.n_topics, dtype=np.int64), self.alpha, float(self.beta))
@@ -228,14 +233,16 @@ class LDAProgram(Program):
         z = random_topics(len(data.doc), self.n_topics, self.seed * 7919 + block_id)
         n_dk, doc_topics, doc_nnz = row_state(data.doc, z, data.n_docs, self.n_topics)
         counted = np.zeros(self.n_carried, dtype=bool)
-        held_out = {}
+        optional = {}
         if data.held_out is not None:
             sampled = data.held_out.sampled
             z_held_out = random_topics(len(sampled.doc), self.n_topics,
                                        self.seed * 7919 + self.n_shards + block_id)
-            held_out = {"held_out_z": z_held_out, "held_out_n_dk": count_rows(
+            optional = {"held_out_z": z_held_out, "held_out_n_dk": count_rows(
                 sampled.doc, z_held_out, sampled.n_docs, self.n_topics)}
-        state = ShardState(z, n_dk, doc_topics, doc_nnz, counted, **held_out)
+        if self.sampler == "alias":
+            optional["doc_index"] = document_index(data.doc, data.n_docs)
+        state = ShardState(z, n_dk, doc_topics, doc_nnz, counted, **optional)
         return state, Sampled(topic_totals(z, self.n_topics))
 
     def init_carried(self, carried_id):
@@ -273,10 +280,14 @@ class LDAProgram(Program):
             state.counted[u] = True
         n_k = shared.n_k.copy()
         start = perf_counter()
-        *_, log_likelihood = sample_block(
-            doc, word, state.z[tokens], state.n_dk, state.doc_topics, state.doc_nnz, block.n_wk,
-            block.word_topics, block.word_nnz, n_k, shared.alpha, shared.beta, self.n_vocab,
-            instruction.seed, *self._seeds(u))
+        rows = (state.n_dk, state.doc_topics, state.doc_nnz, block.n_wk, block.word_topics,
+                block.word_nnz, n_k, shared.alpha, shared.beta, self.n_vocab, instruction.seed,
+                *self._seeds(u))
+        if self.sampler == "alias":  # the document proposal reads the shard's other blocks
+            *_, log_likelihood = sample_block_alias(data.doc, data.word, state.z, tokens.start,
+                                                    tokens.stop, state.doc_index, *rows)
+        else:
+            *_, log_likelihood = sample_block(doc, word, state.z[tokens], *rows)
         seconds = perf_counter() - start
         held_out = self._held_out(data, state, u, block, shared, instruction.seed)
         counts = prior_counts(state.n_dk, block.n_wk) if instruction.update_priors else None
