@@ -22,6 +22,7 @@ from .factor_blocks import block_layout, per_iteration, user_item_blocks
 from .mf import _contiguous
 from .mf_pairs import ids_of, known_positions, pairs_of
 from .ranking import seen_pattern, similar_ids, top_items, triplet_rows
+from .ranking_metrics import held_out_pattern, ranking_metrics
 
 #: The k of ``score``: precision at 10.
 SCORE_K = 10
@@ -87,7 +88,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         "cg_steps": [NumberInterval(Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, n_components=10, *, alpha=40.0, regularization=0.1, max_iter=15, tol=1e-4,
+    def __init__(self, n_components=10, *, alpha=2.0, regularization=16.0, max_iter=15, tol=1e-4,
                  cg_steps=3, random_state=None, keep_on_cluster=False, checkpoint_interval=10,
                  checkpoint_dir=None, progress=False, callback=None):
         self.n_components = n_components
@@ -221,34 +222,27 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         check_is_fitted(self)
         return similar_ids(self.user_ids_, self._in_memory(self.user_factors_), users, n, "user")
 
-    def precision_at_k(self, X, k=SCORE_K):
-        """Precision at ``k`` of the recommendations on held-out interactions X (a matrix of the
-        fitted users and items whose positive entries are the held-out interactions; numpy,
-        scipy.sparse or Dask): each user with held-out interactions gets the top ``k`` items
-        not seen in the fit, and the result is the number of held-out items among them, summed
-        over users, divided by the sum over users of ``min(k, their held-out count)`` (the
-        ``implicit`` library's definition: 1 is perfect even for users with fewer than ``k``
-        held-out items)."""
+    def ranking_metrics(self, X, k=SCORE_K):
+        """Precision, recall, MAP, NDCG and AUC at ``k`` of the recommendations on held-out
+        interactions X (a matrix of the fitted users and items whose positive entries are the
+        held-out interactions; numpy, scipy.sparse or Dask), as a dict: each user with
+        held-out interactions gets the top ``k`` items not seen in the fit (the definitions of
+        the ``implicit`` library's ``ranking_metrics_at_k``, see
+        :mod:`dask_strads.estimators.ranking_metrics`). Factors kept on the cluster are scored
+        there, block against block."""
         check_is_fitted(self)
         check_positive_int(k, "k")
-        if is_dask_array(X):
-            X = check_dask_matrix(X, self, self.n_features_in_)
-        else:
-            X = validate_data(self, to_scipy_if_pydata(X), reset=False,
-                              accept_sparse=["csr", "csc"], dtype=np.float64)
-        if X.shape[0] != len(self.user_ids_):
-            raise ValueError(f"X has {X.shape[0]} rows, but precision compares with the "
-                             f"{len(self.user_ids_)} users of the fit")
-        held_out = seen_pattern(X, _interactions, self._data_executor(X.size) if
-                                is_dask_array(X) else None)
-        users = np.flatnonzero(np.diff(held_out.indptr))
-        if users.size == 0:
-            raise ValueError("X has no positive entry: there is no held-out interaction")
-        top = top_items(self._in_memory(self.user_factors_)[users],
-                        np.ascontiguousarray(self._in_memory(self.components_).T),
-                        self._seen[users], k, exclude_seen=True)
-        hits = held_out[users[:, None], np.maximum(top, 0)].toarray() & (top >= 0)
-        return float(hits.sum() / np.minimum(k, np.diff(held_out.indptr)[users]).sum())
+        held_out = held_out_pattern(self, X, _interactions, "positive entry")
+        return ranking_metrics(self.user_factors_, self.components_.T, self._seen, held_out, k,
+                               self._executor)
+
+    def precision_at_k(self, X, k=SCORE_K):
+        """Precision at ``k`` of the recommendations on held-out interactions X (see
+        ``ranking_metrics``): the number of held-out items among each user's top ``k`` unseen
+        ones, summed over users, divided by the sum over users of ``min(k, their held-out
+        count)`` (the ``implicit`` library's definition: 1 is perfect even for users with fewer
+        than ``k`` held-out items)."""
+        return self.ranking_metrics(X, k)["precision"]
 
     def score(self, X, y=None):
         """Precision at 10 (``precision_at_k(X, k=10)``) on the held-out interactions X: higher

@@ -26,6 +26,13 @@ from numba import njit
 from .row_pieces import as_pieces, gather_rows
 
 
+#: Conjugate gradient runs on this many rows at a time (their products with the Gramian are one
+#: matrix product), and on at most CHUNK_ENTRIES interactions, whose other-side rows are
+#: gathered once for all the steps (CHUNK_ENTRIES * k floats).
+CHUNK_ROWS = 256
+CHUNK_ENTRIES = 2048
+
+
 @njit(cache=True, nogil=True, fastmath=True)
 def _solve_rows(indptr, indices, weights, F, pieces, maps, offsets, gramian, regularization,
                 cg_steps):
@@ -33,15 +40,95 @@ def _solve_rows(indptr, indices, weights, F, pieces, maps, offsets, gramian, reg
     ``Y`` is row ``j - offsets[p]`` of ``pieces[p]`` (through ``maps[p]`` where it is not
     empty). Returns the interactions' part of the loss of the updated rows (see the module)."""
     n_rows, k = F.shape
+    if cg_steps == 0:
+        return _solve_exactly(indptr, indices, weights, F, pieces, maps, offsets, gramian,
+                              regularization)
+    loss = 0.0
+    lo = 0
+    while lo < n_rows:
+        hi = lo + 1  # at least a row, then as many as fit the bounds
+        while (hi < n_rows and hi - lo < CHUNK_ROWS
+               and indptr[hi + 1] - indptr[lo] <= CHUNK_ENTRIES):
+            hi += 1
+        loss += _conjugate_gradient(indptr[lo:hi + 1] - indptr[lo],
+                                    indices[indptr[lo]:indptr[hi]],
+                                    weights[indptr[lo]:indptr[hi]], F[lo:hi], pieces, maps,
+                                    offsets, gramian, regularization, cg_steps)
+        lo = hi
+    return loss
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _conjugate_gradient(indptr, indices, weights, X, pieces, maps, offsets, gramian,
+                        regularization, cg_steps):
+    """``cg_steps`` conjugate-gradient steps on every row of ``X`` (a few rows) at once, from
+    their current values, in place; the loss term of the module for the new rows."""
+    m, k = X.shape
+    Y = np.empty((len(indices), k))  # the rows' y_i, gathered once
+    gather_rows(pieces, maps, offsets, indices, Y)
+    x = np.ascontiguousarray(X)
+    scores = np.empty(len(indices))  # x . y_i, kept up to date through the steps
+    # r = b - A x, for all rows: the Gramian's part as one matrix product
+    R = -np.dot(x, gramian) - regularization * x
+    for i in range(m):
+        if indptr[i + 1] == indptr[i]:
+            x[i, :] = 0.0
+            R[i, :] = 0.0
+        for e in range(indptr[i], indptr[i + 1]):
+            a = weights[e]
+            s = 0.0
+            for c in range(k):
+                s += Y[e, c] * x[i, c]
+            scores[e] = s
+            scale = 1.0 + a - a * s
+            for c in range(k):
+                R[i, c] += scale * Y[e, c]
+    P = R.copy()
+    rs = np.empty(m)
+    for i in range(m):
+        rs[i] = np.dot(R[i], R[i])
+    along = np.empty(len(indices))  # p . y_i
+    for _ in range(cg_steps):
+        AP = np.dot(P, gramian) + regularization * P
+        for i in range(m):
+            if rs[i] < 1e-20:
+                continue
+            for e in range(indptr[i], indptr[i + 1]):
+                s = 0.0
+                for c in range(k):
+                    s += Y[e, c] * P[i, c]
+                along[e] = s
+                a = weights[e] * s
+                for c in range(k):
+                    AP[i, c] += a * Y[e, c]
+            step = rs[i] / np.dot(P[i], AP[i])
+            for e in range(indptr[i], indptr[i + 1]):
+                scores[e] += step * along[e]
+            for c in range(k):
+                x[i, c] += step * P[i, c]
+                R[i, c] -= step * AP[i, c]
+            rs_new = np.dot(R[i], R[i])
+            for c in range(k):
+                P[i, c] = R[i, c] + (rs_new / rs[i]) * P[i, c]
+            rs[i] = rs_new
+    X[:] = x
+    loss = 0.0
+    for e in range(len(indices)):
+        loss += (1.0 + weights[e]) * (1.0 - scores[e]) ** 2 - scores[e] * scores[e]
+    return loss
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _solve_exactly(indptr, indices, weights, F, pieces, maps, offsets, gramian,
+                   regularization):
+    """Each row's system solved exactly (Cholesky-free ``np.linalg.solve``)."""
+    n_rows, k = F.shape
     longest = 0
     for i in range(n_rows):
         longest = max(longest, indptr[i + 1] - indptr[i])
     Y = np.empty((longest, k))  # the row's y_i, gathered
     A = np.empty((k, k))
     b = np.empty(k)
-    r = np.empty(k)
-    p = np.empty(k)
-    Ap = np.empty(k)
     loss = 0.0
     for i in range(n_rows):
         start, n = indptr[i], indptr[i + 1] - indptr[i]
@@ -49,55 +136,21 @@ def _solve_rows(indptr, indices, weights, F, pieces, maps, offsets, gramian, reg
         x = F[i]
         if n == 0:
             x[:] = 0.0
-        elif cg_steps == 0:
-            for c in range(k):
-                b[c] = 0.0
-                for d in range(k):
-                    A[c, d] = gramian[c, d]
-                A[c, c] += regularization
-            for e in range(n):
-                a = weights[start + e]
-                for c in range(k):
-                    b[c] += (1.0 + a) * Y[e, c]
-                    for d in range(k):
-                        A[c, d] += a * Y[e, c] * Y[e, d]
-            x[:] = np.linalg.solve(A, b)
-        else:
-            # r = b - A x
-            r[:] = -np.dot(gramian, x) - regularization * x
-            for e in range(n):
-                a = weights[start + e]
-                s = 0.0
-                for c in range(k):
-                    s += Y[e, c] * x[c]
-                scale = 1.0 + a - a * s
-                for c in range(k):
-                    r[c] += scale * Y[e, c]
-            p[:] = r
-            rs_old = np.dot(r, r)
-            for _ in range(cg_steps):
-                if rs_old < 1e-20:
-                    break
-                Ap[:] = np.dot(gramian, p) + regularization * p
-                for e in range(n):
-                    a = weights[start + e]
-                    s = 0.0
-                    for c in range(k):
-                        s += Y[e, c] * p[c]
-                    for c in range(k):
-                        Ap[c] += a * s * Y[e, c]
-                step = rs_old / np.dot(p, Ap)
-                for c in range(k):
-                    x[c] += step * p[c]
-                    r[c] -= step * Ap[c]
-                rs_new = np.dot(r, r)
-                for c in range(k):
-                    p[c] = r[c] + (rs_new / rs_old) * p[c]
-                rs_old = rs_new
+            continue
+        for c in range(k):
+            b[c] = 0.0
+            for d in range(k):
+                A[c, d] = gramian[c, d]
+            A[c, c] += regularization
         for e in range(n):
-            s = 0.0
+            a = weights[start + e]
             for c in range(k):
-                s += Y[e, c] * x[c]
+                b[c] += (1.0 + a) * Y[e, c]
+                for d in range(k):
+                    A[c, d] += a * Y[e, c] * Y[e, d]
+        x[:] = np.linalg.solve(A, b)
+        for e in range(n):
+            s = np.dot(Y[e], x)
             loss += (1.0 + weights[start + e]) * (1.0 - s) ** 2 - s * s
     return loss
 
