@@ -13,8 +13,10 @@ Each library runs as its users get it: dask_strads at its defaults (``--alpha`` 
 default) and on one thread. ``--same-objective`` adds "implicit, same objective": implicit given
 the confidences ``1 + alpha x`` and dask_strads' regularization, so that both minimise the same
 objective. dask_strads runs where it runs by default (in this process, one block, below a
-million interactions). With ``--exact``, "dask_strads exact" solves each row's system exactly
-instead of by conjugate gradient.
+million interactions); with ``--threads``, "dask_strads, threads" runs it under
+``dask.config.set(scheduler="threads")``: in this process, as many blocks as cores, their
+kernels on threads at once (the same model). With ``--exact``, "dask_strads exact" solves each
+row's system exactly instead of by conjugate gradient.
 
 Every model is scored by one function: precision@10 of the top 10 items not seen in training
 against the held-out interactions (hits over the sum over users of min(10, held-out count),
@@ -23,21 +25,31 @@ as a check). Per library: the median precision@10 over the splits x seeds fits (
 and highest), the median fit time, and the median over the fits of the ratio of its fit time to
 dask_strads' on the same (split, seed).
 
+With ``--alphas`` and ``--regularizations`` (lists), instead: dask_strads alone on the grid of
+both, each pair fitted on ``--splits`` splits (seeds ``--seed + s``, one fit each); the mean
+precision@10 over the splits on each of ``--datasets``, and the mean over the data sets of each
+pair's precision relative to its data set's best (how the defaults are chosen).
+
 Data sets (nothing downloaded)
   movielens  ``dask_strads.datasets.load_movielens()`` (671 users x 9066 movies) with the
              ratings >= 4 as interactions (51 568).
+  insteval   ``dask_strads.datasets.load_insteval()`` (2972 students x 1128 lecturers) with the
+             ratings >= 4 as interactions (32 675).
   powerlaw   ``--users`` x ``--items`` (20 000 x 10 000): each user has a latent taste (one of
              20) and a number of interactions drawn from a power law (mean ~25); items are
              drawn with Zipf popularity (exponent 1), ten times likelier within the user's taste.
 
     python benchmarks/implicit.py --datasets movielens --seeds 5 --splits 3 --same-objective
     python benchmarks/implicit.py --datasets powerlaw --seeds 1 --splits 3
+    python benchmarks/implicit.py --datasets movielens,insteval --splits 2 --seed 100 \\
+        --alphas 0.5,1,2,3,5 --regularizations 3,5,8,12,16,20
 """
 import os
 import statistics
 import sys
 import time
 
+import dask
 import numpy as np
 import scipy.sparse as sp
 
@@ -47,17 +59,18 @@ from _common import arguments
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
     os.path.abspath(__file__))]
 from dask_strads import ImplicitMatrixFactorization  # noqa: E402
-from dask_strads.datasets import load_movielens  # noqa: E402
+from dask_strads.datasets import load_insteval, load_movielens  # noqa: E402
 from dask_strads.estimators.ranking import pattern, top_items  # noqa: E402
 
 K = 10
 
 
-def movielens():
-    ratings = load_movielens().matrix
-    liked = (ratings >= 4).astype(np.float64).tocsr()
-    liked.eliminate_zeros()
-    return liked
+def liked(load):
+    """The ratings >= 4 of a loader's data set, as interactions of strength 1."""
+    ratings = load().matrix
+    interactions = (ratings >= 4).astype(np.float64).tocsr()
+    interactions.eliminate_zeros()
+    return interactions
 
 
 def powerlaw(n_users, n_items, seed, tastes=20):
@@ -95,12 +108,14 @@ def precision_at_k(user_factors, item_factors, train, test, k=K):
     return float(hits.sum() / np.minimum(k, np.diff(test.indptr)[users]).sum())
 
 
-def strads_fitter(cg_steps=3):
+def strads_fitter(cg_steps=3, scheduler=None):
     def fit(train, args, seed):
         est = ImplicitMatrixFactorization(args.factors, alpha=args.alpha,
                                           regularization=args.regularization,
                                           max_iter=args.iterations, tol=0.0, cg_steps=cg_steps,
-                                          random_state=seed).fit(train)
+                                          random_state=seed)
+        with dask.config.set(scheduler=scheduler):
+            est.fit(train)
         return est.user_factors_, est.components_.T
     return fit
 
@@ -123,6 +138,30 @@ def implicit_fitter(threads, same_objective=False):
     return fit
 
 
+def grid(args, data):
+    pairs = [(float(a), float(r)) for a in args.alphas.split(",")
+             for r in args.regularizations.split(",")]
+    names = args.datasets.split(",")
+    precision = {}
+    for name in names:
+        interactions = data[name]()
+        splits = [split(interactions, args.seed + s) for s in range(args.splits)]
+        for args.alpha, args.regularization in pairs:
+            precision[name, args.alpha, args.regularization] = statistics.mean(
+                precision_at_k(*strads_fitter()(train, args, args.seed), train, test)
+                for train, test in splits)
+    best = {name: max(precision[name, a, r] for a, r in pairs) for name in names}
+    print(f"precision@10, mean over {args.splits} splits (k={args.factors}, {args.iterations} "
+          "iterations); last column: precision / the data set's best, averaged over the sets")
+    print(f"| alpha | regularization | {' | '.join(names)} | relative to the best |")
+    print("|---|---|" + "---|" * len(names) + "---|")
+    for a, r in sorted(pairs, key=lambda p: -statistics.mean(
+            precision[name, p[0], p[1]] / best[name] for name in names)):
+        relative = statistics.mean(precision[name, a, r] / best[name] for name in names)
+        print(f"| {a:g} | {r:g} | {' | '.join(f'{precision[n, a, r]:.4f}' for n in names)} | "
+              f"{relative:.4f} |")
+
+
 def main():
     args = arguments(__doc__, repeats=1, extra=[
         ("--seed", {"type": int, "default": 0}),
@@ -136,6 +175,9 @@ def main():
         ("--items", {"type": int, "default": 10_000}),
         ("--datasets", {"default": "movielens,powerlaw"}),
         ("--same-objective", {"action": "store_true"}),
+        ("--threads", {"action": "store_true"}),
+        ("--alphas", {"default": None}),
+        ("--regularizations", {"default": None}),
         ("--exact", {"action": "store_true"})])
     from implicit.evaluation import precision_at_k as implicit_precision_at_k
     from threadpoolctl import threadpool_limits
@@ -145,9 +187,14 @@ def main():
         if getattr(args, name) is None:
             setattr(args, name, defaults[name])
 
-    data = {"movielens": movielens, "powerlaw": lambda: powerlaw(args.users, args.items, args.seed)}
+    data = {"movielens": lambda: liked(load_movielens), "insteval": lambda: liked(load_insteval),
+            "powerlaw": lambda: powerlaw(args.users, args.items, args.seed)}
+    if args.alphas:
+        return grid(args, data)
     solvers = {"dask_strads": strads_fitter(), "implicit": implicit_fitter(0),
                "implicit, 1 thread": implicit_fitter(1)}
+    if args.threads:
+        solvers["dask_strads, threads"] = strads_fitter(scheduler="threads")
     if args.same_objective:
         solvers["implicit, same objective"] = implicit_fitter(0, same_objective=True)
     if args.exact:

@@ -82,12 +82,23 @@ def test_explicit_metrics_rank_by_predicted_rating():
 
 def test_factors_kept_on_the_cluster_are_ranked_block_against_block(client_factory):
     train, test = interactions(2)
-    est = implicit_model(keep_on_cluster=True)
-    client = est.client = client_factory(2)
-    est.fit(train)
-    assert len(est.user_factors_.chunks[0]) == 2 and len(est.components_.chunks[1]) == 2
-    users, items = client.compute([est.user_factors_, est.components_.T], sync=True)
-    check_metrics(est.ranking_metrics(test, k=K), users, items, train, test)
+    client = client_factory(2)
+    implicit_est = implicit_model(keep_on_cluster=True)
+    explicit_est = MatrixFactorization(3, alpha_W=1.0, alpha_bias=1.0, max_iter=3,
+                                       random_state=0, keep_on_cluster=True)
+    for est in (implicit_est, explicit_est):
+        est.client = client
+        est.fit(train)
+        assert len(est.user_factors_.chunks[0]) == 2 and len(est.components_.chunks[1]) == 2
+    users, items = client.compute([implicit_est.user_factors_, implicit_est.components_.T],
+                                  sync=True)
+    check_metrics(implicit_est.ranking_metrics(test, k=K), users, items, train, test)
+    users, items, item_bias = client.compute(
+        [explicit_est.user_factors_, explicit_est.components_.T, explicit_est.item_bias_],
+        sync=True)
+    check_metrics(explicit_est.ranking_metrics(test, k=K),
+                  np.hstack([users, np.ones((len(users), 1))]),
+                  np.hstack([items, item_bias[:, None]]), train, test)
 
 
 def test_held_out_data_of_another_shape_or_empty_is_refused():
