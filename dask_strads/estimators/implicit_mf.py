@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ..io.triplets import is_triplet_frame
 from ..kernels.compilation import announce_compiling
 from ..log import logger
-from ..programs.implicit_mf import ImplicitMFProgram, positive_entries
+from ..programs.implicit_mf import ImplicitMFProgram, feedback_entries, positive_entries
 from ..programs.mf import observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
@@ -31,10 +31,12 @@ SCORE_K = 10
 class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
                                   TransformerMixin, BaseEstimator):
     """Implicit-feedback matrix factorization (Hu, Koren & Volinsky 2008): clicks, plays or
-    purchases ``X`` (users x items, non-negative) as preferences weighted by confidence.
+    purchases ``X`` (users x items) as preferences weighted by confidence.
 
     Every user-item pair counts: the preference is ``p_ui = 1`` where ``x_ui > 0`` and 0
-    elsewhere, the confidence ``c_ui = 1 + alpha x_ui``, and the fit minimises
+    elsewhere, the confidence ``c_ui = 1 + alpha |x_ui|`` (a negative ``x_ui`` is negative
+    feedback, a dislike held with that confidence, as in the ``implicit`` library; items given
+    one count as seen), and the fit minimises
     ``sum_{u,i} c_ui (p_ui - w_u . h_i)^2 + regularization (||W||^2 + ||H||^2)`` by alternating
     least squares: all item rows from the user factors, then all user rows from the item factors,
     each row's problem solved with the other side's Gramian (k x k) and the rows of its own
@@ -47,7 +49,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
     n_components : int
         Rank k of the factors.
     alpha : float
-        Confidence scale: an interaction of strength x weighs ``1 + alpha x``.
+        Confidence scale: an interaction of strength x weighs ``1 + alpha |x|``.
     regularization : float
         L2 penalty of both factors (not scaled by the number of interactions).
     max_iter : int
@@ -111,12 +113,9 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         X, (lowest, largest), per_user, per_item, executor = check_user_item_matrix(
             X, self, _value_stats, 3,
             lambda stats: [stats[..., 0].min(), stats[..., 1].min(), stats[..., 2].max()],
-            _interaction_counts)
-        if lowest < 0:
-            raise ValueError(f"Negative values in data passed to {type(self).__name__}: "
-                             "interactions are counts or strengths >= 0")
-        check_magnitude(largest, "X")
-        if per_user.sum() == 0:
+            _feedback_counts)
+        check_magnitude(max(largest, -lowest), "X")
+        if largest <= 0:
             raise ValueError("X has no positive entry: there is no interaction to fit")
         return X, per_user, per_item, executor
 
@@ -150,7 +149,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         if not finite:
             raise ValueError("the fit diverged: its factors are not finite (interactions too "
                              "large for alpha? rescale them)")
-        seen = seen_pattern(checked, _interactions, executor)
+        seen = seen_pattern(checked, _feedback, executor)
 
         self._reset_features(X)
         self.user_factors_ = _contiguous(rows[:n_users])
@@ -203,7 +202,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
             _, matrix = triplet_rows(users, self.item_ids_)
             announce_compiling("implicit_mf", emit=logger.info)
             user_rows = _fold_in(matrix, self._program, items)
-            seen = seen_pattern(matrix, _interactions, None)
+            seen = seen_pattern(matrix, _feedback, None)
         else:
             at = known_positions(self.user_ids_, users, "user")
             user_rows, seen = self._in_memory(self.user_factors_)[at], self._seen[at]
@@ -252,7 +251,6 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
         return tags
 
     @property
@@ -262,13 +260,19 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
 
 def _fold_in(X, program, items):
     X = sp.csr_matrix(check_array(to_scipy_if_pydata(X), accept_sparse="csr", dtype=np.float64))
-    indptr, indices, values = positive_entries(*observed(X, axis=0))
+    indptr, indices, values = feedback_entries(*observed(X, axis=0))
     factor = np.zeros((X.shape[0], items.shape[1]))
     program.solve(indptr, indices, values, factor, items, items.T @ items, cg_steps=0)
     return factor
 
 
+def _feedback(chunk):
+    """The entries of a chunk the fit reads (and recommendations leave out): the nonzero ones."""
+    return feedback_entries(*observed(chunk, axis=0))[:2]
+
+
 def _interactions(chunk):
+    """The positive entries of a chunk: held-out interactions."""
     return positive_entries(*observed(chunk, axis=0))[:2]
 
 
@@ -281,8 +285,8 @@ def _value_stats(block):
     return np.array([[[1.0, float(values.min()), float(values.max())]]])
 
 
-def _interaction_counts(block, axis):
-    """Positive entries of a chunk per row (axis 0, as a column) or per column (axis 1)."""
+def _feedback_counts(block, axis):
+    """Nonzero entries of a chunk per row (axis 0, as a column) or per column (axis 1)."""
     block = to_scipy_if_pydata(block)
-    counts = np.asarray((block > 0).sum(axis=1 - axis)).ravel()
+    counts = np.asarray((block != 0).sum(axis=1 - axis)).ravel()
     return counts[:, None] if axis == 0 else counts[None, :]

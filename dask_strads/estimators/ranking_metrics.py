@@ -33,7 +33,8 @@ METRICS = ("precision", "recall", "map", "ndcg", "auc")
 def ranking_metrics(user_rows, item_rows, seen, held_out, k, executor=None):
     """The metrics (a dict, see the module) of scores ``user_rows @ item_rows.T``, the items of
     ``seen`` (boolean CSR, users x items) left out, against ``held_out`` (boolean CSR, the
-    relevant items of each user, some stored). Dask rows are scored block by block on ``executor``."""
+    relevant items of each user, some stored). Dask rows are scored block by block on
+    ``executor``."""
     n_items = seen.shape[1]
     if not is_dask_array(user_rows):
         sums = _block_sums(user_rows, ((item_rows, 0),), seen, held_out, k, n_items)

@@ -3,15 +3,15 @@
 With the other side's factor ``Y`` fixed, row ``x`` of a user (or item) minimises, over *all*
 the other side's rows (Hu, Koren & Volinsky 2008)::
 
-    sum_i c_i (p_i - x . y_i)^2 + reg ||x||^2,   c_i = 1 + a_i,  p_i = 1 where a_i > 0, else 0
+    sum_i c_i (p_i - x . y_i)^2 + reg ||x||^2,   c_i = 1 + a_i,  p_i = 1 where liked, else 0
 
-``a_i = alpha * r_i`` is stored for the row's interactions only. The rows without one have
-``c = 1, p = 0``, so the system ``(G + reg I + sum_i a_i y_i y_i^T) x = sum_i (1 + a_i) y_i``
-needs only the Gramian ``G = Y^T Y`` (k x k, the same for every row) and the ``y_i`` of the
-row's interactions: the dense matrix is never formed. Its loss is likewise
-``x^T G x + sum_i [(1 + a_i)(1 - x . y_i)^2 - (x . y_i)^2]``; the kernel returns the sum of the
-second terms, the first summed over a block being ``sum(G * X^T X)``. A row without
-interactions is solved by ``x = 0``.
+``a_i = alpha * |r_i|`` and ``liked_i`` (``r_i > 0``; a negative ``r_i`` is negative feedback)
+are stored for the row's feedback only. The other entries have ``c = 1, p = 0``, so the system
+``(G + reg I + sum_i a_i y_i y_i^T) x = sum_liked (1 + a_i) y_i`` needs only the Gramian
+``G = Y^T Y`` (k x k, the same for every row) and the ``y_i`` of the row's feedback: the dense
+matrix is never formed. Its loss is likewise ``x^T G x + sum_i [(1 + a_i)(p_i - x . y_i)^2 -
+(x . y_i)^2]``; the kernel returns the sum of the second terms, the first summed over a block
+being ``sum(G * X^T X)``. A row without feedback is solved by ``x = 0``.
 
 ``cg_steps = 0`` solves each system exactly (Cholesky, O(k^3 + n_i k^2) a row); ``cg_steps = s``
 runs ``s`` conjugate-gradient steps from the row's current value, as the ``implicit`` library
@@ -34,15 +34,16 @@ CHUNK_ENTRIES = 2048
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _solve_rows(indptr, indices, weights, F, pieces, maps, offsets, gramian, regularization,
-                cg_steps):
-    """Update the rows of ``F`` in place (CSR rows of ``weights = alpha * r``); row ``j`` of
+def _solve_rows(indptr, indices, weights, liked, F, pieces, maps, offsets, gramian,
+                regularization, cg_steps):
+    """Update the rows of ``F`` in place (CSR rows of ``weights = alpha * |r|`` and ``liked``,
+    see the module); row ``j`` of
     ``Y`` is row ``j - offsets[p]`` of ``pieces[p]`` (through ``maps[p]`` where it is not
     empty). Returns the interactions' part of the loss of the updated rows (see the module)."""
     n_rows, k = F.shape
     if cg_steps == 0:
-        return _solve_exactly(indptr, indices, weights, F, pieces, maps, offsets, gramian,
-                              regularization)
+        return _solve_exactly(indptr, indices, weights, liked, F, pieces, maps, offsets,
+                              gramian, regularization)
     loss = 0.0
     lo = 0
     while lo < n_rows:
@@ -52,14 +53,15 @@ def _solve_rows(indptr, indices, weights, F, pieces, maps, offsets, gramian, reg
             hi += 1
         loss += _conjugate_gradient(indptr[lo:hi + 1] - indptr[lo],
                                     indices[indptr[lo]:indptr[hi]],
-                                    weights[indptr[lo]:indptr[hi]], F[lo:hi], pieces, maps,
+                                    weights[indptr[lo]:indptr[hi]],
+                                    liked[indptr[lo]:indptr[hi]], F[lo:hi], pieces, maps,
                                     offsets, gramian, regularization, cg_steps)
         lo = hi
     return loss
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _conjugate_gradient(indptr, indices, weights, X, pieces, maps, offsets, gramian,
+def _conjugate_gradient(indptr, indices, weights, liked, X, pieces, maps, offsets, gramian,
                         regularization, cg_steps):
     """``cg_steps`` conjugate-gradient steps on every row of ``X`` (a few rows) at once, from
     their current values, in place; the loss term of the module for the new rows."""
@@ -80,7 +82,7 @@ def _conjugate_gradient(indptr, indices, weights, X, pieces, maps, offsets, gram
             for c in range(k):
                 s += Y[e, c] * x[i, c]
             scores[e] = s
-            scale = 1.0 + a - a * s
+            scale = (1.0 + a if liked[e] else 0.0) - a * s
             for c in range(k):
                 R[i, c] += scale * Y[e, c]
     P = R.copy()
@@ -114,12 +116,13 @@ def _conjugate_gradient(indptr, indices, weights, X, pieces, maps, offsets, gram
     X[:] = x
     loss = 0.0
     for e in range(len(indices)):
-        loss += (1.0 + weights[e]) * (1.0 - scores[e]) ** 2 - scores[e] * scores[e]
+        miss = (1.0 if liked[e] else 0.0) - scores[e]
+        loss += (1.0 + weights[e]) * miss * miss - scores[e] * scores[e]
     return loss
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _solve_exactly(indptr, indices, weights, F, pieces, maps, offsets, gramian,
+def _solve_exactly(indptr, indices, weights, liked, F, pieces, maps, offsets, gramian,
                    regularization):
     """Each row's system solved exactly (Cholesky-free ``np.linalg.solve``)."""
     n_rows, k = F.shape
@@ -145,21 +148,24 @@ def _solve_exactly(indptr, indices, weights, F, pieces, maps, offsets, gramian,
         for e in range(n):
             a = weights[start + e]
             for c in range(k):
-                b[c] += (1.0 + a) * Y[e, c]
+                if liked[start + e]:
+                    b[c] += (1.0 + a) * Y[e, c]
                 for d in range(k):
                     A[c, d] += a * Y[e, c] * Y[e, d]
         x[:] = np.linalg.solve(A, b)
         for e in range(n):
             s = np.dot(Y[e], x)
-            loss += (1.0 + weights[start + e]) * (1.0 - s) ** 2 - s * s
+            miss = (1.0 if liked[start + e] else 0.0) - s
+            loss += (1.0 + weights[start + e]) * miss * miss - s * s
     return loss
 
 
-def solve_rows(indptr, indices, weights, F, Y, gramian, regularization, cg_steps):
+def solve_rows(indptr, indices, weights, liked, F, Y, gramian, regularization, cg_steps):
     """:func:`_solve_rows` of ``Y``, an array, a :class:`~.row_pieces.RowsOf` or a sequence of
-    them (int64 indptr, int32 indices, float rows, int steps: one compiled specialisation
-    whatever the caller passes)."""
+    them (int64 indptr, int32 indices, float weights, bool liked, float rows, int steps: one
+    compiled specialisation whatever the caller passes)."""
     return _solve_rows(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int32),
-                       weights, F, *as_pieces(Y),
+                       np.asarray(weights, dtype=np.float64), np.asarray(liked, dtype=np.bool_),
+                       F, *as_pieces(Y),
                        np.ascontiguousarray(gramian, dtype=np.float64), float(regularization),
                        int(cg_steps))
