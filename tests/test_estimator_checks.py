@@ -4,7 +4,7 @@ The checks fit many small estimators without a client: they run on the session's
 two-worker cluster, made the current client for each check, rather than on the embedded one.
 LDA is tagged categorical so that the checks feed it integer counts (docs/lda.md);
 MatrixFactorization reads the dense arrays they feed as fully observed ratings;
-ImplicitMatrixFactorization is tagged positive-only, so that they feed it interactions >= 0.
+ImplicitMatrixFactorization reads their negative values as negative feedback.
 """
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks

@@ -63,6 +63,25 @@ def test_a_pairs_fit_is_the_matrix_fit_of_the_same_ratings(planted):
     assert not hasattr(on_matrix, "predict")  # a matrix fit has predict_entries
 
 
+def test_repeated_pairs_are_refused_or_fitted_as_their_mean(planted):
+    """duplicates='mean' fits a pair given twice as the matrix of its mean rating (pandas'
+    groupby mean is the reference), from pairs and from a table of triplets; 'error' refuses."""
+    pairs, y = planted
+    repeated = pd.concat([pairs, pairs.iloc[:50]], ignore_index=True)
+    y_repeated = np.concatenate([y, y[:50] + 1.0])
+    with pytest.raises(ValueError, match="duplicates='mean'"):
+        model().fit(repeated, y_repeated)
+    means = repeated.assign(rating=y_repeated).groupby(["user", "item"], as_index=False).mean()
+    reference = model().fit(means[["user", "item"]], means["rating"].to_numpy())
+    on_pairs = model(duplicates="mean").fit(repeated, y_repeated)
+    on_triplets = model(duplicates="mean").fit(repeated.assign(rating=y_repeated))
+    for fitted in (on_pairs, on_triplets):
+        np.testing.assert_allclose(fitted.user_factors_, reference.user_factors_, rtol=1e-10,
+                                   atol=1e-12)
+        np.testing.assert_allclose(fitted.components_, reference.components_, rtol=1e-10,
+                                   atol=1e-12)
+
+
 def test_unseen_ids_are_predicted_from_the_biases_and_the_mean(planted):
     pairs, y = planted
     est = model().fit(pairs, y)

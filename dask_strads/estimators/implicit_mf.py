@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ..io.triplets import is_triplet_frame
 from ..kernels.compilation import announce_compiling
 from ..log import logger
-from ..programs.implicit_mf import ImplicitMFProgram, positive_entries
+from ..programs.implicit_mf import ImplicitMFProgram, feedback_entries, positive_entries
 from ..programs.mf import observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
@@ -22,6 +22,7 @@ from .factor_blocks import block_layout, per_iteration, user_item_blocks
 from .mf import _contiguous
 from .mf_pairs import ids_of, known_positions, pairs_of
 from .ranking import seen_pattern, similar_ids, top_items, triplet_rows
+from .ranking_metrics import held_out_pattern, ranking_metrics
 
 #: The k of ``score``: precision at 10.
 SCORE_K = 10
@@ -30,10 +31,12 @@ SCORE_K = 10
 class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
                                   TransformerMixin, BaseEstimator):
     """Implicit-feedback matrix factorization (Hu, Koren & Volinsky 2008): clicks, plays or
-    purchases ``X`` (users x items, non-negative) as preferences weighted by confidence.
+    purchases ``X`` (users x items) as preferences weighted by confidence.
 
     Every user-item pair counts: the preference is ``p_ui = 1`` where ``x_ui > 0`` and 0
-    elsewhere, the confidence ``c_ui = 1 + alpha x_ui``, and the fit minimises
+    elsewhere, the confidence ``c_ui = 1 + alpha |x_ui|`` (a negative ``x_ui`` is negative
+    feedback, a dislike held with that confidence, as in the ``implicit`` library; items given
+    one count as seen), and the fit minimises
     ``sum_{u,i} c_ui (p_ui - w_u . h_i)^2 + regularization (||W||^2 + ||H||^2)`` by alternating
     least squares: all item rows from the user factors, then all user rows from the item factors,
     each row's problem solved with the other side's Gramian (k x k) and the rows of its own
@@ -46,7 +49,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
     n_components : int
         Rank k of the factors.
     alpha : float
-        Confidence scale: an interaction of strength x weighs ``1 + alpha x``.
+        Confidence scale: an interaction of strength x weighs ``1 + alpha |x|``.
     regularization : float
         L2 penalty of both factors (not scaled by the number of interactions).
     max_iter : int
@@ -87,7 +90,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         "cg_steps": [NumberInterval(Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, n_components=10, *, alpha=40.0, regularization=0.1, max_iter=15, tol=1e-4,
+    def __init__(self, n_components=10, *, alpha=2.0, regularization=16.0, max_iter=15, tol=1e-4,
                  cg_steps=3, random_state=None, keep_on_cluster=False, checkpoint_interval=10,
                  checkpoint_dir=None, progress=False, callback=None):
         self.n_components = n_components
@@ -110,12 +113,9 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         X, (lowest, largest), per_user, per_item, executor = check_user_item_matrix(
             X, self, _value_stats, 3,
             lambda stats: [stats[..., 0].min(), stats[..., 1].min(), stats[..., 2].max()],
-            _interaction_counts)
-        if lowest < 0:
-            raise ValueError(f"Negative values in data passed to {type(self).__name__}: "
-                             "interactions are counts or strengths >= 0")
-        check_magnitude(largest, "X")
-        if per_user.sum() == 0:
+            _feedback_counts)
+        check_magnitude(max(largest, -lowest), "X")
+        if largest <= 0:
             raise ValueError("X has no positive entry: there is no interaction to fit")
         return X, per_user, per_item, executor
 
@@ -149,7 +149,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         if not finite:
             raise ValueError("the fit diverged: its factors are not finite (interactions too "
                              "large for alpha? rescale them)")
-        seen = seen_pattern(checked, _interactions, executor)
+        seen = seen_pattern(checked, _feedback, executor)
 
         self._reset_features(X)
         self.user_factors_ = _contiguous(rows[:n_users])
@@ -202,7 +202,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
             _, matrix = triplet_rows(users, self.item_ids_)
             announce_compiling("implicit_mf", emit=logger.info)
             user_rows = _fold_in(matrix, self._program, items)
-            seen = seen_pattern(matrix, _interactions, None)
+            seen = seen_pattern(matrix, _feedback, None)
         else:
             at = known_positions(self.user_ids_, users, "user")
             user_rows, seen = self._in_memory(self.user_factors_)[at], self._seen[at]
@@ -221,34 +221,27 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         check_is_fitted(self)
         return similar_ids(self.user_ids_, self._in_memory(self.user_factors_), users, n, "user")
 
-    def precision_at_k(self, X, k=SCORE_K):
-        """Precision at ``k`` of the recommendations on held-out interactions X (a matrix of the
-        fitted users and items whose positive entries are the held-out interactions; numpy,
-        scipy.sparse or Dask): each user with held-out interactions gets the top ``k`` items
-        not seen in the fit, and the result is the number of held-out items among them, summed
-        over users, divided by the sum over users of ``min(k, their held-out count)`` (the
-        ``implicit`` library's definition: 1 is perfect even for users with fewer than ``k``
-        held-out items)."""
+    def ranking_metrics(self, X, k=SCORE_K):
+        """Precision, recall, MAP, NDCG and AUC at ``k`` of the recommendations on held-out
+        interactions X (a matrix of the fitted users and items whose positive entries are the
+        held-out interactions; numpy, scipy.sparse or Dask), as a dict: each user with
+        held-out interactions gets the top ``k`` items not seen in the fit (the definitions of
+        the ``implicit`` library's ``ranking_metrics_at_k``, see
+        :mod:`dask_strads.estimators.ranking_metrics`). Factors kept on the cluster are scored
+        there, block against block."""
         check_is_fitted(self)
         check_positive_int(k, "k")
-        if is_dask_array(X):
-            X = check_dask_matrix(X, self, self.n_features_in_)
-        else:
-            X = validate_data(self, to_scipy_if_pydata(X), reset=False,
-                              accept_sparse=["csr", "csc"], dtype=np.float64)
-        if X.shape[0] != len(self.user_ids_):
-            raise ValueError(f"X has {X.shape[0]} rows, but precision compares with the "
-                             f"{len(self.user_ids_)} users of the fit")
-        held_out = seen_pattern(X, _interactions, self._data_executor(X.size) if
-                                is_dask_array(X) else None)
-        users = np.flatnonzero(np.diff(held_out.indptr))
-        if users.size == 0:
-            raise ValueError("X has no positive entry: there is no held-out interaction")
-        top = top_items(self._in_memory(self.user_factors_)[users],
-                        np.ascontiguousarray(self._in_memory(self.components_).T),
-                        self._seen[users], k, exclude_seen=True)
-        hits = held_out[users[:, None], np.maximum(top, 0)].toarray() & (top >= 0)
-        return float(hits.sum() / np.minimum(k, np.diff(held_out.indptr)[users]).sum())
+        held_out = held_out_pattern(self, X, _interactions, "positive entry")
+        return ranking_metrics(self.user_factors_, self.components_.T, self._seen, held_out, k,
+                               self._executor)
+
+    def precision_at_k(self, X, k=SCORE_K):
+        """Precision at ``k`` of the recommendations on held-out interactions X (see
+        ``ranking_metrics``): the number of held-out items among each user's top ``k`` unseen
+        ones, summed over users, divided by the sum over users of ``min(k, their held-out
+        count)`` (the ``implicit`` library's definition: 1 is perfect even for users with fewer
+        than ``k`` held-out items)."""
+        return self.ranking_metrics(X, k)["precision"]
 
     def score(self, X, y=None):
         """Precision at 10 (``precision_at_k(X, k=10)``) on the held-out interactions X: higher
@@ -258,7 +251,6 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
         return tags
 
     @property
@@ -268,13 +260,19 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
 
 def _fold_in(X, program, items):
     X = sp.csr_matrix(check_array(to_scipy_if_pydata(X), accept_sparse="csr", dtype=np.float64))
-    indptr, indices, values = positive_entries(*observed(X, axis=0))
+    indptr, indices, values = feedback_entries(*observed(X, axis=0))
     factor = np.zeros((X.shape[0], items.shape[1]))
     program.solve(indptr, indices, values, factor, items, items.T @ items, cg_steps=0)
     return factor
 
 
+def _feedback(chunk):
+    """The entries of a chunk the fit reads (and recommendations leave out): the nonzero ones."""
+    return feedback_entries(*observed(chunk, axis=0))[:2]
+
+
 def _interactions(chunk):
+    """The positive entries of a chunk: held-out interactions."""
     return positive_entries(*observed(chunk, axis=0))[:2]
 
 
@@ -287,8 +285,8 @@ def _value_stats(block):
     return np.array([[[1.0, float(values.min()), float(values.max())]]])
 
 
-def _interaction_counts(block, axis):
-    """Positive entries of a chunk per row (axis 0, as a column) or per column (axis 1)."""
+def _feedback_counts(block, axis):
+    """Nonzero entries of a chunk per row (axis 0, as a column) or per column (axis 1)."""
     block = to_scipy_if_pydata(block)
-    counts = np.asarray((block > 0).sum(axis=1 - axis)).ravel()
+    counts = np.asarray((block != 0).sum(axis=1 - axis)).ravel()
     return counts[:, None] if axis == 0 else counts[None, :]

@@ -237,15 +237,15 @@ def _lazy_block(make_block, chunk, lo, hi):
     return make_block(to_scipy_if_pydata(chunk), lo, hi)
 
 
-def ratings_of_triplets(X, client=None):
+def ratings_of_triplets(X, client=None, duplicates="error"):
     """The :class:`~dask_strads.RatingsMatrix` of X when X is a pandas or Dask DataFrame of
-    ``user``, ``item`` and ``rating`` columns (see :func:`dask_strads.io.ratings_of_frame`),
-    else None. A Dask DataFrame without them, or a pandas one with non-numeric columns, is
-    refused with the names it needs."""
+    ``user``, ``item`` and ``rating`` columns (see :func:`dask_strads.io.ratings_of_frame`;
+    ``duplicates`` says what a repeated pair is), else None. A Dask DataFrame without them, or
+    a pandas one with non-numeric columns, is refused with the names it needs."""
     from ..io.triplets import COLUMNS, is_triplet_frame, ratings_of_frame
 
     if is_triplet_frame(X):
-        return ratings_of_frame(X, client)
+        return ratings_of_frame(X, client, duplicates)
     dtypes = getattr(X, "dtypes", None)
     if dtypes is not None and hasattr(X, "columns") and (
             hasattr(X, "to_delayed") or not all(getattr(t, "kind", "O") in "iufb" for t in dtypes)):

@@ -23,6 +23,7 @@ from .inputs import (check_dask_matrix, check_magnitude, check_positive_int,
                      to_scipy_if_pydata)
 from .mf_pairs import check_pairs, ids_of, known_positions, pairs_of, positions
 from .ranking import pattern, seen_pattern, similar_ids, top_items, triplet_rows
+from .ranking_metrics import checked_user_matrix, held_out_pattern, ranking_metrics
 
 #: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
 #: coordinate moves more than FOLD_IN_TOL, or FOLD_IN_SWEEPS sweeps.
@@ -60,6 +61,9 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         L2 penalty of the user and item biases.
     biases : bool
         Fit the global mean and the user and item biases; False fits ``X ≈ W H`` alone.
+    duplicates : {"error", "mean"}
+        A (user, item) pair given more than once in triplets or pairs: refused, or fitted as
+        the mean of its ratings (a matrix has one entry a pair, as scipy sums repeats).
     max_iter : int
         Iterations, each updating every item row and then every user row.
     tol : float
@@ -110,19 +114,21 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         "alpha_H": [NumberInterval(Real, 0, None, closed="left"), StrOptions({"same"})],
         "alpha_bias": [NumberInterval(Real, 0, None, closed="left")],
         "biases": ["boolean"],
+        "duplicates": [StrOptions({"error", "mean"})],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "inner_iter": [NumberInterval(Integral, 1, None, closed="left")],
     }
 
     def __init__(self, n_components=10, *, alpha_W=18.0, alpha_H="same", alpha_bias=5.0,
-                 biases=True, max_iter=100, tol=1e-4, inner_iter=1, random_state=None,
-                 keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
-                 progress=False, callback=None):
+                 biases=True, duplicates="error", max_iter=100, tol=1e-4, inner_iter=1,
+                 random_state=None, keep_on_cluster=False, checkpoint_interval=10,
+                 checkpoint_dir=None, progress=False, callback=None):
         self.n_components = n_components
         self.alpha_W = alpha_W
         self.alpha_H = alpha_H
         self.alpha_bias = alpha_bias
         self.biases = biases
+        self.duplicates = duplicates
         self.max_iter = max_iter
         self.tol = tol
         self.inner_iter = inner_iter
@@ -160,7 +166,8 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
 
         X may also be a pandas or Dask DataFrame of ``user``, ``item`` and ``rating`` columns,
         one row per observation, ids of any sortable type: it is fitted as the matrix
-        :meth:`dask_strads.RatingsMatrix.from_triplets` builds (a repeated pair is an error),
+        :meth:`dask_strads.RatingsMatrix.from_triplets` builds (a repeated pair is an error,
+        or the mean of its ratings with ``duplicates="mean"``),
         assembled on the workers for a Dask DataFrame on a cluster, and the ids are kept in
         ``user_ids_`` and ``item_ids_``.
 
@@ -169,8 +176,8 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         estimator is left as it was."""
         self._check_params()
         pairs = pairs_of(X, y)
-        ratings = (RatingsMatrix.from_triplets(*pairs, y) if pairs is not None
-                   else ratings_of_triplets(X, self._client))
+        ratings = (RatingsMatrix.from_triplets(*pairs, y, self.duplicates) if pairs is not None
+                   else ratings_of_triplets(X, self._client, self.duplicates))
         X = ratings.matrix if ratings is not None else X
         checked, total, per_user, per_item, executor = self._check_ratings(X)
         n_ratings = int(per_user.sum())
@@ -313,14 +320,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
                 raise ValueError("this model was fitted on (user, item) pairs: score(X, y) "
                                  "needs their ratings y")
             return float(r2_score(np.asarray(y, dtype=np.float64), self.predict(X)))
-        if is_dask_array(X):
-            X = check_dask_matrix(X, self, self.n_features_in_)
-        else:
-            X = validate_data(self, to_scipy_if_pydata(X), reset=False,
-                              accept_sparse=["csr", "csc"], dtype=np.float64)
-        if X.shape[0] != len(self.user_factors_):
-            raise ValueError(f"X has {X.shape[0]} rows, but score compares with the "
-                             f"{len(self.user_factors_)} users of the fit")
+        X = checked_user_matrix(self, X, "score")
         if is_dask_array(X):
             errors = X.map_blocks(_squared_errors, self._factors(), chunks=(1, 1, 2),
                                   new_axis=2, dtype=float)
@@ -330,6 +330,23 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         if count == 0:
             raise ValueError("X stores no entries: there is no rating to score")
         return -float(np.sqrt(squared / count))
+
+    def ranking_metrics(self, X, k=10):
+        """Precision, recall, MAP, NDCG and AUC at ``k`` of the recommendations (items ranked
+        by predicted rating, those rated in the fit left out) against the held-out ratings X (a
+        matrix of the fitted users and items; every stored entry is a relevant item: keep the
+        ratings that count as liked, e.g. ``X_test >= 4``), as a dict, with the definitions of
+        the ``implicit`` library's ``ranking_metrics_at_k`` (see
+        :mod:`dask_strads.estimators.ranking_metrics`). Factors kept on the cluster are scored
+        there, block against block."""
+        check_is_fitted(self)
+        check_positive_int(k, "k")
+        held_out = held_out_pattern(self, X, _stored_entries, "stored entry")
+        # a user row [w, 1] . an item row [h, c] ranks as the predicted rating
+        xp = da if is_dask_array(self.user_factors_) else np
+        user_rows = xp.hstack([self.user_factors_, xp.ones_like(self.user_bias_)[:, None]])
+        item_rows = xp.hstack([self.components_.T, self.item_bias_[:, None]])
+        return ranking_metrics(user_rows, item_rows, self._seen, held_out, k, self._executor)
 
     def _factors(self):
         return Factors(self.intercept_, *map(self._in_memory, (

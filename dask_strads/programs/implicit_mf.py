@@ -1,9 +1,11 @@
 """The STRADS program of implicit-feedback matrix factorization: alternating least squares with
 the Gramian trick, users and items in turn.
 
-Model (Hu, Koren & Volinsky 2008): interactions ``r_ui >= 0`` give a preference ``p_ui = 1``
-where ``r_ui > 0`` (else 0) and a confidence ``c_ui = 1 + alpha r_ui``; the objective, over
-*all* user-item pairs, is ``sum c_ui (p_ui - x_u . y_i)^2 + reg (||X||^2 + ||Y||^2)``.
+Model (Hu, Koren & Volinsky 2008): interactions ``r_ui`` give a preference ``p_ui = 1`` where
+``r_ui > 0`` (else 0) and a confidence ``c_ui = 1 + alpha |r_ui|`` (a negative ``r_ui`` is
+negative feedback: preference 0 held with that confidence, as in the ``implicit`` library); the
+objective, over *all* user-item pairs, is ``sum c_ui (p_ui - x_u . y_i)^2 + reg (||X||^2 +
+||Y||^2)``.
 
 Blocks and rounds are those of :mod:`dask_strads.programs.mf` (whose block layout, messages,
 sub-rounds, pulls and initial user factors this program shares): users in U row blocks, items
@@ -31,7 +33,16 @@ from .mf import ITEMS, USERS, BlockObjective, UserItemBlocks, fill_initial_user_
 
 def positive_entries(indptr, indices, values):
     """The entries of a CSR (or CSC) layout whose value is positive: the interactions."""
-    keep = values > 0
+    return _kept_entries(indptr, indices, values, values > 0)
+
+
+def feedback_entries(indptr, indices, values):
+    """The entries of a CSR (or CSC) layout whose value is not zero: the interactions and the
+    negative feedback."""
+    return _kept_entries(indptr, indices, values, values != 0)
+
+
+def _kept_entries(indptr, indices, values, keep):
     kept_before = np.concatenate([[0], np.cumsum(keep)])
     return kept_before[indptr].astype(indptr.dtype), indices[keep], values[keep]
 
@@ -47,23 +58,26 @@ class ImplicitMFProgram(UserItemBlocks):
     kernels = ("implicit_mf",)
 
     def __init__(self, n_components, user_edges, item_edges, alpha, regularization,
-                 cg_steps=3, tol=1e-4, init_scale=0.01, seed=0, sub_rounds=1):
+                 cg_steps=3, tol=1e-4, init_scale=None, seed=0, sub_rounds=1):
         super().__init__(user_edges, item_edges, sub_rounds)
         self.n_components = n_components
         self.alpha = float(alpha)
         self.regularization = float(regularization)
         self.cg_steps = cg_steps
         self.tol = tol
-        self.init_scale = init_scale
+        # rows of length about 1, so that w . h starts near the preferences' scale: from 0.01,
+        # the first item rows come out ~100 times too long and, under a small regularization,
+        # W and H stay unbalanced and conjugate gradient slow
+        self.init_scale = 1.0 / np.sqrt(n_components) if init_scale is None else init_scale
         self.seed = seed
         self.n_loss_terms = int(self.user_edges[-1]) * int(self.item_edges[-1])
 
-    def solve(self, indptr, indices, interactions, factor, other_rows, gramian, cg_steps):
-        """Solve the rows of ``factor`` in place for interactions (CSR, not weighted) against
-        ``other_rows`` (an array or pieces) whose Gramian is ``gramian``; returns the
-        interactions' part of their loss."""
-        return solve_rows(indptr, indices, self.alpha * interactions, factor, other_rows,
-                          gramian, self.regularization, cg_steps)
+    def solve(self, indptr, indices, feedback, factor, other_rows, gramian, cg_steps):
+        """Solve the rows of ``factor`` in place for their feedback (CSR, not weighted: positive
+        for an interaction, negative for negative feedback) against ``other_rows`` (an array or
+        pieces) whose Gramian is ``gramian``; returns the feedback's part of their loss."""
+        return solve_rows(indptr, indices, self.alpha * np.abs(feedback), feedback > 0, factor,
+                          other_rows, gramian, self.regularization, cg_steps)
 
     def _report(self, side, factor, interactions_loss, other_gramian):
         gramian = factor.T @ factor
@@ -74,7 +88,7 @@ class ImplicitMFProgram(UserItemBlocks):
 
     # -- blocks -------------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
-        return self.ratings(raw, *positive_entries(*self.stored_entries(raw)))
+        return self.ratings(raw, *feedback_entries(*self.stored_entries(raw)))
 
     def init_block(self, data, block_id):
         factor = np.zeros((len(data.indptr) - 1, self.n_components))
@@ -82,10 +96,11 @@ class ImplicitMFProgram(UserItemBlocks):
             return factor, None
         fill_initial_user_factors(factor, self.seed, data.start, self.init_scale)
         # positive, as the implicit library's uniform ones: precision@10 on MovieLens 0.2208
-        # against 0.2176 from centred ones (mean of 4 seeds)
+        # against 0.2176 from centred ones (mean of 4 seeds, alpha 2, regularization 1)
         np.abs(factor, out=factor)
         # with the item factor at zero, each interaction costs its confidence and nothing else
-        return factor, self._report(USERS, factor, np.sum(1.0 + self.alpha * data.values), 0.0)
+        liked = data.values[data.values > 0]
+        return factor, self._report(USERS, factor, np.sum(1.0 + self.alpha * liked), 0.0)
 
     # -- push -------------------------------------------------------------------------------
     def push(self, block_id, data, state, instruction, shared, inbox):

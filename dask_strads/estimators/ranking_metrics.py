@@ -1,0 +1,137 @@
+"""Ranking metrics at k of a factorization on held-out interactions, as the ``implicit`` library's
+``evaluation.ranking_metrics_at_k`` defines them, plus recall.
+
+Each user with held-out items gets the ``k`` items of highest score ``w_u . h_i`` among those not
+seen in the fit; with ``hits`` those of them that are held out, ``n`` the user's held-out count
+and ``m = min(k, n)``:
+
+- precision: the sum of hits over users divided by the sum of ``m`` (1 is perfect even for a
+  user with fewer than k held-out items);
+- recall: the mean over users of ``hits / n``;
+- map: the mean of ``sum over hit positions j of (hits up to j) / j``, divided by ``m``;
+- ndcg: the mean of ``sum over hit positions of 1 / log2(j + 1)``, divided by the same sum over
+  the first ``m`` positions;
+- auc: the mean of the area under the ROC curve of the ranking cut at k, the items below it
+  counted as ranked in between: with ``N`` the items not held out, ``(sum over missed
+  positions of the hits above them + (hits + n) / 2 (N - misses)) / (n N)``.
+
+Users without held-out items do not count. Factors held on a cluster are scored where they are:
+a task per user block and item block finds the block's best ``k`` candidates, a task per user
+block merges them and sums the block's metrics, and only those sums come back.
+"""
+import dask
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from .inputs import check_dask_matrix, is_dask_array, to_scipy_if_pydata
+from .ranking import RANKING_ROWS, best, seen_pattern
+
+#: The metrics, in the order of the sums a block returns (after precision's denominator).
+METRICS = ("precision", "recall", "map", "ndcg", "auc")
+
+
+def ranking_metrics(user_rows, item_rows, seen, held_out, k, executor=None):
+    """The metrics (a dict, see the module) of scores ``user_rows @ item_rows.T``, the items of
+    ``seen`` (boolean CSR, users x items) left out, against ``held_out`` (boolean CSR, the
+    relevant items of each user, some stored). Dask rows are scored block by block on
+    ``executor``."""
+    n_items = seen.shape[1]
+    if not is_dask_array(user_rows):
+        sums = _block_sums(user_rows, ((item_rows, 0),), seen, held_out, k, n_items)
+    else:
+        items = [(rows, int(first)) for rows, first in zip(
+            item_rows.rechunk({1: -1}).to_delayed().ravel(),
+            np.cumsum((0,) + item_rows.chunks[0][:-1]))]
+        parts, first = [], 0
+        for rows, size in zip(user_rows.rechunk({1: -1}).to_delayed().ravel(),
+                              user_rows.chunks[0]):
+            block = slice(first, first + size)
+            if held_out[block].nnz:
+                parts.append(dask.delayed(_block_sums)(rows, items, seen[block],
+                                                       held_out[block], k, n_items))
+            first += size
+        sums = np.sum(executor.compute(*parts), axis=0)
+    users = sums[-1]
+    return {"precision": float(sums[0] / sums[1]),
+            **{name: float(total / users) for name, total in zip(METRICS[1:], sums[2:-1])}}
+
+
+def _block_sums(user_rows, items, seen, held_out, k, n_items):
+    """``[hits, sum of min(k, n), recall, ap, ndcg, auc, users]`` summed over the users of a
+    block that have held-out items; ``items``: (rows, first item position) per item block."""
+    users = np.flatnonzero(np.diff(held_out.indptr))
+    sums = np.zeros(len(METRICS) + 2)
+    for lo in range(0, len(users), RANKING_ROWS):
+        chunk = users[lo:lo + RANKING_ROWS]
+        parts = [_candidates(user_rows[chunk], rows, seen[chunk], first, k)
+                 for rows, first in items]
+        sums += _metric_sums(_merged(parts, k), held_out[chunk], n_items, k)
+    return sums
+
+
+def _candidates(user_rows, item_rows, seen, first, k):
+    """(positions, scores) of each user's ``k`` best items of one item block whose first item is
+    at ``first``, the seen ones left out (-1 and -inf where the block has fewer)."""
+    scores = np.asarray(user_rows, dtype=np.float64) @ np.asarray(item_rows).T
+    rated = seen[:, first:first + scores.shape[1]].tocoo()
+    scores[rated.row, rated.col] = -np.inf
+    top = np.full((len(scores), k), -1, dtype=np.int64)
+    top[:, :min(k, scores.shape[1])] = best(scores, k)
+    kept = np.where(top >= 0, np.take_along_axis(scores, np.maximum(top, 0), axis=1), -np.inf)
+    return np.where(top >= 0, top + first, -1), kept
+
+
+def _merged(parts, k):
+    """The ``k`` best of the candidates of every item block, best first (-1 past the last)."""
+    positions = np.hstack([p for p, _ in parts])
+    scores = np.hstack([s for _, s in parts])
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    top = np.take_along_axis(positions, order, axis=1)
+    top[np.take_along_axis(scores, order, axis=1) == -np.inf] = -1
+    return top
+
+
+def _metric_sums(top, held_out, n_items, k):
+    """The sums of :func:`_block_sums` over users whose top items are ``top`` and whose
+    held-out items are the rows of ``held_out`` (each with at least one)."""
+    relevant = np.diff(held_out.indptr).astype(np.float64)
+    hits = held_out[np.arange(len(top))[:, None], np.maximum(top, 0)].toarray() & (top >= 0)
+    found = hits.sum(axis=1)
+    cut = np.minimum(k, relevant)
+    hits_so_far = np.cumsum(hits, axis=1)
+    position = np.arange(1, k + 1)
+    gain = 1.0 / np.log2(position + 1)
+    ideal = np.cumsum(gain)[cut.astype(np.int64) - 1]
+    others = n_items - relevant
+    misses = k - found
+    auc = (np.where(hits, 0, hits_so_far).sum(axis=1)
+           + (found + relevant) / 2.0 * (others - misses)) / (relevant * others)
+    return np.array([found.sum(), cut.sum(), (found / relevant).sum(),
+                     ((hits * hits_so_far / position).sum(axis=1) / cut).sum(),
+                     ((hits * gain).sum(axis=1) / ideal).sum(), auc.sum(), len(top)])
+
+
+def checked_user_matrix(estimator, X, what):
+    """X (numpy, scipy.sparse, pydata sparse or Dask) checked as a matrix of the fitted users
+    and items, for ``what`` (a phrase naming the use) to compare with the fit."""
+    if is_dask_array(X):
+        X = check_dask_matrix(X, estimator, estimator.n_features_in_)
+    else:
+        X = validate_data(estimator, to_scipy_if_pydata(X), reset=False,
+                          accept_sparse=["csr", "csc"], dtype=np.float64)
+    if X.shape[0] != len(estimator.user_ids_):
+        raise ValueError(f"X has {X.shape[0]} rows, but {what} compares with the "
+                         f"{len(estimator.user_ids_)} users of the fit")
+    return X
+
+
+def held_out_pattern(estimator, X, entries, kind):
+    """The held-out interactions of X, those ``entries(chunk)`` picks (``kind``: what they are,
+    for the error when there is none), as a boolean CSR matrix (computed chunk by chunk for a
+    Dask X)."""
+    X = checked_user_matrix(estimator, X, "ranking")
+    held_out = seen_pattern(X, entries, estimator._data_executor(X.size) if is_dask_array(X)
+                            else None)
+    if held_out.nnz == 0:
+        raise ValueError(f"X has no {kind}: there is no held-out interaction to rank against")
+    return held_out
