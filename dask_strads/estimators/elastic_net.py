@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Options, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..kernels.elastic_net import dot
 from ..partition import block_edges
@@ -163,9 +163,19 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                              f"current residual and needs staleness=0, got "
                              f"staleness={self.staleness!r}")
 
-    def fit(self, X, y):
-        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""
+    def fit(self, X, y, sample_weight=None, check_input=True):
+        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y.
+
+        ``sample_weight``: a weight per sample (or one number for all), as in scikit-learn:
+        they are rescaled to sum to the number of samples, and the objective's squared
+        errors weighted by them, ``(1 / (2 sum(s))) sum_i s_i (y_i - x_i w - b)^2``; integer
+        weights give the fit of the data with each row repeated that many times. The
+        working-set schedule only. ``check_input`` is accepted for scikit-learn's signature;
+        the inputs are always checked."""
         self._check_params()
+        if sample_weight is not None and self.schedule != WORKING_SET:
+            raise ValueError(f"sample_weight needs schedule={WORKING_SET!r}, got "
+                             f"schedule={self.schedule!r}")
         if self.alpha == 0:
             warnings.warn("With alpha=0 the fit is least squares, solved exactly on one "
                           "worker from a dense copy of the features' columns: you are advised "
@@ -182,11 +192,14 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             means = column_means(X) if centre_dense else None
             stored = X.nnz if sp.issparse(X) else X.size
             executor = self._fit_executor(stored)
+        weights = None if sample_weight is None else check_weights(sample_weight, X, executor)
         n_features = X.shape[1]
         if not self.fit_intercept:
             means = zeros(n_features)
-        y_mean = float(y.mean()) if self.fit_intercept else 0.0
-        y_centred = y - y_mean
+        elif weights is not None:
+            means = None  # each block centres by its weighted means
+        y_mean = float(np.average(y, weights=weights)) if self.fit_intercept else 0.0
+        y_centred = y - y_mean if weights is None else np.sqrt(weights) * (y - y_mean)
         coef_init = self._initial_coef(n_features)
 
         edges = block_edges(n_features, self.n_blocks or default_block_count(
@@ -197,13 +210,13 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                                   None if means is None else means[lo:hi], centre_dense)
 
         gap_tolerance = gap_target(self.tol, y_centred)
-        program = self._program(np.diff(edges), y_centred, gap_tolerance, is_sparse(X))
+        program = self._program(np.diff(edges), y_centred, gap_tolerance, is_sparse(X), weights)
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
                                   self.max_iter, (X, y, coef_init), staleness=self.staleness)
         history = result.history
         self._reset_features(given)
         self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
-                                                               executor)
+                                                               executor, weights)
         self.n_iter_ = rounds_to_stop(history)
         self.n_blocks_ = len(edges) - 1
         self.history_ = history
@@ -214,10 +227,11 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             "max_iter.")
         return self
 
-    def _program(self, widths, y_centred, gap_tolerance, sparse):
+    def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None):
         if self.schedule == WORKING_SET:
             return ElasticNetProgram(widths, y_centred, self.alpha, self.l1_ratio, self.positive,
-                                     gap_tolerance, seed=self._seed(), sparse=sparse)
+                                     gap_tolerance, seed=self._seed(), sparse=sparse,
+                                     sample_weight=weights)
         return LassoProgram(
             widths, y_centred, self.alpha, self.positive, gap_tolerance,
             schedule=self.schedule, n_candidates=self.n_candidates, sub_rounds=self.sub_rounds,
@@ -271,24 +285,47 @@ def zeros(n):
     return np.broadcast_to(np.float64(0.0), (n,))
 
 
-def solution(estimator, result, X, means, y_mean, executor):
+def check_weights(sample_weight, X, executor):
+    """Sample weights as scikit-learn checks them (one number for all, or one per sample,
+    finite and non-negative, not all zero), in memory, scaled to sum to the samples."""
+    if is_dask_array(sample_weight):
+        sample_weight = np.asarray(executor.compute(sample_weight)[0])
+    weights = _check_sample_weight(sample_weight, np.empty((X.shape[0], 0)), dtype=np.float64,
+                                   ensure_non_negative=True)
+    total = weights.sum()
+    if total <= 0:
+        raise ValueError("sample_weight must not be all zero")
+    return weights * (len(weights) / total)
+
+
+def solution(estimator, result, X, means, y_mean, executor, weights=None):
     """``(coef, intercept, dual gap)`` of an engine run of the elastic-net program."""
     coef = estimator._parameters(result)
     gaps = [r["gap"] for r in result.history if "gap" in r]
-    return (coef, y_mean - _means_dot(X, means, coef, executor),
+    return (coef, y_mean - _means_dot(X, means, coef, executor, weights),
             gaps[-1] if gaps else np.inf)
 
 
-def _means_dot(X, means, coef, executor):
-    """``column means . coef``; with ``means`` None (the blocks centred by their own), from the
-    means of the non-zero columns, or of every column when ``coef`` stays on the cluster."""
+def _means_dot(X, means, coef, executor, weights=None):
+    """``column means . coef``; with ``means`` None (the blocks centred by their own, weighted
+    by ``weights`` if given), from the means of the non-zero columns, or of every column when
+    ``coef`` stays on the cluster."""
     if is_dask_array(coef):
-        means = column_means(X) if means is None else means
+        means = _column_means(X, weights, executor) if means is None else means
         return float(executor.compute(da.dot(means, coef))[0])
     if means is None:
         nonzero = np.flatnonzero(coef)
-        return dot(column_means(X[:, nonzero]), coef[nonzero])
+        return dot(_column_means(X[:, nonzero], weights, executor), coef[nonzero])
     return dot(means, coef)
+
+
+def _column_means(X, weights, executor):
+    """X's column means, weighted by ``weights`` (summing to the rows) if given."""
+    if weights is None:
+        return column_means(X)
+    if is_dask_array(X):
+        return np.asarray(executor.compute(da.dot(da.from_array(weights), X))[0]) / len(weights)
+    return np.asarray(safe_sparse_dot(weights, X)).ravel() / len(weights)
 
 
 def _predict_block(X_block, coef, intercept):

@@ -7,8 +7,9 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_X_y
+from sklearn.utils.validation import _check_sample_weight, check_X_y
 
 from ..partition import block_edges
 from ..programs.logistic import LogisticProgram, make_raw_block
@@ -26,8 +27,9 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
     """Penalised logistic regression by model-parallel prox-Newton with a priority schedule.
 
     Minimises, for each class (one-vs-rest when there are more than two),
-    ``l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||^2 + C sum_i log(1 + exp(-y_i (x_i w + b)))``
-    with ``l1_ratio`` 1 for ``penalty="l1"`` and 0 for ``"l2"``: the objective of
+    ``l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||^2 + C sum_i s_i log(1 + exp(-y_i (x_i w + b)))``
+    with ``l1_ratio`` 1 for ``penalty="l1"`` and 0 for ``"l2"``, and ``s_i`` the sample's weight
+    (``sample_weight`` times its class's ``class_weight``; 1 by default): the objective of
     :class:`sklearn.linear_model.LogisticRegression` with an unpenalised intercept (as its
     ``saga`` and ``lbfgs`` solvers; ``liblinear`` also penalises the intercept).
 
@@ -47,6 +49,10 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
     l1_ratio : float in [0, 1] or None
         The l1 share of an elastic-net penalty (only used with ``penalty="elasticnet"``).
     fit_intercept : bool
+    class_weight : dict, "balanced" or None
+        Weights of the classes (their labels as keys), multiplying the samples' weights; as in
+        scikit-learn, ``"balanced"`` weighs each class by ``n_samples / (n_classes *`` its
+        weighted count``)``.
     tol : float
         Stop when no coefficient or intercept violates its optimality condition by more than
         ``tol`` times the largest feature gradient at ``w = 0``.
@@ -83,18 +89,20 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         "C": [NumberInterval(Real, 0, None, closed="neither")],
         "l1_ratio": [NumberInterval(Real, 0, 1, closed="both"), None],
         "fit_intercept": ["boolean"],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
     }
 
-    def __init__(self, penalty="l1", *, C=1.0, l1_ratio=None, fit_intercept=True, tol=1e-4,
-                 max_iter=100, warm_start=False, n_blocks=None, checkpoint_interval=10,
-                 checkpoint_dir=None, progress=False, callback=None):
+    def __init__(self, penalty="l1", *, C=1.0, l1_ratio=None, fit_intercept=True,
+                 class_weight=None, tol=1e-4, max_iter=100, warm_start=False, n_blocks=None,
+                 checkpoint_interval=10, checkpoint_dir=None, progress=False, callback=None):
         self.penalty = penalty
         self.C = C
         self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
+        self.class_weight = class_weight
         self.tol = tol
         self.max_iter = max_iter
         self.warm_start = warm_start
@@ -104,8 +112,10 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         self.progress = progress
         self.callback = callback
 
-    def fit(self, X, y):
-        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and class labels y."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and class labels y;
+        ``sample_weight``: a weight per sample (or one number for all) multiplying its loss, as
+        in scikit-learn (not rescaled)."""
         self._check_params()
         l1 = self._l1_share()
         given = X
@@ -124,6 +134,7 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         if len(classes) < 2:
             raise ValueError("This solver needs samples of at least 2 classes in the data, but "
                              f"the data contain only one class: {classes[0]!r}")
+        weights = self._sample_weights(sample_weight, y, classes)
         targets = classes[1:] if len(classes) == 2 else classes
         Y = np.where(y[:, None] == targets[None, :], 1.0, -1.0)
         n_features = X.shape[1]
@@ -132,7 +143,8 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         edges = block_edges(n_features, self.n_blocks or default_block_count(
             stored, len(executor.workers)))
         program = LogisticProgram(len(edges) - 1, Y, self.C, l1, 1.0 - l1, self.fit_intercept,
-                                  self.tol, intercept_init, sparse=is_sparse(X))
+                                  self.tol, intercept_init, sparse=is_sparse(X),
+                                  sample_weight=weights)
 
         def make_block(columns, lo, hi):
             return make_raw_block(columns, coef_init[:, lo:hi])
@@ -153,6 +165,18 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
             f"(relative violation {violations[-1] if violations else np.inf:.2e}, tol "
             f"{self.tol:.1e}). Consider increasing max_iter.")
         return self
+
+    def _sample_weights(self, sample_weight, y, classes):
+        """Each sample's weight: ``sample_weight`` times its class's weight (None for none)."""
+        if sample_weight is None and self.class_weight is None:
+            return None
+        weights = _check_sample_weight(sample_weight, np.empty((len(y), 0)), dtype=np.float64,
+                                       copy=True, ensure_non_negative=True)
+        if self.class_weight is not None:
+            per_class = compute_class_weight(self.class_weight, classes=classes, y=y,
+                                             sample_weight=weights)
+            weights *= per_class[np.searchsorted(classes, y)]
+        return weights
 
     def _l1_share(self):
         if self.penalty == "elasticnet":

@@ -33,10 +33,10 @@ class _PathFit(ElasticNet):
 
     path_alphas = stage_rounds = path_program = None
 
-    def _program(self, widths, y_centred, gap_tolerance, sparse):
+    def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None):
         self.path_program = ElasticNetPathProgram(
             widths, y_centred, self.path_alphas, self.l1_ratio, self.positive, gap_tolerance,
-            self.stage_rounds, seed=self._seed(), sparse=sparse)
+            self.stage_rounds, seed=self._seed(), sparse=sparse, sample_weight=weights)
         return self.path_program
 
 

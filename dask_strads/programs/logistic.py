@@ -1,8 +1,9 @@
 """The STRADS logistic-regression program over feature blocks: prox-Newton with working sets.
 
-    sum over classes k of   C sum_i log(1 + exp(-y_ik z_ik)) + l1 ||w_k||_1 + l2/2 ||w_k||^2,
+    sum over classes k of   C sum_i s_i log(1 + exp(-y_ik z_ik)) + l1 ||w_k||_1 + l2/2 ||w_k||^2,
 
-with margins ``z_k = X w_k + b_k`` and ``y_ik`` in {-1, +1} (one column per class for
+with sample weights ``s_i`` (ones by default), margins ``z_k = X w_k + b_k`` and ``y_ik`` in
+{-1, +1} (one column per class for
 one-vs-rest, one for a binary problem). The classes are independent problems solved side by side
 on the same blocks.
 
@@ -147,6 +148,7 @@ class LogisticProgram(Program):
     ``Y``: samples x classes of +-1. ``tolerance``: stop when no coordinate or intercept violates
     its optimality condition by more than ``tolerance`` times the largest |x_j . g| at w = 0.
     ``intercept_init``: the intercepts to start from with ``fit_intercept`` (without, they are 0).
+    ``sample_weight``: a weight per sample (None: ones), multiplying its loss.
     """
 
     name = "logistic"
@@ -155,10 +157,12 @@ class LogisticProgram(Program):
     static_schedule = True
 
     def __init__(self, n_blocks, Y, C, l1, l2, fit_intercept, tolerance, intercept_init=None,
-                 sparse=False):
+                 sparse=False, sample_weight=None):
         self.n_blocks = n_blocks
         self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)  # classes x samples
-        self.C = float(C)
+        # the cost of each sample's loss: C times its weight
+        self.C = float(C) * (np.ones(self.Y.shape[1]) if sample_weight is None
+                             else np.asarray(sample_weight, dtype=np.float64))
         self.l1 = float(l1)
         self.l2 = float(l2)
         self.fit_intercept = fit_intercept
