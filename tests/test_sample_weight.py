@@ -127,3 +127,18 @@ def test_logistic_l1_integer_weights_are_repeated_rows():
     np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-6)
     np.testing.assert_allclose(weighted.intercept_, repeated.intercept_, atol=1e-6)
     assert 0 < np.count_nonzero(weighted.coef_) < X.shape[1]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_cv_weights_match_sklearn(sparse):
+    X, y, _ = regression(n=80, p=40, seed=4)
+    weights = np.random.default_rng(4).uniform(0.2, 3.0, len(y))
+    X_fit = sp.csc_matrix(X) if sparse else X
+    params = {"l1_ratio": [0.5, 1.0], "alphas": 8, "cv": 3, "tol": 1e-10}
+    ours = dask_strads.ElasticNetCV(**params, n_jobs=1).fit(X_fit, y, sample_weight=weights)
+    theirs = linear_model.ElasticNetCV(**params).fit(X_fit, y, sample_weight=weights)
+    np.testing.assert_allclose(ours.alphas_, theirs.alphas_, rtol=1e-12)
+    np.testing.assert_allclose(ours.mse_path_, theirs.mse_path_, rtol=1e-6)
+    assert (ours.alpha_, ours.l1_ratio_) == (theirs.alpha_, theirs.l1_ratio_)
+    np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=1e-8)
+    np.testing.assert_allclose(ours.intercept_, theirs.intercept_, atol=1e-8)

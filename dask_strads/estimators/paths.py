@@ -40,17 +40,19 @@ class _PathFit(ElasticNet):
         return self.path_program
 
 
-def alpha_grid(X, y, l1_ratio, eps, n_alphas, fit_intercept, positive):
+def alpha_grid(X, y, l1_ratio, eps, n_alphas, fit_intercept, positive, weights=None):
     """scikit-learn's automatic grid: ``n_alphas`` alphas spaced evenly on a log scale from
-    ``alpha_max``, the smallest alpha whose solution is zero, down to ``eps * alpha_max``."""
+    ``alpha_max``, the smallest alpha whose solution is zero (under sample ``weights`` summing
+    to the samples, if given), down to ``eps * alpha_max``."""
     if l1_ratio == 0:
         raise ValueError("an automatic alpha grid needs l1_ratio > 0 (at l1_ratio=0 no alpha "
                          "makes the solution zero): give alphas as a grid of values")
     if fit_intercept:
-        y = y - y.mean()
-    X_dot_y = np.asarray(safe_sparse_dot(X.T, y)).ravel()
+        y = y - np.average(y, weights=weights)
+    weighted_y = y if weights is None else weights * y
+    X_dot_y = np.asarray(safe_sparse_dot(X.T, weighted_y)).ravel()
     if fit_intercept:
-        X_dot_y -= column_means(X) * y.sum()
+        X_dot_y -= column_means(X) * weighted_y.sum()
     largest = max(0.0, X_dot_y.max()) if positive else np.abs(X_dot_y).max()
     alpha_max = largest / (len(y) * l1_ratio)
     resolution = np.finfo(np.float64).resolution
@@ -70,9 +72,9 @@ def check_alpha_grid(alphas):
     return np.sort(grid)[::-1]
 
 
-def path_alphas(X, y, alphas, l1_ratio, eps, fit_intercept, positive):
+def path_alphas(X, y, alphas, l1_ratio, eps, fit_intercept, positive, weights=None):
     if isinstance(alphas, Integral):
-        return alpha_grid(X, y, l1_ratio, eps, alphas, fit_intercept, positive)
+        return alpha_grid(X, y, l1_ratio, eps, alphas, fit_intercept, positive, weights)
     return check_alpha_grid(alphas)
 
 

@@ -221,8 +221,11 @@ class ElasticNetProgram(Program):
 
     def _product(self, columns, coef):
         """``X coef`` over the rows the program fits (scaled by the root weights)."""
-        product = add_columns(columns.X, coef, np.zeros(self.n_samples))
-        return product * self.root_weights if self.weighted else product
+        return self._scaled(add_columns(columns.X, coef, np.zeros(self.n_samples)))
+
+    def _scaled(self, values):
+        """A vector of the rows fitted, scaled by the root weights."""
+        return values * self.root_weights if self.weighted else values
 
     # -- schedule / push / pull -------------------------------------------------------------------
     def schedule(self, round_index, history):
@@ -231,9 +234,7 @@ class ElasticNetProgram(Program):
     def push(self, block_id, data, state, instruction, shared, inbox):
         state = _unpacked(state)
         columns, coef = data.columns, state.coef
-        if self.weighted:  # the block's columns are unscaled: their products with s (y - Xw - b)
-            shared = replace(shared, r=self.root_weights * shared.r + shared.offset * self.weights,
-                             offset=0.0)
+        shared = self._pass_residual(data, shared)
         _commit(state, shared)
         if state.stage != shared.stage:  # a path's next alpha: screening starts again
             state.active[:] = all_bits(len(coef))
@@ -242,6 +243,14 @@ class ElasticNetProgram(Program):
         update = Candidates(positions, score, coef[positions], columns.take(positions), *terms)
         state.stage = shared.stage
         return state, update
+
+    def _pass_residual(self, data, shared):
+        """``shared`` with the residual the block's full pass reads: under sample weights, the
+        block's columns are unscaled, and it reads ``s (y - Xw - b)``, with offset 0."""
+        if not self.weighted:
+            return shared
+        return replace(shared, r=self.root_weights * shared.r + shared.offset * self.weights,
+                       offset=0.0)
 
     def penalties(self, shared):
         """``(l1, l2)`` of the round (a path program changes them with ``shared.stage``)."""

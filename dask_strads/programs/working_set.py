@@ -89,7 +89,10 @@ class WeightedColumns(Columns):
 
 
 def scale_rows(X, factors):
-    """X (kernel format) with row i times ``factors[i]``, a copy."""
+    """X (kernel format) with row i times ``factors[i]``, a copy; X itself for ``factors``
+    None or empty."""
+    if factors is None or len(factors) == 0:
+        return X
     if isinstance(X, np.ndarray):
         return np.asfortranarray(X * factors[:, None])
     indptr, indices, data = X
