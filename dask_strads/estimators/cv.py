@@ -19,9 +19,9 @@ from ..programs.elastic_net import ElasticNetProgram, kernel_csc
 from ..programs.elastic_net_path import ElasticNetPathProgram
 from ..programs.lasso import make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
-from .elastic_net import (ElasticNet, check_weights, gap_target, rounds_to_stop, solution,
-                          zeros)
-from .inputs import blocks_along, check_in_memory_design, gathered
+from .elastic_net import (SKLEARN_ONLY, ElasticNet, check_weights, gap_target, rounds_to_stop,
+                          solution, zeros)
+from .inputs import blocks_along, check_in_memory_design, fitted_dtype, gathered
 from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
 
 #: The shared parameters a CV estimator takes (a checkpoint directory or a callback would mix
@@ -65,6 +65,9 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         a dense X), at least one and at most one per worker.
     keep_on_cluster, checkpoint_interval, progress
         As in :class:`dask_strads.ElasticNet`, for every fit.
+    precompute, copy_X, selection, verbose
+        scikit-learn's spellings, accepted and without effect (see
+        :class:`dask_strads.ElasticNet`; ``progress`` shows the fits' progress).
 
     Attributes
     ----------
@@ -86,15 +89,22 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "cv": ["cv_object"],
         "n_jobs": [NumberInterval(Integral, 1, None, closed="left"), None],
+        **SKLEARN_ONLY,
+        "verbose": ["verbose"],
     }
 
-    def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True, max_iter=1000,
-                 tol=1e-4, cv=None, n_jobs=None, positive=False, random_state=None,
+    def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True,
+                 precompute="auto", max_iter=1000, tol=1e-4, cv=None, copy_X=True, verbose=0,
+                 n_jobs=None, positive=False, random_state=None, selection="cyclic",
                  n_blocks=None, keep_on_cluster=False, checkpoint_interval=10, progress=False):
         self.l1_ratio = l1_ratio
         self.eps = eps
         self.alphas = alphas
         self.fit_intercept = fit_intercept
+        self.precompute = precompute
+        self.copy_X = copy_X
+        self.verbose = verbose
+        self.selection = selection
         self.max_iter = max_iter
         self.tol = tol
         self.cv = cv
@@ -199,6 +209,9 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.mse_path_ = np.squeeze(np.moveaxis(mse, 2, 1))
         self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
                                                                executor, weights)
+        if fitted_dtype(given) == np.float32 and not self.keep_on_cluster:
+            self.coef_, self.intercept_ = (self.coef_.astype(np.float32),
+                                           np.float32(self.intercept_))
         self.n_iter_ = rounds_to_stop(result.history)
         self._executor = executor
         if not result.history.stats.converged:
@@ -231,12 +244,14 @@ class LassoCV(ElasticNetCV):
                               in ElasticNetCV._parameter_constraints.items()
                               if name != "l1_ratio"}
 
-    def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, max_iter=1000, tol=1e-4,
-                 cv=None, n_jobs=None, positive=False, random_state=None, n_blocks=None,
+    def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, precompute="auto",
+                 max_iter=1000, tol=1e-4, copy_X=True, cv=None, verbose=False, n_jobs=None,
+                 positive=False, random_state=None, selection="cyclic", n_blocks=None,
                  keep_on_cluster=False, checkpoint_interval=10, progress=False):
         super().__init__(l1_ratio=1.0, eps=eps, alphas=alphas, fit_intercept=fit_intercept,
-                         max_iter=max_iter, tol=tol, cv=cv, n_jobs=n_jobs, positive=positive,
-                         random_state=random_state, n_blocks=n_blocks,
+                         precompute=precompute, max_iter=max_iter, tol=tol, cv=cv,
+                         copy_X=copy_X, verbose=verbose, n_jobs=n_jobs, positive=positive,
+                         random_state=random_state, selection=selection, n_blocks=n_blocks,
                          keep_on_cluster=keep_on_cluster,
                          checkpoint_interval=checkpoint_interval, progress=progress)
 

@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils._param_validation import Options, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
@@ -17,11 +17,14 @@ from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .inputs import (blocks_along, check_dask_design, check_dask_matrix, check_finite_block,
-                     check_in_memory_design, column_means, is_dask_array, is_sparse,
-                     to_scipy_if_pydata)
+                     check_in_memory_design, column_means, fitted_dtype, is_dask_array,
+                     is_sparse, to_scipy_if_pydata)
 
 #: The default schedule; the others are the STRADS sampling schedules (Lasso only).
 WORKING_SET = "working_set"
+#: scikit-learn's parameters that change nothing here (see the class docstring).
+SKLEARN_ONLY = {"precompute": ["boolean", StrOptions({"auto"}), "array-like"],
+                "copy_X": ["boolean"], "selection": [StrOptions({"cyclic", "random"})]}
 
 
 class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
@@ -34,8 +37,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     The features are split into ``n_blocks`` blocks pinned to the workers (default: one per ten
     million stored values, at most one per worker). With the default
-    ``schedule="working_set"`` every round makes one full pass over each block in parallel (duality gap, gap-safe screening, each feature's violation of the
-    optimality conditions) and solves the most violating features of all blocks jointly, by
+    ``schedule="working_set"`` every round makes one full pass over each block in parallel
+    (duality gap, gap-safe screening, each feature's violation of the optimality conditions) and solves the most violating features of all blocks jointly, by
     coordinate descent with Anderson extrapolation, on one worker. ``"priority"``, ``"cyclic"``
     and ``"random"`` run the STRADS sub-rounds of the paper instead (Lasso only): sample
     ``n_candidates`` coordinates, drop those correlated with another kept one by
@@ -45,6 +48,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     ----------
     alpha, l1_ratio, fit_intercept, max_iter, tol, warm_start, positive, random_state
         As in :class:`sklearn.linear_model.ElasticNet`; ``max_iter`` counts rounds.
+    precompute, copy_X, selection
+        scikit-learn's spellings, accepted and without effect on the result: the working set
+        computes the products it needs from the blocks (no Gram matrix), X is never modified,
+        and the order of the coordinates is the solver's.
     schedule : {"working_set", "priority", "cyclic", "random"}
         The working-set solver, or the STRADS sampling schedules (dynamic priority and its
         ablations), which need ``l1_ratio=1``.
@@ -85,8 +92,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_, intercept_, n_iter_, dual_gap_, n_features_in_
-        As in sklearn; ``n_iter_`` is the number of rounds. ``dual_gap_`` bounds the objective's
+    coef_, intercept_, n_iter_, dual_gap_, n_features_in_, sparse_coef_
+        As in sklearn (float32 for float32 data; a 2-D y gives one row of ``coef_`` per
+        target, each target fitted on its own); ``n_iter_`` is the number of rounds. ``dual_gap_`` bounds the objective's
         distance to its minimum from above. With ``alpha=0`` (least squares, which has no
         dual) it is that distance, from the least-squares solution of the features' columns
         gathered on one worker (as dense arrays): the working set then solves least squares
@@ -118,10 +126,12 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         "sub_rounds": [NumberInterval(Integral, 1, None, closed="left"), None],
         "staleness": [NumberInterval(Integral, 0, None, closed="left")],
         "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
+        **SKLEARN_ONLY,
     }
 
-    def __init__(self, alpha=1.0, *, l1_ratio=0.5, fit_intercept=True, max_iter=1000, tol=1e-4,
-                 warm_start=False, positive=False, random_state=None, schedule=WORKING_SET,
+    def __init__(self, alpha=1.0, *, l1_ratio=0.5, fit_intercept=True, precompute=False,
+                 max_iter=1000, copy_X=True, tol=1e-4, warm_start=False, positive=False,
+                 random_state=None, selection="cyclic", schedule=WORKING_SET,
                  n_candidates=32, dependency_threshold=0.1, priority_floor=0.1,
                  priority_power=1, sub_rounds=None, staleness=0, n_blocks=None,
                  keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
@@ -129,6 +139,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
+        self.precompute = precompute
+        self.copy_X = copy_X
+        self.selection = selection
         self.max_iter = max_iter
         self.tol = tol
         self.warm_start = warm_start
@@ -173,6 +186,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         working-set schedule only. ``check_input`` is accepted for scikit-learn's signature;
         the inputs are always checked."""
         self._check_params()
+        if not is_dask_array(y) and np.asarray(y).ndim == 2:
+            return self._fit_each_target(X, y, sample_weight)
         if sample_weight is not None and self.schedule != WORKING_SET:
             raise ValueError(f"sample_weight needs schedule={WORKING_SET!r}, got "
                              f"schedule={self.schedule!r}")
@@ -217,6 +232,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self._reset_features(given)
         self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
                                                                executor, weights)
+        if fitted_dtype(given) == np.float32 and not is_dask_array(self.coef_):
+            self.coef_, self.intercept_ = (self.coef_.astype(np.float32),
+                                           np.float32(self.intercept_))
         self.n_iter_ = rounds_to_stop(history)
         self.n_blocks_ = len(edges) - 1
         self.history_ = history
@@ -226,6 +244,36 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             f"{self.dual_gap_:.3e}, tolerance: {gap_tolerance:.3e}. Consider increasing "
             "max_iter.")
         return self
+
+    def _fit_each_target(self, X, Y, sample_weight):
+        """A fit of each column of a 2-D ``Y`` (scikit-learn's multi-output elastic net: the
+        targets are independent problems), on clones of this estimator."""
+        X, Y = check_in_memory_design(X, Y, self, multi_output=True)
+        previous = getattr(self, "coef_", None) if self.warm_start else None
+        fits = []
+        for k in range(Y.shape[1]):
+            fit = clone(self)
+            fit.client = self._client
+            if previous is not None and np.shape(previous) == (Y.shape[1], X.shape[1]):
+                fit.coef_ = np.asarray(self._in_memory(previous))[k]
+            fits.append(fit.fit(X, Y[:, k], sample_weight))
+        self._reset_features(X)
+        coef = np.array([np.asarray(f._in_memory(f.coef_)) for f in fits])
+        self.coef_ = coef[0] if len(fits) == 1 else coef
+        self.intercept_ = np.array([f.intercept_ for f in fits])
+        gaps = np.array([f.dual_gap_ for f in fits])
+        self.dual_gap_ = gaps[0] if len(fits) == 1 else gaps
+        iterations = [f.n_iter_ for f in fits]
+        self.n_iter_ = iterations[0] if len(fits) == 1 else iterations
+        self.n_blocks_ = fits[-1].n_blocks_
+        self.history_ = [f.history_ for f in fits]
+        self._executor = fits[-1]._executor
+        return self
+
+    @property
+    def sparse_coef_(self):
+        """``coef_`` as a scipy CSR matrix (one row per target)."""
+        return sp.csr_matrix(np.atleast_2d(self._in_memory(self.coef_)))
 
     def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None):
         if self.schedule == WORKING_SET:
@@ -255,11 +303,14 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         X = validate_data(self, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], reset=False,
                           dtype=np.float64)
         coef = np.asarray(self._in_memory(self.coef_))
+        if coef.ndim == 2:  # several targets
+            return safe_sparse_dot(X, coef.T, dense_output=True) + self.intercept_
         return safe_sparse_dot(X, coef, dense_output=True).ravel() + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        tags.target_tags.multi_output = True
         return tags
 
 
