@@ -38,7 +38,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     The features are split into ``n_blocks`` blocks pinned to the workers (default: one per ten
     million stored values, at most one per worker). With the default
     ``schedule="working_set"`` every round makes one full pass over each block in parallel
-    (duality gap, gap-safe screening, each feature's violation of the optimality conditions) and solves the most violating features of all blocks jointly, by
+    (duality gap, gap-safe screening, each feature's violation of the optimality conditions) and
+    solves the most violating features of all blocks jointly, by
     coordinate descent with Anderson extrapolation, on one worker. ``"priority"``, ``"cyclic"``
     and ``"random"`` run the STRADS sub-rounds of the paper instead (Lasso only): sample
     ``n_candidates`` coordinates, drop those correlated with another kept one by
@@ -94,7 +95,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     ----------
     coef_, intercept_, n_iter_, dual_gap_, n_features_in_, sparse_coef_
         As in sklearn (float32 for float32 data; a 2-D y gives one row of ``coef_`` per
-        target, each target fitted on its own); ``n_iter_`` is the number of rounds. ``dual_gap_`` bounds the objective's
+        target, each target fitted on its own); ``n_iter_`` is the number of rounds. ``dual_gap_``
+        bounds the objective's
         distance to its minimum from above. With ``alpha=0`` (least squares, which has no
         dual) it is that distance, from the least-squares solution of the features' columns
         gathered on one worker (as dense arrays): the working set then solves least squares
