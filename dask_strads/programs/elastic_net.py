@@ -45,6 +45,7 @@ from ..kernels.columns import (COLUMN_CHUNK, add_columns, all_bits, column_chunk
 from ..kernels.elastic_net import UNWEIGHTED, dot, half_norm2, screen_and_score
 from ..kernels.weighted_columns import weighted_column_stats
 from .base import Instruction, Program, Report, StopRule, initial_parameters
+from .selection import TopScores
 from .working_set import (Columns, WeightedColumns, duality_gap, join_columns, least_squares,
                           residual_dot, solve)
 
@@ -279,23 +280,19 @@ class ElasticNetProgram(Program):
         found = np.empty(min(COLUMN_CHUNK, columns.width), dtype=np.int64)
         found_scores = np.empty(len(found))
         parts = []
-        positions, scores = np.zeros(0, dtype=np.int64), np.zeros(0)
+        best = TopScores(wanted)
         for start, stop in column_chunks(columns.width):
             parts.append(screen_and_score(
                 columns.X, start, stop, state.coef, state.active, shared.r, shared.offset,
                 columns.col_sums, columns.col_means, columns.col_norm2, l1, l2, self.positive,
                 screening, shared.dual_scale, radius, every_one, found, found_scores))
             count = parts[-1][-1]
-            positions = np.concatenate([positions, found[:count]])
-            scores = np.concatenate([scores, found_scores[:count]])
-            if len(scores) > wanted:
-                best = np.argpartition(-scores, wanted - 1)[:wanted]
-                positions, scores = positions[best], scores[best]
+            best.add(found[:count], found_scores[:count])
         _, gradient_norm2, violating, n_active, l1_norm, coef_norm2, _ = np.sum(parts, axis=0)
         terms = (int(n_active), int(violating), l1_norm, coef_norm2, max(p[0] for p in parts),
                  gradient_norm2)
-        order = np.argsort(positions)
-        return terms, positions[order], scores[order]
+        order = np.argsort(best.positions)
+        return terms, best.positions[order], best.scores[order]
 
     def pull(self, partials, shared):
         if all(isinstance(p, Start) for p in partials.values()):
