@@ -13,6 +13,7 @@ TypeError, as a user porting code would delete them.
     python benchmarks/sklearn_compat.py                 # all three files, strict
     python benchmarks/sklearn_compat.py --lenient       # sklearn-only keywords dropped
     python benchmarks/sklearn_compat.py --files logistic --reasons 30
+    python benchmarks/sklearn_compat.py --failures      # also every failing test, with its reason
 
 Each file runs in a process of its own (pytest, ``-p no:cacheprovider``, a 120 s timeout per
 test); the script prints, per file, the tests collected, those that reached our code, how many
@@ -143,6 +144,8 @@ def main():
     parser.add_argument("--lenient", action="store_true",
                         help="drop keyword arguments only scikit-learn has")
     parser.add_argument("--reasons", type=int, default=15, help="reasons listed per file")
+    parser.add_argument("--failures", action="store_true",
+                        help="list every failing test that reaches our code, with its reason")
     parser.add_argument("--run-file", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -170,6 +173,10 @@ def main():
               f"({share:.0%}), {reached - passed} fail")
         for reason, count in reasons.most_common(args.reasons):
             print(f"  {count:4d}  {reason}")
+        if args.failures:
+            for nodeid, entry in sorted(results.items()):
+                if entry["reached"] and entry["outcome"] == "failed":
+                    print(f"    {nodeid.split('::', 1)[-1]}: {reason_key(entry.get('reason'))}")
     collected, reached, passed = totals
     print(f"\nall files: {collected} tests, {reached} reach our code, {passed} pass "
           f"({passed / max(reached, 1):.1%}); load average at end: {os.getloadavg()}")
