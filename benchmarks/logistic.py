@@ -71,7 +71,7 @@ def solvers(n_samples):
     import skglm
 
     return {
-        "dask_strads": lambda: LogisticRegression(C=C),
+        "dask_strads": lambda: LogisticRegression(C=C, l1_ratio=1.0),
         "liblinear": lambda: SkLogisticRegression(C=C, l1_ratio=1.0, solver="liblinear"),
         "liblinear tight": lambda: SkLogisticRegression(
             C=C, l1_ratio=1.0, solver="liblinear", tol=1e-8, intercept_scaling=100),
@@ -86,7 +86,7 @@ def main():
     rows = []
     for key in args.problems.split(","):
         X, y = problem(key)
-        reference = LogisticRegression(C=C, tol=1e-10, max_iter=1000).fit(X, y)
+        reference = LogisticRegression(C=C, l1_ratio=1.0, tol=1e-10, max_iter=1000).fit(X, y)
         results = {}
         for name, make in solvers(X.shape[0]).items():
             if name in COMPILED:

@@ -197,7 +197,7 @@ class LogisticProblem(LassoProblem):
 
     def fit(self, client, n_workers, warm_up=False):
         X = self.X[:, :20000] if warm_up else self.X
-        est = LogisticRegression(C=self.C, fit_intercept=False, n_blocks=n_workers,
+        est = LogisticRegression(C=self.C, l1_ratio=1.0, fit_intercept=False, n_blocks=n_workers,
                                  checkpoint_interval=0)
         est.client = client
         est.fit(X, self.y)

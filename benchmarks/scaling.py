@@ -90,7 +90,8 @@ def logistic_data():
 def logistic_fit(data, client, warm_up, **params):
     X, y = data
     params.setdefault("max_iter", 2 if warm_up else 6)
-    est = LogisticRegression(C=1.0, tol=1e-12, n_blocks=len(client.scheduler_info()["workers"]),
+    est = LogisticRegression(C=1.0, l1_ratio=1.0, tol=1e-12,
+                             n_blocks=len(client.scheduler_info()["workers"]),
                              checkpoint_interval=0, **params)
     est.client = client
     return est.fit(X, y)

@@ -19,8 +19,9 @@ from ..programs.elastic_net import ElasticNetProgram, kernel_csc
 from ..programs.elastic_net_path import ElasticNetPathProgram
 from ..programs.lasso import make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
-from .elastic_net import ElasticNet, gap_target, rounds_to_stop, solution, zeros
-from .inputs import blocks_along, check_in_memory_design, gathered
+from .elastic_net import (SKLEARN_ONLY, ElasticNet, check_weights, gap_target, rounds_to_stop,
+                          solution, zeros)
+from .inputs import blocks_along, check_in_memory_design, fitted_dtype, gathered
 from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
 
 #: The shared parameters a CV estimator takes (a checkpoint directory or a callback would mix
@@ -64,6 +65,9 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         a dense X), at least one and at most one per worker.
     keep_on_cluster, checkpoint_interval, progress
         As in :class:`dask_strads.ElasticNet`, for every fit.
+    precompute, copy_X, selection, verbose
+        scikit-learn's spellings, accepted and without effect (see
+        :class:`dask_strads.ElasticNet`; ``progress`` shows the fits' progress).
 
     Attributes
     ----------
@@ -85,15 +89,22 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "cv": ["cv_object"],
         "n_jobs": [NumberInterval(Integral, 1, None, closed="left"), None],
+        **SKLEARN_ONLY,
+        "verbose": ["verbose"],
     }
 
-    def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True, max_iter=1000,
-                 tol=1e-4, cv=None, n_jobs=None, positive=False, random_state=None,
+    def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True,
+                 precompute="auto", max_iter=1000, tol=1e-4, cv=None, copy_X=True, verbose=0,
+                 n_jobs=None, positive=False, random_state=None, selection="cyclic",
                  n_blocks=None, keep_on_cluster=False, checkpoint_interval=10, progress=False):
         self.l1_ratio = l1_ratio
         self.eps = eps
         self.alphas = alphas
         self.fit_intercept = fit_intercept
+        self.precompute = precompute
+        self.copy_X = copy_X
+        self.verbose = verbose
+        self.selection = selection
         self.max_iter = max_iter
         self.tol = tol
         self.cv = cv
@@ -115,20 +126,25 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None, groups=None):
         """Cross-validate the paths on X (numpy, scipy.sparse, or a dask array, gathered into
         this process from the cluster it is on: the folds' errors are computed here) and y,
-        then refit."""
+        then refit. ``sample_weight`` as for :meth:`ElasticNet.fit`, on every fold (the
+        training rows' weights rescaled to sum to their count, the test errors averaged with
+        the test rows' weights) and the refit, as scikit-learn; ``groups`` go to the ``cv``
+        splitter."""
         self._check_params()
         given = X
         X, y = check_in_memory_design(*gathered((X, y), self._fit_executor), self)
+        executor = self._fit_executor(_stored(X))
+        weights = None if sample_weight is None else check_weights(sample_weight, X, executor)
         l1_ratios = self._l1_ratios()
         grids = [path_alphas(X, y, self.alphas, ratio, self.eps, self.fit_intercept,
-                             self.positive) for ratio in l1_ratios]
-        folds = [(np.sort(train), test) for train, test in check_cv(self.cv).split(X, y)]
-        executor = self._fit_executor(_stored(X))
+                             self.positive, weights) for ratio in l1_ratios]
+        folds = [(np.sort(train), test)
+                 for train, test in check_cv(self.cv).split(X, y, groups)]
         X = _placeable(X)
-        y_mean = float(y.mean()) if self.fit_intercept else 0.0
+        y_mean = float(np.average(y, weights=weights)) if self.fit_intercept else 0.0
         y_centred = y - y_mean
         edges = block_edges(X.shape[1], self.n_blocks or default_block_count(
             _stored(X), len(executor.workers)))
@@ -153,20 +169,24 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             logger.info("%s: the path of %d alphas on fold %d of %d%s", type(self).__name__,
                         len(grids[i]), f + 1, len(folds),
                         f" (l1_ratio={l1_ratios[i]:g})" if len(l1_ratios) > 1 else "")
-            y_shift = float(y_centred[train].mean()) if self.fit_intercept else 0.0
-            y_fold = y_centred[train] - y_shift
+            train_weights = None if weights is None else _summing_to_count(weights[train])
+            y_shift = (float(np.average(y_centred[train], weights=train_weights))
+                       if self.fit_intercept else 0.0)
+            y_fold = _scaled(y_centred[train] - y_shift, train_weights)
             program = ElasticNetPathProgram(
                 widths, y_fold, grids[i], l1_ratios[i], self.positive,
                 gap_target(self.tol, y_fold), self.max_iter, rows=train,
-                seed=self._seed(), sparse=sparse)
+                seed=self._seed(), sparse=sparse, sample_weight=train_weights)
             result = self._run_engine(program, placements[k % len(placements)], executor,
                                       len(grids[i]) * self.max_iter + 1, (X, y))
             coefs, _, _ = path_solutions(result.history, program, X.shape[1], grids[i])
             support = np.flatnonzero(coefs.any(axis=1))
             fitted = safe_sparse_dot(X[:, support], coefs[support], dense_output=True)
-            intercepts = (y_mean + y_shift - fitted[train].mean(axis=0)
+            intercepts = (y_mean + y_shift - np.average(fitted[train], axis=0,
+                                                        weights=train_weights)
                           if self.fit_intercept else 0.0)
-            return ((fitted[test] + intercepts - y[test][:, None]) ** 2).mean(axis=0)
+            return np.average((fitted[test] + intercepts - y[test][:, None]) ** 2, axis=0,
+                              weights=None if weights is None else weights[test])
 
         with ThreadPoolExecutor(n_jobs) as pool:
             errors = list(pool.map(test_errors, range(len(paths))))
@@ -175,9 +195,10 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         best = np.unravel_index(np.argmin(mean_mse), mean_mse.shape)  # the first of the least
         alpha, l1_ratio = grids[best[0]][best[1]], l1_ratios[best[0]]
         logger.info("%s: the refit at alpha=%.3g on the whole data", type(self).__name__, alpha)
-        refit = ElasticNetProgram(widths, y_centred, alpha, l1_ratio, self.positive,
-                                  gap_target(self.tol, y_centred), seed=self._seed(),
-                                  sparse=sparse)
+        y_refit = _scaled(y_centred, weights)
+        refit = ElasticNetProgram(widths, y_refit, alpha, l1_ratio, self.positive,
+                                  gap_target(self.tol, y_refit), seed=self._seed(),
+                                  sparse=sparse, sample_weight=weights)
         result = self._run_engine(refit, placed, executor, self.max_iter, (X, y))
         self._reset_features(given)
         self.alpha_ = float(alpha)
@@ -187,7 +208,10 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                         and not np.ndim(self.alphas) else np.asarray(grids[0]))
         self.mse_path_ = np.squeeze(np.moveaxis(mse, 2, 1))
         self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
-                                                               executor)
+                                                               executor, weights)
+        if fitted_dtype(given) == np.float32 and not self.keep_on_cluster:
+            self.coef_, self.intercept_ = (self.coef_.astype(np.float32),
+                                           np.float32(self.intercept_))
         self.n_iter_ = rounds_to_stop(result.history)
         self._executor = executor
         if not result.history.stats.converged:
@@ -220,14 +244,27 @@ class LassoCV(ElasticNetCV):
                               in ElasticNetCV._parameter_constraints.items()
                               if name != "l1_ratio"}
 
-    def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, max_iter=1000, tol=1e-4,
-                 cv=None, n_jobs=None, positive=False, random_state=None, n_blocks=None,
+    def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, precompute="auto",
+                 max_iter=1000, tol=1e-4, copy_X=True, cv=None, verbose=False, n_jobs=None,
+                 positive=False, random_state=None, selection="cyclic", n_blocks=None,
                  keep_on_cluster=False, checkpoint_interval=10, progress=False):
         super().__init__(l1_ratio=1.0, eps=eps, alphas=alphas, fit_intercept=fit_intercept,
-                         max_iter=max_iter, tol=tol, cv=cv, n_jobs=n_jobs, positive=positive,
-                         random_state=random_state, n_blocks=n_blocks,
+                         precompute=precompute, max_iter=max_iter, tol=tol, cv=cv,
+                         copy_X=copy_X, verbose=verbose, n_jobs=n_jobs, positive=positive,
+                         random_state=random_state, selection=selection, n_blocks=n_blocks,
                          keep_on_cluster=keep_on_cluster,
                          checkpoint_interval=checkpoint_interval, progress=progress)
+
+
+def _summing_to_count(weights):
+    """``weights`` rescaled to sum to their count (the samples they weigh)."""
+    return weights * (len(weights) / weights.sum())
+
+
+def _scaled(y_centred, weights):
+    """The target a weighted program fits: ``sqrt(weights) y_centred`` (``y_centred`` for
+    None)."""
+    return y_centred if weights is None else np.sqrt(weights) * y_centred
 
 
 def _per_worker(placed, executor, n_paths):

@@ -5,10 +5,10 @@ from numbers import Integral, Real
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils._param_validation import Options, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..kernels.elastic_net import dot
 from ..partition import block_edges
@@ -17,11 +17,14 @@ from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .inputs import (blocks_along, check_dask_design, check_dask_matrix, check_finite_block,
-                     check_in_memory_design, column_means, is_dask_array, is_sparse,
-                     to_scipy_if_pydata)
+                     check_in_memory_design, column_means, fitted_dtype, is_dask_array,
+                     is_sparse, to_scipy_if_pydata)
 
 #: The default schedule; the others are the STRADS sampling schedules (Lasso only).
 WORKING_SET = "working_set"
+#: scikit-learn's parameters that change nothing here (see the class docstring).
+SKLEARN_ONLY = {"precompute": ["boolean", StrOptions({"auto"}), "array-like"],
+                "copy_X": ["boolean"], "selection": [StrOptions({"cyclic", "random"})]}
 
 
 class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
@@ -34,8 +37,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     The features are split into ``n_blocks`` blocks pinned to the workers (default: one per ten
     million stored values, at most one per worker). With the default
-    ``schedule="working_set"`` every round makes one full pass over each block in parallel (duality gap, gap-safe screening, each feature's violation of the
-    optimality conditions) and solves the most violating features of all blocks jointly, by
+    ``schedule="working_set"`` every round makes one full pass over each block in parallel
+    (duality gap, gap-safe screening, each feature's violation of the optimality conditions) and
+    solves the most violating features of all blocks jointly, by
     coordinate descent with Anderson extrapolation, on one worker. ``"priority"``, ``"cyclic"``
     and ``"random"`` run the STRADS sub-rounds of the paper instead (Lasso only): sample
     ``n_candidates`` coordinates, drop those correlated with another kept one by
@@ -45,6 +49,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     ----------
     alpha, l1_ratio, fit_intercept, max_iter, tol, warm_start, positive, random_state
         As in :class:`sklearn.linear_model.ElasticNet`; ``max_iter`` counts rounds.
+    precompute, copy_X, selection
+        scikit-learn's spellings, accepted and without effect on the result: the working set
+        computes the products it needs from the blocks (no Gram matrix), X is never modified,
+        and the order of the coordinates is the solver's.
     schedule : {"working_set", "priority", "cyclic", "random"}
         The working-set solver, or the STRADS sampling schedules (dynamic priority and its
         ablations), which need ``l1_ratio=1``.
@@ -85,8 +93,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_, intercept_, n_iter_, dual_gap_, n_features_in_
-        As in sklearn; ``n_iter_`` is the number of rounds. ``dual_gap_`` bounds the objective's
+    coef_, intercept_, n_iter_, dual_gap_, n_features_in_, sparse_coef_
+        As in sklearn (float32 for float32 data; a 2-D y gives one row of ``coef_`` per
+        target, each target fitted on its own); ``n_iter_`` is the number of rounds. ``dual_gap_``
+        bounds the objective's
         distance to its minimum from above. With ``alpha=0`` (least squares, which has no
         dual) it is that distance, from the least-squares solution of the features' columns
         gathered on one worker (as dense arrays): the working set then solves least squares
@@ -118,10 +128,12 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         "sub_rounds": [NumberInterval(Integral, 1, None, closed="left"), None],
         "staleness": [NumberInterval(Integral, 0, None, closed="left")],
         "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
+        **SKLEARN_ONLY,
     }
 
-    def __init__(self, alpha=1.0, *, l1_ratio=0.5, fit_intercept=True, max_iter=1000, tol=1e-4,
-                 warm_start=False, positive=False, random_state=None, schedule=WORKING_SET,
+    def __init__(self, alpha=1.0, *, l1_ratio=0.5, fit_intercept=True, precompute=False,
+                 max_iter=1000, copy_X=True, tol=1e-4, warm_start=False, positive=False,
+                 random_state=None, selection="cyclic", schedule=WORKING_SET,
                  n_candidates=32, dependency_threshold=0.1, priority_floor=0.1,
                  priority_power=1, sub_rounds=None, staleness=0, n_blocks=None,
                  keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
@@ -129,6 +141,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
+        self.precompute = precompute
+        self.copy_X = copy_X
+        self.selection = selection
         self.max_iter = max_iter
         self.tol = tol
         self.warm_start = warm_start
@@ -163,9 +178,21 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                              f"current residual and needs staleness=0, got "
                              f"staleness={self.staleness!r}")
 
-    def fit(self, X, y):
-        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y."""
+    def fit(self, X, y, sample_weight=None, check_input=True):
+        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y.
+
+        ``sample_weight``: a weight per sample (or one number for all), as in scikit-learn:
+        they are rescaled to sum to the number of samples, and the objective's squared
+        errors weighted by them, ``(1 / (2 sum(s))) sum_i s_i (y_i - x_i w - b)^2``; integer
+        weights give the fit of the data with each row repeated that many times. The
+        working-set schedule only. ``check_input`` is accepted for scikit-learn's signature;
+        the inputs are always checked."""
         self._check_params()
+        if not is_dask_array(y) and np.asarray(y).ndim == 2:
+            return self._fit_each_target(X, y, sample_weight)
+        if sample_weight is not None and self.schedule != WORKING_SET:
+            raise ValueError(f"sample_weight needs schedule={WORKING_SET!r}, got "
+                             f"schedule={self.schedule!r}")
         if self.alpha == 0:
             warnings.warn("With alpha=0 the fit is least squares, solved exactly on one "
                           "worker from a dense copy of the features' columns: you are advised "
@@ -182,11 +209,14 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             means = column_means(X) if centre_dense else None
             stored = X.nnz if sp.issparse(X) else X.size
             executor = self._fit_executor(stored)
+        weights = None if sample_weight is None else check_weights(sample_weight, X, executor)
         n_features = X.shape[1]
         if not self.fit_intercept:
             means = zeros(n_features)
-        y_mean = float(y.mean()) if self.fit_intercept else 0.0
-        y_centred = y - y_mean
+        elif weights is not None:
+            means = None  # each block centres by its weighted means
+        y_mean = float(np.average(y, weights=weights)) if self.fit_intercept else 0.0
+        y_centred = y - y_mean if weights is None else np.sqrt(weights) * (y - y_mean)
         coef_init = self._initial_coef(n_features)
 
         edges = block_edges(n_features, self.n_blocks or default_block_count(
@@ -197,13 +227,16 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                                   None if means is None else means[lo:hi], centre_dense)
 
         gap_tolerance = gap_target(self.tol, y_centred)
-        program = self._program(np.diff(edges), y_centred, gap_tolerance, is_sparse(X))
+        program = self._program(np.diff(edges), y_centred, gap_tolerance, is_sparse(X), weights)
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
                                   self.max_iter, (X, y, coef_init), staleness=self.staleness)
         history = result.history
         self._reset_features(given)
         self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
-                                                               executor)
+                                                               executor, weights)
+        if fitted_dtype(given) == np.float32 and not is_dask_array(self.coef_):
+            self.coef_, self.intercept_ = (self.coef_.astype(np.float32),
+                                           np.float32(self.intercept_))
         self.n_iter_ = rounds_to_stop(history)
         self.n_blocks_ = len(edges) - 1
         self.history_ = history
@@ -214,10 +247,41 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             "max_iter.")
         return self
 
-    def _program(self, widths, y_centred, gap_tolerance, sparse):
+    def _fit_each_target(self, X, Y, sample_weight):
+        """A fit of each column of a 2-D ``Y`` (scikit-learn's multi-output elastic net: the
+        targets are independent problems), on clones of this estimator."""
+        X, Y = check_in_memory_design(X, Y, self, multi_output=True)
+        previous = getattr(self, "coef_", None) if self.warm_start else None
+        fits = []
+        for k in range(Y.shape[1]):
+            fit = clone(self)
+            fit.client = self._client
+            if previous is not None and np.shape(previous) == (Y.shape[1], X.shape[1]):
+                fit.coef_ = np.asarray(self._in_memory(previous))[k]
+            fits.append(fit.fit(X, Y[:, k], sample_weight))
+        self._reset_features(X)
+        coef = np.array([np.asarray(f._in_memory(f.coef_)) for f in fits])
+        self.coef_ = coef[0] if len(fits) == 1 else coef
+        self.intercept_ = np.array([f.intercept_ for f in fits])
+        gaps = np.array([f.dual_gap_ for f in fits])
+        self.dual_gap_ = gaps[0] if len(fits) == 1 else gaps
+        iterations = [f.n_iter_ for f in fits]
+        self.n_iter_ = iterations[0] if len(fits) == 1 else iterations
+        self.n_blocks_ = fits[-1].n_blocks_
+        self.history_ = [f.history_ for f in fits]
+        self._executor = fits[-1]._executor
+        return self
+
+    @property
+    def sparse_coef_(self):
+        """``coef_`` as a scipy CSR matrix (one row per target)."""
+        return sp.csr_matrix(np.atleast_2d(self._in_memory(self.coef_)))
+
+    def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None):
         if self.schedule == WORKING_SET:
             return ElasticNetProgram(widths, y_centred, self.alpha, self.l1_ratio, self.positive,
-                                     gap_tolerance, seed=self._seed(), sparse=sparse)
+                                     gap_tolerance, seed=self._seed(), sparse=sparse,
+                                     sample_weight=weights)
         return LassoProgram(
             widths, y_centred, self.alpha, self.positive, gap_tolerance,
             schedule=self.schedule, n_candidates=self.n_candidates, sub_rounds=self.sub_rounds,
@@ -241,11 +305,14 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         X = validate_data(self, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], reset=False,
                           dtype=np.float64)
         coef = np.asarray(self._in_memory(self.coef_))
+        if coef.ndim == 2:  # several targets
+            return safe_sparse_dot(X, coef.T, dense_output=True) + self.intercept_
         return safe_sparse_dot(X, coef, dense_output=True).ravel() + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        tags.target_tags.multi_output = True
         return tags
 
 
@@ -271,24 +338,47 @@ def zeros(n):
     return np.broadcast_to(np.float64(0.0), (n,))
 
 
-def solution(estimator, result, X, means, y_mean, executor):
+def check_weights(sample_weight, X, executor):
+    """Sample weights as scikit-learn checks them (one number for all, or one per sample,
+    finite and non-negative, not all zero), in memory, scaled to sum to the samples."""
+    if is_dask_array(sample_weight):
+        sample_weight = np.asarray(executor.compute(sample_weight)[0])
+    weights = _check_sample_weight(sample_weight, np.empty((X.shape[0], 0)), dtype=np.float64,
+                                   ensure_non_negative=True)
+    total = weights.sum()
+    if total <= 0:
+        raise ValueError("sample_weight must not be all zero")
+    return weights * (len(weights) / total)
+
+
+def solution(estimator, result, X, means, y_mean, executor, weights=None):
     """``(coef, intercept, dual gap)`` of an engine run of the elastic-net program."""
     coef = estimator._parameters(result)
     gaps = [r["gap"] for r in result.history if "gap" in r]
-    return (coef, y_mean - _means_dot(X, means, coef, executor),
+    return (coef, y_mean - _means_dot(X, means, coef, executor, weights),
             gaps[-1] if gaps else np.inf)
 
 
-def _means_dot(X, means, coef, executor):
-    """``column means . coef``; with ``means`` None (the blocks centred by their own), from the
-    means of the non-zero columns, or of every column when ``coef`` stays on the cluster."""
+def _means_dot(X, means, coef, executor, weights=None):
+    """``column means . coef``; with ``means`` None (the blocks centred by their own, weighted
+    by ``weights`` if given), from the means of the non-zero columns, or of every column when
+    ``coef`` stays on the cluster."""
     if is_dask_array(coef):
-        means = column_means(X) if means is None else means
+        means = _column_means(X, weights, executor) if means is None else means
         return float(executor.compute(da.dot(means, coef))[0])
     if means is None:
         nonzero = np.flatnonzero(coef)
-        return dot(column_means(X[:, nonzero]), coef[nonzero])
+        return dot(_column_means(X[:, nonzero], weights, executor), coef[nonzero])
     return dot(means, coef)
+
+
+def _column_means(X, weights, executor):
+    """X's column means, weighted by ``weights`` (summing to the rows) if given."""
+    if weights is None:
+        return column_means(X)
+    if is_dask_array(X):
+        return np.asarray(executor.compute(da.dot(da.from_array(weights), X))[0]) / len(weights)
+    return np.asarray(safe_sparse_dot(weights, X)).ravel() / len(weights)
 
 
 def _predict_block(X_block, coef, intercept):

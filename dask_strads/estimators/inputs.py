@@ -19,6 +19,12 @@ except ImportError:  # pragma: no cover - sparse is a dependency
 MAX_MAGNITUDE = 1e150
 
 
+def fitted_dtype(X):
+    """The dtype of the parameters fitted on X, as scikit-learn's linear models give them:
+    float32 for float32 data, else float64 (the fits compute in float64)."""
+    return np.float32 if getattr(X, "dtype", None) == np.float32 else np.float64
+
+
 def is_dask_array(X):
     return isinstance(X, da.Array)
 
@@ -176,11 +182,11 @@ def check_magnitude(largest, name):
             "sklearn.preprocessing.MaxAbsScaler)")
 
 
-def check_in_memory_design(X, y, estimator):
+def check_in_memory_design(X, y, estimator, multi_output=False):
     """X and y checked without touching the estimator (a fit sets its features at the end),
-    the magnitude of their values included."""
+    the magnitude of their values included; ``multi_output``: y may have several columns."""
     X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"], dtype=np.float64,
-                     y_numeric=True, estimator=estimator)
+                     y_numeric=True, multi_output=multi_output, estimator=estimator)
     check_magnitude(largest_magnitude(X), "X")
     check_magnitude(largest_magnitude(y), "y")
     return X, y

@@ -5,34 +5,43 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_X_y
+from sklearn.utils.validation import _check_sample_weight, check_X_y
 
 from ..partition import block_edges
 from ..programs.logistic import LogisticProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .elastic_net import rounds_to_stop
-from .inputs import (blocks_along, check_dask_design, check_magnitude, is_dask_array, is_sparse,
-                     largest_magnitude, to_scipy_if_pydata)
+from .inputs import (blocks_along, check_dask_design, check_magnitude, fitted_dtype,
+                     is_dask_array, is_sparse, largest_magnitude, to_scipy_if_pydata)
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
-                ("max_iter", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
+                ("max_iter", "random_state", "checkpoint_interval", "checkpoint_dir", "progress",
+                 "callback")}
+
+#: Our solver, and scikit-learn's names of solvers of the same objective, which run it.
+SOLVER = "prox_newton"
+SKLEARN_SOLVERS = {"lbfgs", "newton-cg", "newton-cholesky", "sag", "saga"}
 
 
-class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimator):
+class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMixin,
+                         BaseEstimator):
     """Penalised logistic regression by model-parallel prox-Newton with a priority schedule.
 
     Minimises, for each class (one-vs-rest when there are more than two),
-    ``l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||^2 + C sum_i log(1 + exp(-y_i (x_i w + b)))``
-    with ``l1_ratio`` 1 for ``penalty="l1"`` and 0 for ``"l2"``: the objective of
+    ``l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||^2 + C sum_i s_i log(1 + exp(-y_i z_i))``
+    (``z_i = x_i w + b``) with ``s_i`` the sample's weight
+    (``sample_weight`` times its class's ``class_weight``; 1 by default): the objective of
     :class:`sklearn.linear_model.LogisticRegression` with an unpenalised intercept (as its
     ``saga`` and ``lbfgs`` solvers; ``liblinear`` also penalises the intercept).
 
     The features are split into ``n_blocks`` blocks (default: one per ten million stored values,
-    at most one per worker) pinned to the workers. Every round each block ranks its coordinates by how far they are from their
+    at most one per worker) pinned to the workers. Every round each block ranks its coordinates
+    by how far they are from their
     optimality condition, takes the nonzero ones and the worst violators as its working set,
     and runs prox-Newton steps on it (coordinate descent on the quadratic model, then a line
     search); the blocks' changes are combined with a step that decreases the objective, and the
@@ -40,13 +49,30 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
 
     Parameters
     ----------
-    penalty : {"l1", "l2", "elasticnet"}
-        ``"elasticnet"`` needs ``l1_ratio``.
+    penalty : {"auto", "l1", "l2", "elasticnet"} or None
+        ``"auto"``: chosen by ``l1_ratio`` as in scikit-learn >= 1.8 (l2 at 0, l1 at 1, the
+        elastic net between); ``"l1"`` and ``"l2"`` override ``l1_ratio``; ``"elasticnet"``
+        takes it; None: no penalty, as ``C=np.inf``.
     C : float
-        Inverse of the regularisation strength, as in scikit-learn.
+        Inverse of the regularisation strength, as in scikit-learn; ``np.inf``: no penalty.
     l1_ratio : float in [0, 1] or None
-        The l1 share of an elastic-net penalty (only used with ``penalty="elasticnet"``).
+        The l1 share of the penalty (None: 0).
     fit_intercept : bool
+    solver : {"prox_newton", "lbfgs", "newton-cg", "newton-cholesky", "sag", "saga"}
+        ``"prox_newton"``, the model-parallel solver described above. scikit-learn's names of
+        solvers of the same objective are accepted and run it; ``"liblinear"`` (which also
+        penalises the intercept) is refused.
+    dual : False
+        scikit-learn's spelling; the dual problem is not solved (True is refused).
+    intercept_scaling, random_state, n_jobs, verbose
+        scikit-learn's spellings, accepted and without effect: the intercept is not penalised
+        (``intercept_scaling`` only matters to liblinear), the solver draws nothing at random,
+        fits run on the Dask cluster (``n_jobs`` has no effect in scikit-learn >= 1.8 either),
+        and ``progress`` shows a fit's progress.
+    class_weight : dict, "balanced" or None
+        Weights of the classes (their labels as keys), multiplying the samples' weights; as in
+        scikit-learn, ``"balanced"`` weighs each class by ``n_samples / (n_classes *`` its
+        weighted count``)``.
     tol : float
         Stop when no coefficient or intercept violates its optimality condition by more than
         ``tol`` times the largest feature gradient at ``w = 0``.
@@ -79,22 +105,37 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
 
     _parameter_constraints = {
         **_CONSTRAINTS,
-        "penalty": [StrOptions({"l1", "l2", "elasticnet"})],
-        "C": [NumberInterval(Real, 0, None, closed="neither")],
+        "penalty": [StrOptions({"auto", "l1", "l2", "elasticnet"}), None],
+        "C": [NumberInterval(Real, 0, None, closed="right")],
         "l1_ratio": [NumberInterval(Real, 0, 1, closed="both"), None],
         "fit_intercept": ["boolean"],
+        "solver": [StrOptions({SOLVER, "liblinear", *SKLEARN_SOLVERS})],
+        "dual": ["boolean"],
+        "intercept_scaling": [NumberInterval(Real, 0, None, closed="neither")],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
     }
 
-    def __init__(self, penalty="l1", *, C=1.0, l1_ratio=None, fit_intercept=True, tol=1e-4,
-                 max_iter=100, warm_start=False, n_blocks=None, checkpoint_interval=10,
-                 checkpoint_dir=None, progress=False, callback=None):
+    def __init__(self, penalty="auto", *, C=1.0, l1_ratio=0.0, dual=False, tol=1e-4,
+                 fit_intercept=True, intercept_scaling=1, class_weight=None, random_state=None,
+                 solver=SOLVER, max_iter=100, verbose=0, warm_start=False, n_jobs=None,
+                 n_blocks=None, checkpoint_interval=10, checkpoint_dir=None, progress=False,
+                 callback=None):
         self.penalty = penalty
         self.C = C
         self.l1_ratio = l1_ratio
+        self.dual = dual
         self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
+        self.random_state = random_state
+        self.solver = solver
+        self.verbose = verbose
+        self.n_jobs = n_jobs
         self.tol = tol
         self.max_iter = max_iter
         self.warm_start = warm_start
@@ -104,10 +145,12 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         self.progress = progress
         self.callback = callback
 
-    def fit(self, X, y):
-        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and class labels y."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and class labels y;
+        ``sample_weight``: a weight per sample (or one number for all) multiplying its loss, as
+        in scikit-learn (not rescaled)."""
         self._check_params()
-        l1 = self._l1_share()
+        cost, l1, l2 = self._penalties()
         given = X
         if is_dask_array(X):
             X, _, y, executor = check_dask_design(X, y, self._fit_executor, self._client,
@@ -124,6 +167,7 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         if len(classes) < 2:
             raise ValueError("This solver needs samples of at least 2 classes in the data, but "
                              f"the data contain only one class: {classes[0]!r}")
+        weights = self._sample_weights(sample_weight, y, classes)
         targets = classes[1:] if len(classes) == 2 else classes
         Y = np.where(y[:, None] == targets[None, :], 1.0, -1.0)
         n_features = X.shape[1]
@@ -131,8 +175,9 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
 
         edges = block_edges(n_features, self.n_blocks or default_block_count(
             stored, len(executor.workers)))
-        program = LogisticProgram(len(edges) - 1, Y, self.C, l1, 1.0 - l1, self.fit_intercept,
-                                  self.tol, intercept_init, sparse=is_sparse(X))
+        program = LogisticProgram(len(edges) - 1, Y, cost, l1, l2, self.fit_intercept,
+                                  self.tol, intercept_init, sparse=is_sparse(X),
+                                  sample_weight=weights)
 
         def make_block(columns, lo, hi):
             return make_raw_block(columns, coef_init[:, lo:hi])
@@ -142,8 +187,9 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
         history = result.history
         self._reset_features(given)
         self.classes_ = classes
-        coef, self.intercept_ = program.coefficients(result.gather())
-        self.coef_ = np.ascontiguousarray(coef)
+        coef, intercept = program.coefficients(result.gather())
+        self.coef_ = np.ascontiguousarray(coef, dtype=fitted_dtype(given))
+        self.intercept_ = intercept.astype(self.coef_.dtype)
         self.n_iter_ = np.array([rounds_to_stop(history)])
         self.history_ = history
         self._executor = executor
@@ -154,19 +200,47 @@ class LogisticRegression(DaskEstimatorMixin, LinearClassifierMixin, BaseEstimato
             f"{self.tol:.1e}). Consider increasing max_iter.")
         return self
 
-    def _l1_share(self):
-        if self.penalty == "elasticnet":
-            if self.l1_ratio is None:
-                raise ValueError("penalty='elasticnet' needs l1_ratio (a number in [0, 1])")
-            return float(self.l1_ratio)
-        return 1.0 if self.penalty == "l1" else 0.0
+    def _sample_weights(self, sample_weight, y, classes):
+        """Each sample's weight: ``sample_weight`` times its class's weight (None for none)."""
+        if sample_weight is None and self.class_weight is None:
+            return None
+        weights = _check_sample_weight(sample_weight, np.empty((len(y), 0)), dtype=np.float64,
+                                       copy=True, ensure_non_negative=True)
+        if self.class_weight is not None:
+            per_class = compute_class_weight(self.class_weight, classes=classes, y=y,
+                                             sample_weight=weights)
+            weights *= per_class[np.searchsorted(classes, y)]
+        return weights
+
+    def _check_params(self):
+        super()._check_params()
+        if self.solver == "liblinear":
+            raise ValueError(
+                "solver='liblinear' penalises the intercept, which this estimator does not: "
+                f"use solver={SOLVER!r} (the default; scikit-learn's other solver names run it "
+                "too), or sklearn.linear_model.LogisticRegression for liblinear")
+        if self.dual:
+            raise ValueError(f"dual=True is liblinear's dual formulation; solver={SOLVER!r} "
+                             "solves the primal problem: use dual=False")
+        if self.penalty == "elasticnet" and self.l1_ratio is None:
+            raise ValueError("penalty='elasticnet' needs l1_ratio (a number in [0, 1])")
+
+    def _penalties(self):
+        """``(C, l1, l2)`` of the program's objective ``C loss + l1 ||w||_1 + l2/2 ||w||^2``:
+        with no penalty (``penalty=None`` or ``C=inf``), the loss alone."""
+        if self.penalty is None or np.isinf(self.C):
+            return 1.0, 0.0, 0.0
+        share = {"l1": 1.0, "l2": 0.0}.get(self.penalty, float(self.l1_ratio or 0.0))
+        return float(self.C), share, 1.0 - share
 
     def _initial_coef(self, n_features, classes):
         """``(coef, intercept)`` to start from: the last fit's with ``warm_start``, else 0."""
         rows = 1 if len(classes) == 2 else len(classes)
         if (self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (rows, n_features)
                 and np.array_equal(self.classes_, classes)):
-            return np.array(self.coef_, dtype=np.float64), np.array(self.intercept_)
+            coef = self.coef_.toarray() if sp.issparse(self.coef_) else self.coef_
+            return (np.array(coef, dtype=np.float64),
+                    np.array(self.intercept_, dtype=np.float64))
         return np.zeros((rows, n_features)), np.zeros(rows)
 
     def predict_proba(self, X):

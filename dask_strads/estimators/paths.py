@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.extmath import safe_sparse_dot
 
 from ..engine.runtime import executor_for
@@ -33,24 +33,32 @@ class _PathFit(ElasticNet):
 
     path_alphas = stage_rounds = path_program = None
 
-    def _program(self, widths, y_centred, gap_tolerance, sparse):
+    def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None):
         self.path_program = ElasticNetPathProgram(
             widths, y_centred, self.path_alphas, self.l1_ratio, self.positive, gap_tolerance,
-            self.stage_rounds, seed=self._seed(), sparse=sparse)
+            self.stage_rounds, seed=self._seed(), sparse=sparse, sample_weight=weights)
         return self.path_program
 
 
-def alpha_grid(X, y, l1_ratio, eps, n_alphas, fit_intercept, positive):
+#: scikit-learn's path keywords that change nothing here (see :func:`enet_path`).
+PATH_SKLEARN_ONLY = {"precompute": ["boolean", StrOptions({"auto"}), "array-like"],
+                     "Xy": ["array-like", None], "copy_X": ["boolean"], "verbose": ["verbose"],
+                     "check_input": ["boolean"]}
+
+
+def alpha_grid(X, y, l1_ratio, eps, n_alphas, fit_intercept, positive, weights=None):
     """scikit-learn's automatic grid: ``n_alphas`` alphas spaced evenly on a log scale from
-    ``alpha_max``, the smallest alpha whose solution is zero, down to ``eps * alpha_max``."""
+    ``alpha_max``, the smallest alpha whose solution is zero (under sample ``weights`` summing
+    to the samples, if given), down to ``eps * alpha_max``."""
     if l1_ratio == 0:
         raise ValueError("an automatic alpha grid needs l1_ratio > 0 (at l1_ratio=0 no alpha "
                          "makes the solution zero): give alphas as a grid of values")
     if fit_intercept:
-        y = y - y.mean()
-    X_dot_y = np.asarray(safe_sparse_dot(X.T, y)).ravel()
+        y = y - np.average(y, weights=weights)
+    weighted_y = y if weights is None else weights * y
+    X_dot_y = np.asarray(safe_sparse_dot(X.T, weighted_y)).ravel()
     if fit_intercept:
-        X_dot_y -= column_means(X) * y.sum()
+        X_dot_y -= column_means(X) * weighted_y.sum()
     largest = max(0.0, X_dot_y.max()) if positive else np.abs(X_dot_y).max()
     alpha_max = largest / (len(y) * l1_ratio)
     resolution = np.finfo(np.float64).resolution
@@ -70,9 +78,9 @@ def check_alpha_grid(alphas):
     return np.sort(grid)[::-1]
 
 
-def path_alphas(X, y, alphas, l1_ratio, eps, fit_intercept, positive):
+def path_alphas(X, y, alphas, l1_ratio, eps, fit_intercept, positive, weights=None):
     if isinstance(alphas, Integral):
-        return alpha_grid(X, y, l1_ratio, eps, alphas, fit_intercept, positive)
+        return alpha_grid(X, y, l1_ratio, eps, alphas, fit_intercept, positive, weights)
     return check_alpha_grid(alphas)
 
 
@@ -126,11 +134,11 @@ def path_solutions(history, program, n_features, alphas):
 @validate_params(
     {"X": ["array-like", "sparse matrix"], "y": ["array-like"],
      "l1_ratio": [Interval(Real, 0, 1, closed="both")], "coef_init": ["array-like", None],
-     "return_n_iter": ["boolean"], **PATH_CONSTRAINTS},
+     "return_n_iter": ["boolean"], **PATH_CONSTRAINTS, **PATH_SKLEARN_ONLY},
     prefer_skip_nested_validation=True)
-def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, coef_init=None,
-              return_n_iter=False, positive=False, tol=1e-4, max_iter=1000, n_blocks=None,
-              client=None):
+def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, precompute="auto", Xy=None,
+              copy_X=True, coef_init=None, verbose=False, return_n_iter=False, positive=False,
+              check_input=True, tol=1e-4, max_iter=1000, n_blocks=None, client=None):
     """Elastic-net path: the solutions at every alpha of a grid, as
     :func:`sklearn.linear_model.enet_path`, fitted by the working-set STRADS program.
 
@@ -146,6 +154,9 @@ def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, coef_init=None,
     y : array of shape (n_samples,)
     l1_ratio, eps, coef_init, return_n_iter, positive
         As in scikit-learn.
+    precompute, Xy, copy_X, verbose, check_input
+        scikit-learn's spellings, accepted and without effect: the path computes the products
+        it needs (the alpha grid's ``X^T y`` too), never modifies X and always checks it.
     alphas : int or array-like
         A count: that many alphas from ``alpha_max`` (the smallest alpha whose solution is zero)
         down to ``eps * alpha_max`` on a log scale. Else the grid itself (sorted largest first).
@@ -180,11 +191,13 @@ def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, coef_init=None,
     return (grid, coefs, dual_gaps, n_iters) if return_n_iter else (grid, coefs, dual_gaps)
 
 
-def lasso_path(X, y, *, eps=1e-3, alphas=100, coef_init=None, return_n_iter=False,
-               positive=False, tol=1e-4, max_iter=1000, n_blocks=None, client=None):
+def lasso_path(X, y, *, eps=1e-3, alphas=100, precompute="auto", Xy=None, copy_X=True,
+               coef_init=None, verbose=False, return_n_iter=False, positive=False,
+               check_input=True, tol=1e-4, max_iter=1000, n_blocks=None, client=None):
     """Lasso path: :func:`enet_path` with ``l1_ratio=1`` (as
     :func:`sklearn.linear_model.lasso_path`), whose documentation describes the parameters and
     return values."""
-    return enet_path(X, y, l1_ratio=1.0, eps=eps, alphas=alphas, coef_init=coef_init,
-                     return_n_iter=return_n_iter, positive=positive, tol=tol,
-                     max_iter=max_iter, n_blocks=n_blocks, client=client)
+    return enet_path(X, y, l1_ratio=1.0, eps=eps, alphas=alphas, precompute=precompute, Xy=Xy,
+                     copy_X=copy_X, coef_init=coef_init, verbose=verbose,
+                     return_n_iter=return_n_iter, positive=positive, check_input=check_input,
+                     tol=tol, max_iter=max_iter, n_blocks=n_blocks, client=client)

@@ -7,6 +7,11 @@ centred implicitly by ``col_means``; columns that are not centred (no intercept)
 ``col_sums`` and ``col_means``, and their residual's offset stays 0; ``l1 = alpha * l1_ratio * n``
 and ``l2 = alpha * (1 - l1_ratio) * n`` are the penalties of the n-times-larger objective
 ``1/2 ||r||^2 + l1 ||w||_1 + l2/2 ||w||^2``.
+
+Sample weights ``s`` (scaled to sum to n) enter the working set's solve as its rows scaled by
+``root_weights = sqrt(s)``: the columns are ``sqrt(s) x_j``, centred implicitly along
+``root_weights`` (not ones) by their weighted means, and the residual is ``r + offset *
+root_weights``. An empty ``root_weights`` stands for ones (no weights).
 """
 import numpy as np
 from numba import njit
@@ -16,14 +21,27 @@ from .lasso import centred_dot, coordinate_minimiser
 
 
 @njit(cache=True, nogil=True, fastmath=True)
+def residual_total(r, offset, root_weights):
+    """``root_weights . (r + offset root_weights)`` (ones for an empty ``root_weights``), what
+    the centred columns' products need: with weights scaled to sum to n, ``root_weights .
+    root_weights`` is n."""
+    n = r.shape[0]
+    if root_weights.shape[0] == 0:
+        return r.sum() + offset * n
+    total = 0.0
+    for i in range(n):
+        total += root_weights[i] * r[i]
+    return total + offset * n
+
+
+@njit(cache=True, nogil=True, fastmath=True)
 def _gradient(X, coef, active, r, offset, col_sums, col_means, col_norm2, l1, l2, positive,
-              gradient):
+              root_weights, gradient):
     """For every active column ``gradient[j] = x~_j . (r + offset) - l2 coef_j`` (minus the
     gradient of the smooth part); inactive (screened) columns get 0. Returns ``(dual norm,
     squared gradient norm, violating features at zero, l1 norm, squared l2 norm of coef)``: a
     feature at zero violates the optimality conditions when ``|gradient_j| > l1``."""
-    n = r.shape[0]
-    r_total = r.sum() + offset * n
+    r_total = residual_total(r, offset, root_weights)
     centred = col_means.shape[0] > 0
     dual_norm = 0.0
     gradient_norm2 = 0.0
@@ -113,11 +131,12 @@ def _screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_mea
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive, n_epochs):
+def _epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive, root_weights,
+            n_epochs):
     """``n_epochs`` cyclic coordinate-descent sweeps over every column of ``X``, in place on
     ``coef`` and ``r``. Returns ``(offset, largest |change| of the last sweep)``."""
     n = r.shape[0]
-    r_total = r.sum() + offset * n
+    r_total = residual_total(r, offset, root_weights)
     centred = col_means.shape[0] > 0
     largest = 0.0
     for _ in range(n_epochs):
@@ -185,23 +204,33 @@ def dot(a, b):
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _half_norm2(r, offset):
+def _half_norm2(r, offset, root_weights):
     total = 0.0
-    for i in range(r.shape[0]):
-        total += (r[i] + offset) * (r[i] + offset)
+    if root_weights.shape[0] == 0:
+        for i in range(r.shape[0]):
+            total += (r[i] + offset) * (r[i] + offset)
+    else:
+        for i in range(r.shape[0]):
+            value = r[i] + offset * root_weights[i]
+            total += value * value
     return 0.5 * total
 
 
-def half_norm2(r, offset):
-    """``||r + offset||^2 / 2``."""
-    return _half_norm2(r, float(offset))
+#: No sample weights: ``root_weights`` of ones.
+UNWEIGHTED = np.zeros(0)
+
+
+def half_norm2(r, offset, root_weights=UNWEIGHTED):
+    """``||r + offset root_weights||^2 / 2`` (``root_weights`` empty: ones)."""
+    return _half_norm2(r, float(offset), root_weights)
 
 
 # float / bool scalars fixed here, as in kernels/lasso.py: one compiled specialisation
-def gradient(X, coef, active, r, offset, col_sums, col_means, col_norm2, l1, l2, positive, out):
+def gradient(X, coef, active, r, offset, col_sums, col_means, col_norm2, l1, l2, positive, out,
+             root_weights=UNWEIGHTED):
     """:func:`_gradient` into ``out``, with float / bool scalars."""
     return _gradient(X, coef, active, r, float(offset), col_sums, col_means, col_norm2,
-                     float(l1), float(l2), bool(positive), out)
+                     float(l1), float(l2), bool(positive), root_weights, out)
 
 
 def screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_means, norm_bounds,
@@ -214,10 +243,11 @@ def screen_and_score(X, start, stop, coef, active, r, offset, col_sums, col_mean
                              positions, scores)
 
 
-def epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive, n_epochs):
+def epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive, n_epochs,
+           root_weights=UNWEIGHTED):
     """:func:`_epochs`, with float / bool / int scalars."""
     return _epochs(X, coef, r, float(offset), col_sums, col_means, col_norm2, float(l1),
-                   float(l2), bool(positive), int(n_epochs))
+                   float(l2), bool(positive), root_weights, int(n_epochs))
 
 
 def move(X, change, r, offset, col_means):

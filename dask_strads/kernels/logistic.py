@@ -60,17 +60,17 @@ def _column_range_dots(X, start, g, out):
 
 @njit(cache=True, nogil=True, fastmath=True)
 def _datafit(z, y, C):
-    """C sum_i log(1 + exp(-y_i z_i)), without overflow."""
+    """sum_i C_i log(1 + exp(-y_i z_i)), without overflow."""
     total = 0.0
     for i in range(z.shape[0]):
         m = -y[i] * z[i]
-        total += max(m, 0.0) + np.log1p(np.exp(-abs(m)))
-    return C * total
+        total += C[i] * (max(m, 0.0) + np.log1p(np.exp(-abs(m))))
+    return total
 
 
 @njit(cache=True, nogil=True)
 def _margin_derivatives(z, y, C, g, h):
-    """g, h: first and second derivatives of C log(1 + exp(-y z)) in z."""
+    """g, h: first and second derivatives of C_i log(1 + exp(-y_i z_i)) in z_i."""
     for i in range(z.shape[0]):
         m = y[i] * z[i]
         if m >= 0.0:
@@ -78,8 +78,8 @@ def _margin_derivatives(z, y, C, g, h):
             s = e / (1.0 + e)  # sigmoid(-m)
         else:
             s = 1.0 / (1.0 + np.exp(m))
-        g[i] = -C * y[i] * s
-        h[i] = C * s * (1.0 - s)
+        g[i] = -C[i] * y[i] * s
+        h[i] = C[i] * s * (1.0 - s)
 
 
 @njit(cache=True, nogil=True)
@@ -174,14 +174,16 @@ def column_range_dots(X, start, stop, g):
 
 
 def datafit(z, y, C):
-    """``C sum_i log(1 + exp(-y_i z_i))``."""
-    return _datafit(z, y, float(C))
+    """``sum_i C_i log(1 + exp(-y_i z_i))`` (``C``: a float64 array, a cost per sample: the
+    inverse penalty times the sample's weight)."""
+    return _datafit(z, y, C)
 
 
 def margin_derivatives(z, y, C):
-    """``(g, h)``: first and second derivatives of ``C log(1 + exp(-y z))`` in ``z``."""
+    """``(g, h)``: first and second derivatives of ``C_i log(1 + exp(-y_i z_i))`` in ``z``
+    (``C`` as for :func:`datafit`)."""
     g, h = np.empty(z.shape[0]), np.empty(z.shape[0])
-    _margin_derivatives(z, y, float(C), g, h)
+    _margin_derivatives(z, y, C, g, h)
     return g, h
 
 

@@ -42,10 +42,12 @@ import scipy.sparse as sp
 from ..kernels.columns import (COLUMN_CHUNK, add_columns, all_bits, column_chunks, column_norms,
                                column_stats, count_bits, index_type, unpacked_bits,
                                upper_bound_codes)
-from ..kernels.elastic_net import dot, half_norm2, screen_and_score
+from ..kernels.elastic_net import UNWEIGHTED, dot, half_norm2, screen_and_score
+from ..kernels.weighted_columns import weighted_column_stats
 from .base import Instruction, Program, Report, StopRule, initial_parameters
-from .working_set import (Columns, duality_gap, join_columns, least_squares, residual_dot,
-                          solve)
+from .selection import TopScores
+from .working_set import (Columns, WeightedColumns, duality_gap, join_columns, least_squares,
+                          residual_dot, solve)
 
 #: Working-set size of the first round, and the least of any round.
 WS_START = 100
@@ -161,7 +163,9 @@ class ElasticNetProgram(Program):
     ``widths``: features per block. ``gap_tolerance``: stop when the duality gap divided by n
     (scikit-learn's ``dual_gap_``) is at most this. ``working_set``, ``anderson``, ``screening``
     switch the solver's parts off for ablations (without a working set, every feature not
-    screened out is in it).
+    screened out is in it). ``sample_weight``: weights of the rows, as in scikit-learn (scaled
+    here to sum to n), the objective's ``||y - Xw - b||^2`` becoming ``sum_i s_i (y_i - x_i w
+    - b)^2``; ``y_centred`` is then ``sqrt(s) (y - b)`` (see :mod:`.working_set`).
     """
 
     name = "lasso"
@@ -170,7 +174,8 @@ class ElasticNetProgram(Program):
     static_schedule = True
 
     def __init__(self, widths, y_centred, alpha, l1_ratio, positive, gap_tolerance, seed=0,
-                 sparse=False, working_set=True, anderson=True, screening=True):
+                 sparse=False, working_set=True, anderson=True, screening=True,
+                 sample_weight=None):
         self.widths = list(widths)
         # y serves the duality gap's y . (r + offset), on the pull's worker (one copy there)
         self.y_centred = np.asarray(y_centred, dtype=np.float64)
@@ -185,11 +190,25 @@ class ElasticNetProgram(Program):
         self.anderson = anderson
         self.screening = screening
         self.kernels = ("enet_sparse" if sparse else "enet",)
+        if sample_weight is None:
+            self.weights = self.root_weights = UNWEIGHTED
+        else:
+            weights = np.asarray(sample_weight, dtype=np.float64)
+            self.weights = weights * (self.n_samples / weights.sum())
+            self.root_weights = np.sqrt(self.weights)
 
     # -- blocks -----------------------------------------------------------------------------------
+    @property
+    def weighted(self):
+        return len(self.weights) > 0
+
     def prepare_block(self, raw, block_id):
-        return BlockData(solver_columns(raw["X"], len(raw["y"]), raw["means"]),
-                         initial_parameters(raw["coef"]))
+        if self.weighted:
+            columns = weighted_solver_columns(raw["X"], self.weights, self.root_weights,
+                                              raw["means"])
+        else:
+            columns = solver_columns(raw["X"], len(raw["y"]), raw["means"])
+        return BlockData(columns, initial_parameters(raw["coef"]))
 
     def initial_shared(self):
         ws_size = WS_START if self.working_set else sum(self.widths)
@@ -202,8 +221,12 @@ class ElasticNetProgram(Program):
         return state, Start(r_change, -dot(coef, columns.col_means) if columns.centred else 0.0)
 
     def _product(self, columns, coef):
-        """``X coef`` over the rows the program fits."""
-        return add_columns(columns.X, coef, np.zeros(self.n_samples))
+        """``X coef`` over the rows the program fits (scaled by the root weights)."""
+        return self._scaled(add_columns(columns.X, coef, np.zeros(self.n_samples)))
+
+    def _scaled(self, values):
+        """A vector of the rows fitted, scaled by the root weights."""
+        return values * self.root_weights if self.weighted else values
 
     # -- schedule / push / pull -------------------------------------------------------------------
     def schedule(self, round_index, history):
@@ -212,6 +235,7 @@ class ElasticNetProgram(Program):
     def push(self, block_id, data, state, instruction, shared, inbox):
         state = _unpacked(state)
         columns, coef = data.columns, state.coef
+        shared = self._pass_residual(data, shared)
         _commit(state, shared)
         if state.stage != shared.stage:  # a path's next alpha: screening starts again
             state.active[:] = all_bits(len(coef))
@@ -220,6 +244,14 @@ class ElasticNetProgram(Program):
         update = Candidates(positions, score, coef[positions], columns.take(positions), *terms)
         state.stage = shared.stage
         return state, update
+
+    def _pass_residual(self, data, shared):
+        """``shared`` with the residual the block's full pass reads: under sample weights, the
+        block's columns are unscaled, and it reads ``s (y - Xw - b)``, with offset 0."""
+        if not self.weighted:
+            return shared
+        return replace(shared, r=self.root_weights * shared.r + shared.offset * self.weights,
+                       offset=0.0)
 
     def penalties(self, shared):
         """``(l1, l2)`` of the round (a path program changes them with ``shared.stage``)."""
@@ -248,23 +280,19 @@ class ElasticNetProgram(Program):
         found = np.empty(min(COLUMN_CHUNK, columns.width), dtype=np.int64)
         found_scores = np.empty(len(found))
         parts = []
-        positions, scores = np.zeros(0, dtype=np.int64), np.zeros(0)
+        best = TopScores(wanted)
         for start, stop in column_chunks(columns.width):
             parts.append(screen_and_score(
                 columns.X, start, stop, state.coef, state.active, shared.r, shared.offset,
                 columns.col_sums, columns.col_means, columns.col_norm2, l1, l2, self.positive,
                 screening, shared.dual_scale, radius, every_one, found, found_scores))
             count = parts[-1][-1]
-            positions = np.concatenate([positions, found[:count]])
-            scores = np.concatenate([scores, found_scores[:count]])
-            if len(scores) > wanted:
-                best = np.argpartition(-scores, wanted - 1)[:wanted]
-                positions, scores = positions[best], scores[best]
+            best.add(found[:count], found_scores[:count])
         _, gradient_norm2, violating, n_active, l1_norm, coef_norm2, _ = np.sum(parts, axis=0)
         terms = (int(n_active), int(violating), l1_norm, coef_norm2, max(p[0] for p in parts),
                  gradient_norm2)
-        order = np.argsort(positions)
-        return terms, positions[order], scores[order]
+        order = np.argsort(best.positions)
+        return terms, best.positions[order], best.scores[order]
 
     def pull(self, partials, shared):
         if all(isinstance(p, Start) for p in partials.values()):
@@ -288,8 +316,9 @@ class ElasticNetProgram(Program):
         r, before = shared.r.copy(), coef.copy()
         l1, l2 = self.penalties(shared)
         offset, n_epochs = solve(columns, coef, r, shared.offset, l1, l2, self.positive,
-                                 self.y_centred, tolerance, self.anderson)
-        distance = np.sqrt(2.0 * half_norm2(r - shared.r, offset - shared.offset)
+                                 self.y_centred, tolerance, self.anderson, self.root_weights)
+        distance = np.sqrt(2.0 * half_norm2(r - shared.r, offset - shared.offset,
+                                            self.root_weights)
                            + l2 * dot(coef - before, coef - before))
         edges = np.cumsum([0] + [len(c) for c in chosen])
         changes = tuple((u.positions[c], coef[lo:hi])
@@ -305,7 +334,7 @@ class ElasticNetProgram(Program):
         """The (n-times) duality gap and dual scale at the state the pushes saw, and the
         round's report."""
         l1, l2 = self.penalties(shared)
-        r_norm2 = 2.0 * half_norm2(shared.r, shared.offset)
+        r_norm2 = 2.0 * half_norm2(shared.r, shared.offset, self.root_weights)
         l1_norm = sum(u.l1_norm for u in updates)
         coef_norm2 = sum(u.coef_norm2 for u in updates)
         dual_norm = max(u.dual_norm for u in updates)
@@ -314,7 +343,8 @@ class ElasticNetProgram(Program):
             gap = self._least_squares_gap(shared, updates, primal)
         else:
             gap = duality_gap(primal, r_norm2,
-                              residual_dot(self.y_centred, shared.r, shared.offset), dual_norm,
+                              residual_dot(self.y_centred, shared.r, shared.offset,
+                                           self.root_weights), dual_norm,
                               sum(u.gradient_norm2 for u in updates), l1, l2, coef_norm2)
         scale = min(1.0, l1 / dual_norm) if dual_norm > 0 else 1.0
         n = self.n_samples
@@ -331,7 +361,8 @@ class ElasticNetProgram(Program):
             return primal
         columns = join_columns([u.columns for u in updates])
         coef = np.concatenate([u.coef for u in updates])
-        return least_squares(columns, coef, shared.r, shared.offset, self.positive)[1]
+        return least_squares(columns, coef, shared.r, shared.offset, self.positive,
+                             self.root_weights)[1]
 
     def _working_set(self, shared, updates):
         """Per block, the positions (in its candidates) of the features in the working set: every
@@ -375,6 +406,19 @@ def solver_columns(X, n_samples, means):
         X.sum_duplicates()
         return solver_columns(X, n_samples, means)
     return bounded(centred_columns(X_kernel, col_sums, norms2, n_samples, means))
+
+
+def weighted_solver_columns(X, weights, root_weights, means):
+    """A block's :class:`~.working_set.WeightedColumns` under sample ``weights`` (scaled to sum
+    to n; ``root_weights`` their square roots), as :func:`solver_columns` gives the unweighted
+    ones: centred by the weighted means (``means`` None) or not at all (``means`` all zero)."""
+    if sp.issparse(X) and not sp.csc_matrix(X).has_canonical_format:
+        X = sp.csc_matrix(X, copy=True)
+        X.sum_duplicates()
+    X_kernel = _kernel_matrix(X)
+    sums, norms2, _ = weighted_column_stats(X_kernel, weights, weights)
+    columns = centred_columns(X_kernel, sums, norms2, len(weights), means)
+    return bounded(WeightedColumns(**vars(columns), root_weights=root_weights))
 
 
 def bounded(columns):

@@ -11,7 +11,10 @@ A *fold* (``rows``: the training rows of a cross-validation split) runs on block
 every row, which all the folds and the refit share: a block keeps its whole columns and computes
 the fold's column statistics from a 0/1 row weight on its worker; its full pass reads the
 fold's residual spread over all rows, zero off the fold, and the working set receives the fold's
-rows of its columns only, so the solve is that of the fold's data.
+rows of its columns only, so the solve is that of the fold's data. With sample weights (the
+fold's, scaled to sum to its rows) a fold's column statistics are those weighted, and its working
+set's rows are scaled by their root weights, as :class:`ElasticNetProgram` does for the whole
+data.
 """
 from dataclasses import dataclass, replace
 
@@ -22,7 +25,7 @@ from ..kernels.weighted_columns import take_csc_rows, weighted_column_stats
 from .base import initial_parameters
 from .elastic_net import (BlockData, ElasticNetProgram, ElasticNetReport, Shared,
                           _kernel_matrix, bounded, centred_columns)
-from .working_set import Columns
+from .working_set import Columns, WeightedColumns, scale_rows
 
 
 @dataclass(frozen=True)
@@ -41,9 +44,10 @@ class PathReport(ElasticNetReport):
 
 
 @dataclass(frozen=True)
-class FoldColumns(Columns):
+class FoldColumns(WeightedColumns):
     """A block's whole columns with the statistics of a fold's rows (``rows``, increasing;
-    ``row_map``: each row's index among them, -1 off the fold)."""
+    ``row_map``: each row's index among them, -1 off the fold; ``root_weights``: the fold's
+    rows' root weights, empty for none)."""
 
     rows: np.ndarray = None
     row_map: np.ndarray = None
@@ -54,6 +58,7 @@ class FoldColumns(Columns):
             X = np.asfortranarray(self.X[np.ix_(self.rows, positions)])
         else:
             X = take_csc_rows(*self.X, np.asarray(positions, dtype=np.int64), self.row_map)
+        X = scale_rows(X, self.root_weights)
         sums, means = self.centring_at(positions)
         return Columns(X, sums, means, centred_norms(X, sums, means))
 
@@ -95,25 +100,26 @@ class ElasticNetPathProgram(ElasticNetProgram):
             return super().prepare_block(raw, block_id)
         X, rows = _kernel_matrix(raw["X"]), self.rows
         weights = np.zeros(len(raw["y"]))
-        weights[rows] = 1.0
+        weights[rows] = self.weights if self.weighted else 1.0
         sums, norms2, _ = weighted_column_stats(X, weights, weights)  # (no use for x . v)
         columns = bounded(centred_columns(X, sums, norms2, len(rows), raw["means"]))
         row_map = np.full(len(raw["y"]), -1, dtype=np.int64)
         row_map[rows] = np.arange(len(rows))
-        return BlockData(FoldColumns(**vars(columns), rows=rows, row_map=row_map),
-                         initial_parameters(raw["coef"]))
+        return BlockData(FoldColumns(**vars(columns), root_weights=self.root_weights, rows=rows,
+                                     row_map=row_map), initial_parameters(raw["coef"]))
 
     def _product(self, columns, coef):
         if self.rows is None:
             return super()._product(columns, coef)
-        return add_columns(columns.X, coef, np.zeros(len(columns.row_map)))[self.rows]
+        return self._scaled(add_columns(columns.X, coef,
+                                        np.zeros(len(columns.row_map)))[self.rows])
 
-    def push(self, block_id, data, state, instruction, shared, inbox):
-        if self.rows is not None:
-            # the full pass reads the fold's residual over all rows
-            shared = replace(shared, r=data.columns.spread(shared.r + shared.offset),
-                             offset=0.0)
-        return super().push(block_id, data, state, instruction, shared, inbox)
+    def _pass_residual(self, data, shared):
+        shared = super()._pass_residual(data, shared)
+        if self.rows is None:
+            return shared
+        # the full pass reads the fold's residual over all rows
+        return replace(shared, r=data.columns.spread(shared.r + shared.offset), offset=0.0)
 
     def initial_shared(self):
         return PathShared(**vars(super().initial_shared()))

@@ -16,6 +16,7 @@ from ..kernels.columns import add_columns
 from ..kernels.lasso import CYCLIC, PRIORITY, RANDOM, full_pass, sub_rounds
 from .base import Instruction, Program, Report, StopRule, initial_parameters, round_seed
 from .elastic_net import block_columns
+from .selection import box_quadratic
 
 SCHEDULES = {"priority": PRIORITY, "cyclic": CYCLIC, "random": RANDOM}
 #: Fewest sub-rounds in a round: a round costs tens of milliseconds of Dask latency, so even a
@@ -183,7 +184,8 @@ class LassoProgram(Program):
         coef = np.array(data.coef_init, dtype=np.float64)
         r_change = add_columns(data.X, coef, np.zeros(self.n_samples))
         state = BlockState(block_id, coef, np.zeros_like(coef), 0, ())
-        update = BlockUpdate(r_change, -float(np.dot(coef, data.col_means)), float(np.abs(coef).sum()))
+        update = BlockUpdate(r_change, -float(np.dot(coef, data.col_means)),
+                             float(np.abs(coef).sum()))
         return state, update
 
     # -- schedule / push / pull -----------------------------------------------------------
@@ -205,7 +207,8 @@ class LassoProgram(Program):
         proposal = full_pass(data.X, coef_at_shared, shared.r, shared.offset, data.col_sums,
                              data.col_means, data.col_norm2, self.alpha_n, self.positive,
                              gradient)
-        dual_norm = gradient.max(initial=0.0) if self.positive else np.abs(gradient).max(initial=0.0)
+        dual_norm = (gradient.max(initial=0.0) if self.positive
+                     else np.abs(gradient).max(initial=0.0))
         priority = proposal  # the change each coordinate would make now: the freshest priority
         start_coef, start_r, start_offset = coef.copy(), r.copy(), offset
         offset, cursor, evaluated, updates, rejected, fallbacks = sub_rounds(
@@ -218,7 +221,8 @@ class LassoProgram(Program):
         update = BlockUpdate(
             r=mine.r, offset=mine.offset, l1_after=float(np.abs(coef).sum()),
             dual_norm=float(dual_norm),
-            l1=float(np.abs(coef_at_shared).sum()), coef_dot_y=float(np.dot(coef_at_shared, data.X_dot_y)),
+            l1=float(np.abs(coef_at_shared).sum()),
+            coef_dot_y=float(np.dot(coef_at_shared, data.X_dot_y)),
             evaluated=evaluated, updates=updates, rejected=rejected, fallbacks=fallbacks,
             moved=bool(np.any(mine.coef)), has_gap_terms=True,
             r_norm2=2.0 * _half_norm2(shared.r, shared.offset))
@@ -277,15 +281,10 @@ class LassoProgram(Program):
                           for b, sb in zip(updates, sums)] for a, sa in zip(updates, sums)])
         r_sum = shared.r.sum()
         linear = np.array([
-            np.dot(u.r, shared.r) + shared.offset * su + u.offset * r_sum + n * u.offset * shared.offset
-            - self.alpha_n * (u.l1_after - u.l1) for u, su in zip(updates, sums)])
-        weights = np.ones(len(updates))
-        for _ in range(sweeps):
-            for b in range(len(updates)):
-                if gram[b, b] > 0:
-                    rest = linear[b] - np.dot(gram[b], weights) + gram[b, b] * weights[b]
-                    weights[b] = min(1.0, max(0.0, rest / gram[b, b]))
-        return weights
+            np.dot(u.r, shared.r) + shared.offset * su + u.offset * r_sum
+            + n * u.offset * shared.offset - self.alpha_n * (u.l1_after - u.l1)
+            for u, su in zip(updates, sums)])
+        return box_quadratic(gram, -linear, sweeps=sweeps)
 
     def _objective_and_gap(self, shared, updates):
         """sklearn's objective and duality gap (both divided by n) at the shared state the

@@ -1,8 +1,9 @@
 """The STRADS logistic-regression program over feature blocks: prox-Newton with working sets.
 
-    sum over classes k of   C sum_i log(1 + exp(-y_ik z_ik)) + l1 ||w_k||_1 + l2/2 ||w_k||^2,
+    sum over classes k of   C sum_i s_i log(1 + exp(-y_ik z_ik)) + l1 ||w_k||_1 + l2/2 ||w_k||^2,
 
-with margins ``z_k = X w_k + b_k`` and ``y_ik`` in {-1, +1} (one column per class for
+with sample weights ``s_i`` (ones by default), margins ``z_k = X w_k + b_k`` and ``y_ik`` in
+{-1, +1} (one column per class for
 one-vs-rest, one for a binary problem). The classes are independent problems solved side by side
 on the same blocks.
 
@@ -39,6 +40,7 @@ from ..kernels.logistic import (column_dots, column_range_dots, datafit, margin_
                                 newton_direction, violations)
 from .base import Instruction, Program, Report, StopRule
 from .elastic_net import kernel_csc
+from .selection import TopScores, box_quadratic
 
 #: Smallest working set of a block and class; it grows to twice the block's nonzeros.
 MIN_WORKING_SET = 10
@@ -147,6 +149,7 @@ class LogisticProgram(Program):
     ``Y``: samples x classes of +-1. ``tolerance``: stop when no coordinate or intercept violates
     its optimality condition by more than ``tolerance`` times the largest |x_j . g| at w = 0.
     ``intercept_init``: the intercepts to start from with ``fit_intercept`` (without, they are 0).
+    ``sample_weight``: a weight per sample (None: ones), multiplying its loss.
     """
 
     name = "logistic"
@@ -155,10 +158,12 @@ class LogisticProgram(Program):
     static_schedule = True
 
     def __init__(self, n_blocks, Y, C, l1, l2, fit_intercept, tolerance, intercept_init=None,
-                 sparse=False):
+                 sparse=False, sample_weight=None):
         self.n_blocks = n_blocks
         self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)  # classes x samples
-        self.C = float(C)
+        # the cost of each sample's loss: C times its weight
+        self.C = float(C) * (np.ones(self.Y.shape[1]) if sample_weight is None
+                             else np.asarray(sample_weight, dtype=np.float64))
         self.l1 = float(l1)
         self.l2 = float(l2)
         self.fit_intercept = fit_intercept
@@ -284,7 +289,7 @@ class LogisticProgram(Program):
         ``kernels.columns.COLUMN_CHUNK`` columns at a time, the worst so far kept."""
         size = max(MIN_WORKING_SET, 2 * np.count_nonzero(coef))
         free = data.width - 1 if data.has_intercept else -1
-        worst, positions, scores = 0.0, np.zeros(0, dtype=np.int64), np.zeros(0)
+        worst, best = 0.0, TopScores(size)
         for start, stop in column_chunks(data.width):
             score = column_range_dots(data.X, start, stop, g)
             violations(score, coef[start:stop], self.l1, self.l2,
@@ -292,12 +297,8 @@ class LogisticProgram(Program):
             worst = max(worst, float(score.max(initial=0.0)))
             score[coef[start:stop] != 0.0] = np.inf
             violating = np.flatnonzero(score > 0.0)
-            positions = np.concatenate([positions, violating + start])
-            scores = np.concatenate([scores, score[violating]])
-            if len(positions) > size:
-                best = np.argpartition(-scores, size - 1)[:size]
-                positions, scores = positions[best], scores[best]
-        return worst, np.sort(positions)
+            best.add(violating + start, score[violating])
+        return worst, np.sort(best.positions)
 
     def _line_search(self, z, q, y, coef, d, g, free):
         """The largest step in 1, 1/2, 1/4, ... with sufficient decrease of the objective
@@ -362,7 +363,7 @@ class LogisticProgram(Program):
         directions = np.vstack([change.dz, np.ones(len(z))]) if self.fit_intercept else change.dz
         curvature = (directions * h) @ directions.T
         linear = np.append(change.slope, g.sum()) if self.fit_intercept else change.slope
-        model = _box_quadratic(curvature, linear, free=self.fit_intercept)
+        model = box_quadratic(curvature, linear, free=self.fit_intercept)
         n = len(change.dz)
         candidates = [(np.ones(n), change.shift.sum()), (model[:n], model[n:].sum())]
         best = min(candidates, key=bound)
@@ -414,22 +415,6 @@ def _commit(coef, changes, steps):
     """Commit each class's last change times its pull's step into ``coef`` (in place)."""
     for k, (positions, values) in enumerate(changes):
         coef[k, positions] += steps[k] * values
-
-
-def _box_quadratic(curvature, linear, free):
-    """argmin of ``linear . x + x' curvature x / 2`` over x in [0, 1]^m, the last coordinate
-    unbounded when ``free``: coordinate descent."""
-    x = np.ones(len(linear))
-    if free:
-        x[-1] = 0.0
-    for _ in range(MAX_SWEEPS):
-        for b in range(len(x)):
-            if curvature[b, b] > 0:
-                rest = linear[b] + curvature[b] @ x - curvature[b, b] * x[b]
-                x[b] = -rest / curvature[b, b]
-                if not (free and b == len(x) - 1):
-                    x[b] = min(1.0, max(0.0, x[b]))
-    return x
 
 
 def _best_shift(z, y, C):

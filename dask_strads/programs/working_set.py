@@ -3,7 +3,9 @@ gap, and its solution by coordinate descent with Anderson extrapolation (Bertran
 "Anderson acceleration of coordinate descent", AISTATS 2021).
 
 Everything here works on the n-times-larger objective ``1/2 ||r + offset||^2 + l1 ||w||_1 +
-l2/2 ||w||^2`` and on columns in the kernels' format (a Fortran array, or a CSC triple).
+l2/2 ||w||^2`` and on columns in the kernels' format (a Fortran array, or a CSC triple). With
+sample weights the rows are scaled by ``root_weights`` and the residual is ``r + offset *
+root_weights`` (see :mod:`dask_strads.kernels.elastic_net`); empty ``root_weights`` are ones.
 """
 from dataclasses import dataclass
 
@@ -12,7 +14,8 @@ import scipy.sparse as sp
 from scipy.optimize import nnls
 
 from ..kernels.columns import centred_norms, index_type
-from ..kernels.elastic_net import dot, epochs, gradient, half_norm2, move, take_csc
+from ..kernels.elastic_net import (UNWEIGHTED, dot, epochs, gradient, half_norm2, move,
+                                   take_csc)
 
 #: Iterates combined by one Anderson extrapolation (skglm and celer use 5).
 ANDERSON_ITERATES = 5
@@ -71,6 +74,31 @@ class Columns:
         return self.X.shape[1] if isinstance(self.X, np.ndarray) else len(self.X[0]) - 1
 
 
+@dataclass(frozen=True)
+class WeightedColumns(Columns):
+    """A block's columns under sample weights: stored as given, with the weighted sums, means
+    and centred squared norms (``sum_i s_i x_ij``, ..., the weights scaled to sum to n); the
+    columns taken from them for a working set are scaled by ``root_weights`` (``sqrt(s)``)."""
+
+    root_weights: np.ndarray = None
+
+    def take(self, positions):
+        X = scale_rows(take_columns(self.X, positions), self.root_weights)
+        sums, means = self.centring_at(positions)
+        return Columns(X, sums, means, centred_norms(X, sums, means))
+
+
+def scale_rows(X, factors):
+    """X (kernel format) with row i times ``factors[i]``, a copy; X itself for ``factors``
+    None or empty."""
+    if factors is None or len(factors) == 0:
+        return X
+    if isinstance(X, np.ndarray):
+        return np.asfortranarray(X * factors[:, None])
+    indptr, indices, data = X
+    return indptr, indices, data * factors[indices]
+
+
 def take_columns(X, positions):
     """The columns ``positions`` of X (kernel format), in that order."""
     if isinstance(X, np.ndarray):
@@ -98,8 +126,9 @@ def join_columns(parts):
     return Columns(X, sums, means, np.concatenate([p.col_norm2 for p in parts]))
 
 
-def primal(r, offset, coef, l1, l2):
-    return half_norm2(r, offset) + l1 * np.abs(coef).sum() + 0.5 * l2 * dot(coef, coef)
+def primal(r, offset, coef, l1, l2, root_weights=UNWEIGHTED):
+    return (half_norm2(r, offset, root_weights) + l1 * np.abs(coef).sum()
+            + 0.5 * l2 * dot(coef, coef))
 
 
 def duality_gap(primal_value, r_norm2, r_dot_y, dual_norm, gradient_norm2, l1, l2, coef_norm2):
@@ -116,40 +145,49 @@ def duality_gap(primal_value, r_norm2, r_dot_y, dual_norm, gradient_norm2, l1, l
     return primal_value - dual
 
 
-def least_squares(columns, coef, r, offset, positive):
+def least_squares(columns, coef, r, offset, positive, root_weights=UNWEIGHTED):
     """The coefficients of ``columns`` (now ``coef``) that minimise ``||r + offset||``, the
     other features' fixed, exactly: numpy's lstsq on the centred columns, or scipy's nnls with
     ``positive``. Returns ``(those coefficients, how much lower 1/2 ||r + offset||^2 is
     there)``; the columns are copied into one dense array."""
-    A = _dense_centred(columns, len(r))
-    target = r + offset + A @ coef
+    A = _dense_centred(columns, len(r), root_weights)
+    target = _ones(r, root_weights) * offset + r + A @ coef
     best = nnls(A, target)[0] if positive else np.linalg.lstsq(A, target, rcond=None)[0]
     left = target - A @ best
-    return best, max(half_norm2(r, offset) - 0.5 * dot(left, left), 0.0)
+    return best, max(half_norm2(r, offset, root_weights) - 0.5 * dot(left, left), 0.0)
 
 
-def _dense_centred(columns, n_rows):
+def _ones(r, root_weights):
+    """The direction the columns are centred along: ones, or the rows' root weights."""
+    return np.ones(len(r)) if len(root_weights) == 0 else root_weights
+
+
+def _dense_centred(columns, n_rows, root_weights):
     X = columns.X
     if not isinstance(X, np.ndarray):
         indptr, indices, data = X
         X = sp.csc_matrix((data, indices, indptr), shape=(n_rows, len(indptr) - 1)).toarray()
-    return X - columns.col_means if columns.centred else X
+    if not columns.centred:
+        return X
+    return X - np.outer(_ones(np.empty(n_rows), root_weights), columns.col_means)
 
 
-def residual_dot(y, r, offset):
-    """``y . (r + offset)``: with ``r + offset = y - X~ w``, the duality gap's
-    ``||y||^2 - w . X~^T y``, from the residual instead of a ``x~_j . y`` kept per feature."""
-    return dot(y, r) + offset * y.sum()
+def residual_dot(y, r, offset, root_weights=UNWEIGHTED):
+    """``y . (r + offset root_weights)``: with ``r + offset root_weights = y - X~ w``, the
+    duality gap's ``||y||^2 - w . X~^T y``, from the residual instead of a ``x~_j . y`` kept per
+    feature."""
+    return dot(y, r) + offset * (y.sum() if len(root_weights) == 0 else dot(y, root_weights))
 
 
-def solve(columns, coef, r, offset, l1, l2, positive, y, tol, anderson=True):
+def solve(columns, coef, r, offset, l1, l2, positive, y, tol, anderson=True,
+          root_weights=UNWEIGHTED):
     """Minimise the objective over the working set's coefficients ``coef`` (every non-zero
     coefficient of the model is among them), in place on ``coef`` and ``r``, until the working
     set's duality gap is at most ``tol`` (or down to rounding error). Returns
     ``(offset, epochs run)``. Without either penalty the problem is least squares, solved
     exactly (:func:`least_squares`, one "epoch")."""
     if l1 == 0.0 and l2 == 0.0:
-        best, _ = least_squares(columns, coef, r, offset, positive)
+        best, _ = least_squares(columns, coef, r, offset, positive, root_weights)
         offset = move(columns.X, best - coef, r, offset, columns.col_means)
         coef[:] = best
         return offset, 1
@@ -158,25 +196,27 @@ def solve(columns, coef, r, offset, l1, l2, positive, y, tol, anderson=True):
     g = np.empty(columns.width)
     everything = np.ones(columns.width, dtype=np.bool_)
     for epoch in range(1, MAX_EPOCHS + 1):
-        offset, largest = epochs(X, coef, r, offset, sums, means, norm2, l1, l2, positive, 1)
+        offset, largest = epochs(X, coef, r, offset, sums, means, norm2, l1, l2, positive, 1,
+                                 root_weights)
         if anderson:
             iterates.append(coef.copy())
             if len(iterates) == ANDERSON_ITERATES + 1:
-                offset = _extrapolate(columns, iterates, coef, r, offset, l1, l2, positive)
+                offset = _extrapolate(columns, iterates, coef, r, offset, l1, l2, positive,
+                                      root_weights)
                 iterates = [coef.copy()]
         if largest == 0.0 or epoch % CHECK_EVERY == 0:
             dual_norm, gradient_norm2, *_ = gradient(X, coef, everything, r, offset, sums, means,
-                                                     norm2, l1, l2, positive, g)
-            value = primal(r, offset, coef, l1, l2)
-            gap = duality_gap(value, 2.0 * half_norm2(r, offset),
-                              residual_dot(y, r, offset), dual_norm,
+                                                     norm2, l1, l2, positive, g, root_weights)
+            value = primal(r, offset, coef, l1, l2, root_weights)
+            gap = duality_gap(value, 2.0 * half_norm2(r, offset, root_weights),
+                              residual_dot(y, r, offset, root_weights), dual_norm,
                               gradient_norm2, l1, l2, dot(coef, coef))
             if largest == 0.0 or gap <= max(tol, PRECISION * value):
                 break
     return offset, epoch
 
 
-def _extrapolate(columns, iterates, coef, r, offset, l1, l2, positive):
+def _extrapolate(columns, iterates, coef, r, offset, l1, l2, positive, root_weights):
     """Move to the Anderson extrapolation of the last iterates if it lowers the objective."""
     iterates = np.array(iterates)
     steps = np.diff(iterates, axis=0)
@@ -191,7 +231,8 @@ def _extrapolate(columns, iterates, coef, r, offset, l1, l2, positive):
         return offset
     trial_r = r.copy()
     trial_offset = move(columns.X, extrapolated - coef, trial_r, offset, columns.col_means)
-    if primal(trial_r, trial_offset, extrapolated, l1, l2) < primal(r, offset, coef, l1, l2):
+    if (primal(trial_r, trial_offset, extrapolated, l1, l2, root_weights)
+            < primal(r, offset, coef, l1, l2, root_weights)):
         coef[:] = extrapolated
         r[:] = trial_r
         return trial_offset
