@@ -214,7 +214,8 @@ def naive_precision(scores, train, test, k):
         liked = set(test[u].indices)
         if not liked:
             continue
-        ranked = [i for i in np.argsort(-scores[u], kind="stable") if i not in set(train[u].indices)]
+        seen = set(train[u].indices)
+        ranked = [i for i in np.argsort(-scores[u], kind="stable") if i not in seen]
         hits += len(liked & set(ranked[:k]))
         total += min(k, len(liked))
     return hits / total
