@@ -153,8 +153,8 @@ def test_weights_with_dask_arrays():
     reference = dask_strads.Lasso(alpha=0.02, **TIGHT).fit(X, y, sample_weight=weights)
     for chunks in (da.from_array(X, chunks=(40, 15)),
                    da.from_array(sparse.COO.from_numpy(X), chunks=(40, 15))):
-        ours = dask_strads.Lasso(alpha=0.02, keep_on_cluster=True, **TIGHT)
+        ours = dask_strads.Lasso(alpha=0.02, **TIGHT)
         with dask.config.set(scheduler="synchronous"):  # in this process, two blocks
             ours.fit(chunks, y, sample_weight=da.from_array(weights, chunks=40))
-        np.testing.assert_allclose(np.asarray(ours.coef_.compute()), reference.coef_, atol=1e-12)
+        np.testing.assert_allclose(ours.coef_, reference.coef_, atol=1e-12)
         np.testing.assert_allclose(ours.intercept_, reference.intercept_, atol=1e-12)
