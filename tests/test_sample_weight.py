@@ -142,3 +142,19 @@ def test_cv_weights_match_sklearn(sparse):
     assert (ours.alpha_, ours.l1_ratio_) == (theirs.alpha_, theirs.l1_ratio_)
     np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=1e-8)
     np.testing.assert_allclose(ours.intercept_, theirs.intercept_, atol=1e-8)
+
+
+def test_weights_with_dask_arrays():
+    import dask
+    import dask.array as da
+    import sparse
+
+    X, y, weights = regression(n=80, p=30, seed=5)
+    reference = dask_strads.Lasso(alpha=0.02, **TIGHT).fit(X, y, sample_weight=weights)
+    for chunks in (da.from_array(X, chunks=(40, 15)),
+                   da.from_array(sparse.COO.from_numpy(X), chunks=(40, 15))):
+        ours = dask_strads.Lasso(alpha=0.02, **TIGHT)
+        with dask.config.set(scheduler="synchronous"):  # in this process, two blocks
+            ours.fit(chunks, y, sample_weight=da.from_array(weights, chunks=40))
+        np.testing.assert_allclose(ours.coef_, reference.coef_, atol=1e-12)
+        np.testing.assert_allclose(ours.intercept_, reference.intercept_, atol=1e-12)

@@ -366,6 +366,8 @@ def _means_dot(X, means, coef, executor, weights=None):
     if is_dask_array(coef):
         means = _column_means(X, weights, executor) if means is None else means
         return float(executor.compute(da.dot(means, coef))[0])
+    if means is None and is_dask_array(X):  # every column: pydata sparse's slicing compiles
+        means = _column_means(X, weights, executor)
     if means is None:
         nonzero = np.flatnonzero(coef)
         return dot(_column_means(X[:, nonzero], weights, executor), coef[nonzero])
@@ -376,9 +378,16 @@ def _column_means(X, weights, executor):
     """X's column means, weighted by ``weights`` (summing to the rows) if given."""
     if weights is None:
         return column_means(X)
-    if is_dask_array(X):
-        return np.asarray(executor.compute(da.dot(da.from_array(weights), X))[0]) / len(weights)
+    if is_dask_array(X):  # chunk by chunk as scipy matrices (pydata sparse's dot compiles)
+        column = da.from_array(weights[:, None], chunks=(X.chunks[0], 1))
+        sums = X.map_blocks(_weighted_column_sums, column, dtype=np.float64,
+                            chunks=((1,) * X.numblocks[0], X.chunks[1]))
+        return np.asarray(executor.compute(sums.sum(axis=0))[0]).ravel() / len(weights)
     return np.asarray(safe_sparse_dot(weights, X)).ravel() / len(weights)
+
+
+def _weighted_column_sums(block, weights):
+    return np.asarray(to_scipy_if_pydata(block).T @ weights.ravel()).reshape(1, -1)
 
 
 def _predict_block(X_block, coef, intercept):
