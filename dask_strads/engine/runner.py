@@ -434,7 +434,10 @@ class Engine:
         epoch's compute, up to ``max_epoch_rounds``, the rounds left and the next checkpoint
         or lineage cut."""
         program = self.program
-        if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness
+        # a callback's stop inside an epoch leaves carried blocks where that round left them,
+        # not where the epoch's plan (which the engine follows) leaves them
+        stops_early = self.callback is not None and program.n_carried
+        if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness or stops_early
                 or _reads_the_fit(self.callback) or not program.static_schedule
                 or not program.updates_in_place or len(run.history) < MEASURED_ROUNDS
                 or not all(isinstance(c, Source) for c in run.carried)  # not yet in cells
