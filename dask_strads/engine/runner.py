@@ -110,7 +110,8 @@ class Engine:
     max_epoch_rounds : int, optional
         On a distributed cluster, the most rounds one graph may run as a fused epoch: one task
         per worker running consecutive rounds (see :mod:`.epochs`), for programs with a static
-        schedule that update in place, at staleness 0 and without a callback. The rounds an
+        schedule that update in place, at staleness 0, unless the callback takes the running
+        fit (or the program has carried blocks and a callback). The rounds an
         epoch runs are chosen so that a graph's cost (measured on the first rounds) stays
         within 5% of the epoch's compute, and epochs end at checkpoints. 1: a graph a round.
         By default ``dask.config``'s ``dask-strads.max-epoch-rounds``, else 32: a fit by an
