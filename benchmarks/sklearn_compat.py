@@ -1,8 +1,9 @@
 """scikit-learn's own tests of its linear models, run against dask_strads' estimators.
 
 The test files are those of the installed scikit-learn (nothing is copied into this repository):
-``sklearn/linear_model/tests/test_coordinate_descent.py``, ``test_sparse_coordinate_descent.py``
-and ``test_logistic.py``. Before pytest imports them, ``sklearn.linear_model``'s ``Lasso``,
+``test_coordinate_descent.py``, ``test_sparse_coordinate_descent.py`` and ``test_logistic.py``
+of the package ``sklearn.linear_model.tests``. Before pytest imports them,
+``sklearn.linear_model``'s ``Lasso``,
 ``ElasticNet``, ``LassoCV``, ``ElasticNetCV``, ``LogisticRegression``, ``lasso_path`` and
 ``enet_path`` are replaced by dask_strads' (the test files import them from there; scikit-learn's
 own internals keep theirs). A test *reaches* our code when it constructs one of our estimators or
