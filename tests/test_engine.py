@@ -13,7 +13,6 @@ from dask_strads.engine import (
 )
 from dask_strads.engine import runner, runtime
 from dask_strads.engine.blocks import PinnedBlock, PlacedBlocks, place_blocks
-from dask_strads.engine.hubs import release_hub
 from dask_strads.programs import BlockJacobi, Instruction, jacobi_blocks, run_sequential
 from dask_strads.programs.jacobi import JacobiReport
 
@@ -300,7 +299,7 @@ def test_a_run_started_while_another_is_in_progress_pulls_on_another_worker(clie
     try:
         second = Engine(where, max_rounds=ROUNDS, executor=engine.executor).run(placed)
     finally:
-        release_hub(in_progress.hub)
+        in_progress.end()
     assert set(lone.history.column("pulled_on")) == {placed.owners[0]} == {in_progress.hub}
     assert set(second.history.column("pulled_on")) == set(placed.owners) - {placed.owners[0]}
     assert_same_run(client, second, run_sequential(program, raw, ROUNDS))

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from dask_strads import Engine, run_sequential
-from dask_strads.engine import streams
+from dask_strads.engine import runner, streams
+from dask_strads.engine.runner import epoch_length
 from dask_strads.programs.mf import MFProgram
 
 from test_implicit_mf import in_sub_rounds, tiny
@@ -44,8 +45,23 @@ def fit(client, program, raw, slots, **options):
     return result, sizes[1:-1]  # not the start's and the collection's
 
 
+def test_an_epoch_is_as_short_as_keeps_the_graph_cost_within_its_share():
+    share = runner.EPOCH_OVERHEAD_SHARE
+    # a graph costing 0.1 s beside 0.2 s of compute a round: 0.1 <= share * 0.2 * F
+    assert epoch_length(0.1, 0.2, [100]) == int(0.1 / (share * 0.2)) + 1
+    assert 0.1 <= share * 0.2 * epoch_length(0.1, 0.2, [100])
+    assert 0.1 > share * 0.2 * (epoch_length(0.1, 0.2, [100]) - 1)
+    assert epoch_length(0.1, 0.2, [100, 3]) == 3  # the next checkpoint comes first
+    assert epoch_length(0.0, 5.0, [100]) == 1  # a free graph: round graphs
+    assert epoch_length(0.1, 0.0, [7, 9]) == 7  # no compute measured: as long as allowed
+    assert epoch_length(0.1, 0.2, [0]) == 1
+
+
 @pytest.mark.parametrize("name", ["mf", "implicit_mf", "lda", "elastic_net", "logistic"])
-def test_fused_epochs_give_the_sequential_loops_model_in_a_few_graphs(client_factory, name):
+def test_fused_epochs_give_the_sequential_loops_model_in_a_few_graphs(client_factory, name,
+                                                                     monkeypatch):
+    # epochs as long as allowed, whatever the machine's load makes of compute and graph costs
+    monkeypatch.setattr(runner, "EPOCH_OVERHEAD_SHARE", 1e-9)
     client = client_factory(2)
     program, raw, slots = problem(name)
     result, graphs = fit(client, program, raw, slots, checkpoint_interval=0,
@@ -153,6 +169,7 @@ def test_an_epoch_streams_its_rounds_and_a_callback_stops_it_inside(client_facto
     epoch (the epoch's own reports, read when it ends, come rounds later). The factors are
     the sequential loop's after the rounds that ran."""
     client = client_factory(2)
+    open_before = set(streams._STREAMS.get(client.id, {}))  # the session's client is shared
     program, raw = setup_mf(RATINGS, 2, 2, program_class=Slow, seconds=0.3)
     seen, stop_at = [], 8  # inside the first epoch, which runs up to 16 rounds from round 3 to 5
     result, graphs = fit(client, program, raw, [0, 1, 0, 1], checkpoint_interval=0,
@@ -163,7 +180,7 @@ def test_an_epoch_streams_its_rounds_and_a_callback_stops_it_inside(client_facto
     assert len(graphs) < len(result.history)  # it fused
     assert seen[:stop_at + 1] == list(range(stop_at + 1))
     assert stop_at < ran[-1] <= stop_at + 3
-    assert not streams._STREAMS.get(client.id)  # the run's stream closed with it
+    assert set(streams._STREAMS.get(client.id, {})) == open_before  # its stream closed with it
     program.seconds = 0.0
     params, _ = run_sequential(program, raw, len(ran))
     for ours, expected in zip(client.gather(result.params), params):

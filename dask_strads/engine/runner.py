@@ -41,6 +41,15 @@ EPOCH_OVERHEAD_SHARE = 0.05
 MEASURED_ROUNDS = 3
 
 
+def epoch_length(graph_seconds, compute_seconds, bounds):
+    """The fewest rounds (at least 1, at most ``min(bounds)``) over which a graph costing
+    ``graph_seconds`` beyond its compute is at most ``EPOCH_OVERHEAD_SHARE`` of the compute,
+    ``compute_seconds`` a round."""
+    wanted = (min(bounds) if compute_seconds <= 0
+              else int(graph_seconds / (EPOCH_OVERHEAD_SHARE * compute_seconds)) + 1)
+    return max(1, min(wanted, *bounds))
+
+
 @dataclass
 class EngineResult:
     """What a run leaves: the parameter blocks and carried blocks (handles on the workers that
@@ -448,14 +457,12 @@ class Engine:
         compute = sorted(r.get("compute_seconds", 0.0) for r in records)[len(records) // 2]
         if run.graph_seconds is None:  # measured on the round graphs run so far
             run.graph_seconds = max(run.history.typical_round_seconds() - compute, 0.0)
-        wanted = (self.max_epoch_rounds if compute <= 0
-                  else int(run.graph_seconds / (EPOCH_OVERHEAD_SHARE * compute)) + 1)
         bounds = [self.max_epoch_rounds, self.max_rounds - first]
         if self.checkpoint_interval:
             bounds.append(self.checkpoint_interval - first % self.checkpoint_interval)
         if not program.n_carried:
             bounds.append(LINEAGE_ROUNDS - first % LINEAGE_ROUNDS)
-        return max(1, min(wanted, *bounds))
+        return epoch_length(run.graph_seconds, compute, bounds)
 
     def _gang(self, run):
         """Whether the run holds its workers for fused epochs: a ``distributed.MultiLock``
