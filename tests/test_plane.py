@@ -124,6 +124,8 @@ def test_a_stopped_peer_is_named_then_left_behind(monkeypatch):
     for it with a warning that names it, and once the scheduler drops it (its worker-ttl, 8 s
     here) goes on without it, ending with the factors of the sequential loop."""
     monkeypatch.setattr(stalls, "SILENT_SECONDS", 2.0)
+    # the bound is also ROUNDS_OF_PATIENCE rounds: on a loaded machine that outlasts the ttl
+    monkeypatch.setattr(stalls, "ROUNDS_OF_PATIENCE", 1)
     program, raw = setup(RATINGS, 3, 3)
     rounds = 12
     stopped = {}

@@ -254,6 +254,8 @@ def test_a_stopped_worker_is_named_then_left_behind(start_workers, monkeypatch):
     ttl = {"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": "8s"}
     client, pids = start_workers(({}, ()), ({}, ()), ({}, ()), scheduler_env=ttl)
     monkeypatch.setattr(stalls, "SILENT_SECONDS", 2.0)
+    # the bound is also ROUNDS_OF_PATIENCE rounds: on a loaded machine that outlasts the ttl
+    monkeypatch.setattr(stalls, "ROUNDS_OF_PATIENCE", 1)
     X, y = regression()
     clean = Lasso(alpha=1e-3, max_iter=40, tol=0.0, random_state=0, n_blocks=3)
     clean.client = client
