@@ -23,7 +23,7 @@ from conftest import fit_is_refused
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
-LASSO_DATA = dict(n_samples=200, n_features=300, n_informative=10, random_state=0)
+LASSO_DATA = dict(n_samples=100, n_features=300, n_informative=10, random_state=0)
 
 
 def lasso_data():

@@ -46,11 +46,11 @@ def logged():
 
 
 def regression():
-    return make_correlated_regression(200, 400, 10, random_state=0)[:2]
+    return make_correlated_regression(100, 300, 10, random_state=0)[:2]
 
 
 def fitted_lasso(client, X, y, **params):
-    est = Lasso(alpha=1e-3, max_iter=40, tol=0.0, random_state=0, n_blocks=2, **params)
+    est = Lasso(alpha=1e-4, max_iter=40, tol=0.0, random_state=0, n_blocks=2, **params)
     est.client = client
     return est.fit(X, y)
 
@@ -257,7 +257,7 @@ def test_a_stopped_worker_is_named_then_left_behind(start_workers, monkeypatch):
     # the bound is also ROUNDS_OF_PATIENCE rounds: on a loaded machine that outlasts the ttl
     monkeypatch.setattr(stalls, "ROUNDS_OF_PATIENCE", 1)
     X, y = regression()
-    clean = Lasso(alpha=1e-3, max_iter=40, tol=0.0, random_state=0, n_blocks=3)
+    clean = Lasso(alpha=1e-4, max_iter=40, tol=0.0, random_state=0, n_blocks=3)
     clean.client = client
     clean.fit(X, y)
     stopped = {}
@@ -268,7 +268,7 @@ def test_a_stopped_worker_is_named_then_left_behind(start_workers, monkeypatch):
             stopped["worker"] = running._run.owners[0]
             os.kill(pids[stopped["worker"]], signal.SIGSTOP)
 
-    est = Lasso(alpha=1e-3, max_iter=40, tol=0.0, random_state=0, n_blocks=3,
+    est = Lasso(alpha=1e-4, max_iter=40, tol=0.0, random_state=0, n_blocks=3,
                 callback=stop_block_0)
     est.client = client
     with logged() as messages:

@@ -93,7 +93,7 @@ def _killer(client, after_round, prefix="-block-0-"):
 
 CASES = {  # fits of a fixed number of rounds, so that a clean run and a recovered one compare
     "lasso": (lambda: Lasso(alpha=1e-4, tol=0.0, max_iter=30, random_state=0, n_blocks=3),
-              lambda: make_correlated_regression(300, 600, 10, random_state=0)[:2]),
+              lambda: make_correlated_regression(100, 300, 10, random_state=0)[:2]),
     "lda": (lambda: LatentDirichletAllocation(5, max_iter=10, random_state=0),
             lambda: (make_lda_corpus(n_docs=300, n_words=400, n_topics=5, random_state=0)[0],)),
     "mf": (lambda: MatrixFactorization(4, max_iter=15, tol=0.0, random_state=0),
@@ -220,10 +220,10 @@ def _assert_lasso_recovers(client, X, y):
 
 
 def _dask_lasso_data():
-    """A Lasso's data as Dask arrays of a dense array, chunks (n/4, p/2): 1.4 MB, scattered to
+    """A Lasso's data as Dask arrays of a dense array, chunks (n/4, p/2): 1.2 MB, scattered to
     the cluster when a placement computes its blocks."""
-    X, y = make_correlated_regression(300, 600, 10, random_state=0)[:2]
-    return da.from_array(X, chunks=(75, 300)), da.from_array(y, chunks=75)
+    X, y = make_correlated_regression(100, 1500, 10, random_state=0)[:2]
+    return da.from_array(X, chunks=(25, 750)), da.from_array(y, chunks=25)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -318,7 +318,7 @@ def test_blocks_are_placed_again_after_their_held_data_was_lost(three_workers):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_with_nannies_the_fit_goes_on_and_the_worker_comes_back():
     """A nanny restarts its killed worker at a new address: the fit goes on on the others."""
-    X, y = make_correlated_regression(300, 600, 10, random_state=0)[:2]
+    X, y = CASES["lasso"][1]()
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, \
             Client(cluster, set_as_default=False) as client:
