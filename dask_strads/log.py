@@ -1,7 +1,10 @@
 """The package's logger: what a fit is doing when it takes long (starting a cluster, compiling).
 
-Like ``distributed``'s, it prints INFO to stderr unless the application configured it; in a
-Jupyter kernel to stdout instead, where stderr is shown as a warning (a pink box).
+Its records propagate, as a library's should: an application that configured logging (a
+handler on the root logger: ``logging.basicConfig``, ``dictConfig``, pytest's ``caplog``) gets
+them through its own handlers, once. Until then the package prints its INFO records itself,
+so that a plain script still says what a long step is doing: to stderr, or in a Jupyter
+kernel to stdout, where stderr is shown as a warning (a pink box).
 """
 import logging
 import sys
@@ -22,6 +25,8 @@ class _UserStream(logging.StreamHandler):
         super().__init__(sys.stderr)
 
     def emit(self, record):
+        if logging.getLogger().handlers:  # the application's handlers print it
+            return
         self.stream = sys.stdout if in_jupyter_kernel() else sys.stderr
         super().emit(record)
 
@@ -32,4 +37,3 @@ if not logger.handlers:
     _handler.setFormatter(logging.Formatter("dask_strads: %(message)s"))
     logger.addHandler(_handler)
     logger.setLevel(logging.INFO)
-    logger.propagate = False

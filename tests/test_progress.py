@@ -2,10 +2,12 @@
 final count and the postfix, for a fit that converges, one that reaches max_iter and one that
 fails; and the live plot's last drawing."""
 import io
+import logging
 import re
 import sys
 import time
 import warnings
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import numpy as np
@@ -41,6 +43,19 @@ def regression():
 
 def last_line(captured):
     return re.split(r"[\r\n]+", captured.strip())[-1]
+
+
+@contextmanager
+def unconfigured_logging():
+    """The root logger without handlers, as in a script that configured no logging (pytest's
+    capture handlers are back afterwards)."""
+    root = logging.getLogger()
+    handlers = root.handlers[:]
+    root.handlers.clear()
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
 
 
 def test_converged_lasso_bar_ends_at_the_tolerance(regression, bars, capsys):
@@ -144,7 +159,8 @@ def test_the_bar_names_its_phases_and_logs_the_compile_notice_above_itself(
     a line of its own, the bar drawn again below it."""
     monkeypatch.setattr(compilation, "pending", lambda names: list(names))
     compilation.reset_announced()
-    Lasso(alpha=0.05, progress=True).fit(*regression)
+    with unconfigured_logging():
+        Lasso(alpha=0.05, progress=True).fit(*regression)
     compilation.reset_announced()
     err = capsys.readouterr().err
     before, notice, after = re.split(r"(dask_strads: compiling numba kernels for [^\n]*\n)",
@@ -204,10 +220,36 @@ def test_the_package_log_goes_to_stdout_only_in_a_jupyter_kernel(in_kernel, caps
 
     shell = SimpleNamespace(kernel=object()) if in_kernel else None
     monkeypatch.setitem(sys.modules, "IPython", SimpleNamespace(get_ipython=lambda: shell))
-    logger.info("compiling numba kernels for lasso")
+    with unconfigured_logging():
+        logger.info("compiling numba kernels for lasso")
     captured = capsys.readouterr()
     said, silent = (captured.out, captured.err) if in_kernel else (captured.err, captured.out)
     assert said == "dask_strads: compiling numba kernels for lasso\n" and silent == ""
+
+
+def test_an_application_that_configured_logging_gets_each_record_once(capsys):
+    """The records propagate: with a handler on the root logger (``logging.basicConfig``) a
+    notice is printed by it, in its format, and not by the package as well; pytest's caplog
+    sees it."""
+    from dask_strads.log import logger
+
+    with unconfigured_logging():
+        logging.basicConfig(format="app %(name)s %(levelname)s %(message)s", stream=sys.stdout)
+        try:
+            logger.info("placing data")
+        finally:
+            logging.getLogger().handlers.clear()
+    captured = capsys.readouterr()
+    assert captured.out == "app dask_strads INFO placing data\n" and captured.err == ""
+
+
+def test_pytests_caplog_captures_the_package_records(caplog):
+    from dask_strads.log import logger
+
+    with caplog.at_level(logging.INFO, logger="dask_strads"):
+        logger.warning("a worker has not answered")
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [
+        ("dask_strads", "a worker has not answered")]
 
 
 def test_plot_captions_say_what_is_drawn_against_what_and_ticks_the_axes():

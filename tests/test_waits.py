@@ -34,7 +34,7 @@ BOUND = 120  # seconds any of these fits may take on a loaded 2-core machine
 
 @contextlib.contextmanager
 def logged():
-    """The messages of the ``dask_strads`` logger while in the block (it does not propagate)."""
+    """The messages of the ``dask_strads`` logger while in the block."""
     messages = []
     handler = logging.Handler()
     handler.emit = lambda record: messages.append(record.getMessage())
