@@ -3,6 +3,12 @@
 Starting a cluster costs seconds on a small machine (2 cores), so clusters are started once per
 session and shared. No client created here is set as the default client: a test that needs the
 active-client behaviour opens its own ``Client(..., set_as_default=True)`` in a ``with`` block.
+
+Markers: ``cluster`` (the test starts or uses a Dask cluster: any test that takes one of
+``CLUSTER_FIXTURES``, and the tests marked where they start their own) and ``slow`` (marked
+where declared). ``python -m pytest -m "not cluster"`` runs the rest. Every test is watched
+for what it leaves behind (see ``leaks.py``), and one that starts a Dask scheduler unmarked
+fails.
 """
 import json
 import os
@@ -18,10 +24,34 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
+import leaks
 from dask_strads.engine import tasks
 from dask_strads.programs import Instruction
 
 TESTS_DIR = Path(__file__).resolve().parent
+
+#: The session's cluster fixtures: a test that takes one (directly or through another fixture)
+#: is marked ``cluster``.
+CLUSTER_FIXTURES = {"client_factory", "cli_cluster"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if CLUSTER_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(autouse=True)
+def no_leaks(request):
+    """Fail a test that leaves threads, processes or a Dask cluster running after it, or that
+    starts a Dask scheduler without the ``cluster`` marker."""
+    watch = leaks.Watch()
+    yield
+    if watch.started_schedulers() and request.node.get_closest_marker("cluster") is None:
+        pytest.fail("the test starts a Dask cluster: mark it with pytest.mark.cluster")
+    left = watch.leaks()
+    if left:
+        pytest.fail(f"the test left running: {', '.join(left)}")
 
 
 @dataclass(frozen=True)
@@ -64,6 +94,7 @@ def client_factory():
             except BaseException:
                 cluster.close()
                 raise
+            leaks.keep(scheduler=cluster.scheduler)
             cache[key] = (client, cluster)
         client, _ = cache[key]
         return client
@@ -162,6 +193,7 @@ def cli_cluster(tmp_path_factory):
                 "--local-directory", str(workdir / f"worker-{i}"),
                 # if the test session dies without tearing down, the workers follow the scheduler
                 "--death-timeout", "30"))
+        leaks.keep(pids=[p.pid for p in processes])
         client = Client(address, set_as_default=False, timeout=CLI_START_TIMEOUT)
         try:
             client.wait_for_workers(2, timeout=CLI_START_TIMEOUT)

@@ -177,6 +177,7 @@ def test_lda_refuses_a_count_beyond_the_int32_tables():
     refused(est, dask_sparse(X, 2), "2147483647")
 
 
+@pytest.mark.cluster  # the embedded cluster
 def test_lda_refuses_a_word_whose_tokens_exceed_the_int32_tables():
     est = lda().fit(counts())
     refused(est, np.array([[2.0**30, 0], [2.0**30, 1]]), "word of X has 2147483648 tokens")
@@ -318,6 +319,7 @@ def closed_client():
 @pytest.mark.parametrize("make, data", [
     (lasso, lambda: regression()), (lda, lambda: (counts(),)), (mf, lambda: (ratings(),))],
     ids=["lasso", "lda", "mf"])
+@pytest.mark.cluster
 def test_a_refit_on_a_closed_client_is_refused_and_keeps_the_fit(closed_client, make, data):
     est = make()
     est.client = closed_client

@@ -16,6 +16,8 @@ import dask_strads
 from dask_strads.kernels import compilation, lasso, mf
 from dask_strads.kernels.compilation import KERNEL_SETS, compiling_message
 
+pytestmark = pytest.mark.slow
+
 ROOT = str(Path(dask_strads.__file__).resolve().parent.parent)
 
 PRELUDE = """

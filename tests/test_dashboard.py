@@ -17,6 +17,7 @@ import dask_strads
 from dask_strads import Lasso, MatrixFactorization
 from dask_strads.datasets import make_ratings
 
+import leaks
 from conftest import CLI_START_TIMEOUT, _dask_command, _stop
 
 
@@ -105,6 +106,7 @@ def ratings():
                         random_state=0)[0]
 
 
+@pytest.mark.cluster  # the embedded cluster
 def test_embedded_cluster_serves_the_page_without_configuration(regression):
     model = Lasso(alpha=0.01, tol=1e-8)
     model.client = dask_strads.embedded_client()
@@ -151,6 +153,7 @@ def preloaded(tmp_path_factory):
                 cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True))
         link = f"http://127.0.0.1:{info['services']['dashboard']}/strads"
+        leaks.keep(pids=[p.pid for p in processes])  # for the module's tests
         with Client(info["address"], set_as_default=False, timeout=CLI_START_TIMEOUT) as client:
             client.wait_for_workers(2, timeout=CLI_START_TIMEOUT)
             yield client, link
@@ -158,6 +161,7 @@ def preloaded(tmp_path_factory):
         _stop(processes)
 
 
+@pytest.mark.cluster
 def test_preloaded_scheduler_serves_the_page_before_and_during_a_fit(preloaded, ratings):
     client, link = preloaded
     if not fits(link):  # before any fit the preload has put the page there
@@ -195,6 +199,7 @@ def chromium():
     return shutil.which("chromium")
 
 
+@pytest.mark.cluster
 def test_chromium_renders_the_fits(preloaded, ratings, tmp_path):
     browser = chromium()
     if browser is None:

@@ -11,6 +11,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dask_strads
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def current_client(client_factory):

@@ -96,6 +96,7 @@ def three_processes():
             yield client
 
 
+@pytest.mark.cluster
 def test_a_worker_dying_while_it_sends_a_message_is_recovered(three_processes, tmp_path):
     """The worker answering a push's request for a message exits mid-answer after round 4:
     the push fails naming it, the scheduler drops it, and the fit goes on from the checkpoint
@@ -119,6 +120,8 @@ def test_a_worker_dying_while_it_sends_a_message_is_recovered(three_processes, t
     assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
 
 
+@pytest.mark.cluster
+@pytest.mark.slow
 def test_a_stopped_peer_is_named_then_left_behind(monkeypatch):
     """A worker holding blocks stopped (SIGSTOP) after round 3 answers nothing: the fit waits
     for it with a warning that names it, and once the scheduler drops it (its worker-ttl, 8 s

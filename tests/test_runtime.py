@@ -55,6 +55,7 @@ def test_a_script_without_main_guard_fits_all_three(tmp_path):
     assert "Nanny failed to start" not in done.stderr
 
 
+@pytest.mark.cluster  # the embedded cluster
 def test_local_schedulers_give_the_embedded_clusters_model():
     """No client: by default (threads in this process) and under dask.config's synchronous
     scheduler no cluster starts, and the model equals the embedded cluster's (same blocks, same

@@ -219,6 +219,7 @@ def test_a_fresh_process_registers_on_first_use():
     assert 80_000 <= int(out) < 81_000
 
 
+@pytest.mark.cluster
 def test_scheduler_records_the_size_of_the_block_cells():
     X, _, _ = make_lda_corpus(n_docs=300, n_words=500, n_topics=5, doc_length=100,
                               random_state=0)

@@ -21,6 +21,10 @@ from dask_strads.kernels.lda import row_bytes
 from dask_strads.partition import block_edges
 from dask_strads.programs.lda import LDAProgram, make_shard, vocabulary_blocks
 
+import leaks
+
+pytestmark = pytest.mark.cluster
+
 MEMORY_LIMIT = 200_000
 SPILL_AT_TARGET_ONLY = {"distributed.worker.memory.target": 0.6,
                         "distributed.worker.memory.spill": False,
@@ -35,6 +39,7 @@ def client():
                                dashboard_address=None, memory_limit=MEMORY_LIMIT)
     with cluster, Client(cluster, set_as_default=False) as client:
         client.wait_for_workers(2, timeout=60)
+        leaks.keep(scheduler=cluster.scheduler)  # for the module's tests
         yield client
 
 

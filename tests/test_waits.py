@@ -29,6 +29,8 @@ from dask_strads.log import logger
 from bounded import within
 from conftest import TESTS_DIR, _dask_command, _stop
 
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
 BOUND = 120  # seconds any of these fits may take on a loaded 2-core machine
 
 

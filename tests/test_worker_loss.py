@@ -23,6 +23,8 @@ from dask_strads.programs import BlockJacobi, jacobi_blocks
 from conftest import Round, _dask_command, _stop
 from test_waits import cpu_hogs  # noqa: F401 (a fixture)
 
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
 DEADLINE = 30  # seconds from the kill to the error, generous for a loaded 2-core machine
 
 
