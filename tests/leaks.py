@@ -4,6 +4,7 @@
 session keeps on purpose is not a leak: the clusters of session fixtures (registered with
 ``keep``) and the package's embedded cluster, with their processes and threads.
 """
+import os
 import threading
 import time
 import weakref
@@ -81,6 +82,7 @@ class Watch:
         pids = set(_kept_pids)
         for scheduler in _running(s for s in schedulers if s is not None):
             pids.update(ws.pid for ws in scheduler.workers.values())
+        pids.discard(os.getpid())  # a cluster of threads in this process keeps no process
         return schedulers, pids
 
     def _leaks(self):

@@ -477,6 +477,7 @@ def test_executor_for_refuses_what_is_not_a_client(bad):
         executor_for(bad)
 
 
+@pytest.mark.cluster  # the embedded cluster
 def test_fits_run_in_process_unless_their_data_are_large(system):
     close_embedded_client()
     tiny = executor_for(None, stored_entries=runtime.ONE_BLOCK_BELOW - 1)
@@ -514,6 +515,7 @@ def _listening():
             if c.status == psutil.CONN_LISTEN}
 
 
+@pytest.mark.cluster  # the embedded cluster
 def test_embedded_cluster_threads_on_localhost_started_once_not_default(system):
     _, _, program, raw = system
     close_embedded_client()

@@ -116,6 +116,7 @@ class DiesAfterAnswering(MFProgram):
         return super().message(block_id, data, state, to_block)
 
 
+@pytest.mark.cluster
 def test_a_worker_lost_inside_an_epoch_is_recovered(three_processes, tmp_path):  # noqa: F811
     armed = tmp_path / "armed"
     armed.touch()

@@ -20,6 +20,7 @@ def test_the_guide_has_its_example():
     assert any("LocalCluster(" in block and "processes=True" in block for block in blocks)
 
 
+@pytest.mark.cluster  # the guide's LocalCluster
 def test_the_guide_runs_as_written(capsys):
     namespace = {"__name__": "__main__"}
     for number, block in enumerate(code_blocks()):
