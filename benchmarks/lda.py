@@ -53,7 +53,9 @@ How the peers were aligned
   ``lda`` is single-threaded; dask_strads runs on its default embedded cluster.
 - Samplers. ``--samplers`` gives dask_strads one row per ``sampler`` ("auto": the
   estimator's choice by K; "sparse": SparseLDA; "alias": alias tables and Metropolis-Hastings);
-  the ratio columns compare the first of them ("ours") with every row.
+  the ratio columns compare the first of them ("ours") with every row. ``--topic-totals``
+  likewise gives one row per ``topic_totals_every`` (how often the shards' topic totals are
+  added up: every sub-round, or once an iteration as the STRADS reference does).
 - Vocabulary. tomotopy gets each document as a list of word strings (the column numbers),
   ``min_cf = 0``, no top-word removal, ``TermWeight.ONE``; its topic-word rows are mapped
   back to the matrix's columns.
@@ -80,6 +82,7 @@ import argparse
 import contextlib
 import importlib.metadata
 import importlib.util
+import itertools
 import logging
 import os
 import platform
@@ -298,14 +301,14 @@ def worker_time_shares(task_stream, n_workers, wall):
 
 
 def run_strads(cls, X, K, alpha, beta, iterations, seed, on_cluster, optimize_interval,
-               sampler="auto"):
+               sampler="auto", topic_totals_every="sub_round"):
     from distributed import get_task_stream
 
     from dask_strads import embedded_client
 
     est = cls(n_components=K, doc_topic_prior=alpha, topic_word_prior=beta,
               max_iter=iterations, optimize_interval=optimize_interval, random_state=seed,
-              sampler=sampler)
+              sampler=sampler, topic_totals_every=topic_totals_every)
     if on_cluster:
         est.client = embedded_client()
     watch = get_task_stream(client=est.client) if on_cluster else contextlib.nullcontext()
@@ -348,11 +351,14 @@ def run_case(corpus, K, args, strads_cls):
     for on_cluster, solver in ((False, STRADS), (True, STRADS_CLUSTER)):
         if strads_cls is None or solver not in args.solvers:
             continue
-        for sampler in args.samplers:  # the first in-process row is "ours" in the ratios
-            name = solver if args.samplers == ["auto"] else f"{solver} ({sampler})"
-            runners[name] = (lambda on_cluster, sampler: lambda Xs, it: run_strads(
+        # the first in-process row is "ours" in the ratios
+        for sampler, every in itertools.product(args.samplers, args.topic_totals):
+            variant = [sampler] * (args.samplers != ["auto"]) + [
+                f"totals every {every}"] * (args.topic_totals != ["sub_round"])
+            name = f"{solver} ({', '.join(variant)})" if variant else solver
+            runners[name] = (lambda on_cluster, sampler, every: lambda Xs, it: run_strads(
                 strads_cls, Xs, K, args.alpha, args.beta, it, args.seed, on_cluster, interval,
-                sampler))(on_cluster, sampler)
+                sampler, every))(on_cluster, sampler, every)
     if "tomotopy" in args.solvers:
         runners["tomotopy"] = lambda Xs, it: run_tomotopy(Xs, K, args.alpha, args.beta, it,
                                                           args.seed, args.threads, interval)
@@ -449,6 +455,9 @@ def main(argv=None):
     parser.add_argument("--samplers", default="auto",
                         help="comma-separated dask_strads samplers (auto, sparse, alias), one "
                              "row each; the first is the one the ratios compare (default auto)")
+    parser.add_argument("--topic-totals", default="sub_round",
+                        help="comma-separated topic_totals_every settings of dask_strads "
+                             "(sub_round, iteration), one row each")
     parser.add_argument("--threads", type=int, default=2, help="tomotopy worker threads")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--solvers", default=",".join(SOLVERS),
@@ -469,6 +478,9 @@ def main(argv=None):
     unknown = set(args.samplers) - {"auto", "sparse", "alias"}
     if unknown:
         parser.error(f"unknown samplers: {sorted(unknown)}")
+    args.topic_totals = [s.strip() for s in args.topic_totals.split(",") if s.strip()]
+    if set(args.topic_totals) - {"sub_round", "iteration"}:
+        parser.error(f"unknown --topic-totals: {args.topic_totals}")
 
     versions = []
     for mod in ("tomotopy", "lda"):

@@ -35,9 +35,10 @@ def fitted(X, client, **params):
     return model, model.fit(X).doc_topic_
 
 
-def test_recovers_planted_topics_and_counts_every_token(corpus, client):
+@pytest.mark.parametrize("topic_totals_every", ["sub_round", "iteration"])
+def test_recovers_planted_topics_and_counts_every_token(corpus, client, topic_totals_every):
     X, phi, _ = corpus
-    model, theta = fitted(X, client)
+    model, theta = fitted(X, client, topic_totals_every=topic_totals_every)
     topics = model.components_ / model.components_.sum(axis=1, keepdims=True)
     assert match_topics(topics, phi)[0] >= 0.9
     np.testing.assert_allclose(theta.sum(axis=1), 1.0)
@@ -95,7 +96,8 @@ def test_bad_counts_raise_and_leave_the_fit_intact(corpus, client, bad, message)
 
 
 @pytest.mark.parametrize("params", [dict(n_components=0), dict(max_iter=1.5),
-                                    dict(doc_topic_prior=-1.0), dict(staleness=-1)])
+                                    dict(doc_topic_prior=-1.0), dict(staleness=-1),
+                                    dict(topic_totals_every="epoch")])
 def test_bad_parameters_raise(corpus, client, params):
     X, _, _ = corpus
     with pytest.raises(ValueError):

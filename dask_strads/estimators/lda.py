@@ -111,6 +111,11 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         larger than a worker trains. The number used is ``n_vocab_blocks_``.
     staleness : int
         Sub-rounds a shard may run ahead of the reconciled topic totals (0: synchronous).
+    topic_totals_every : {"sub_round", "iteration"}
+        How often the shards' changes to the topic totals n_k are added up and shared: every
+        sub-round (a shard sees the others' changes one sub-round late), or once an iteration,
+        as the STRADS reference does (a shard sees its own changes at once and the others' up to
+        an iteration late). See docs/lda.md for the effect on quality.
     transform_iter : int
         Gibbs sweeps per document in ``transform`` (half of them burn-in).
     random_state : int, RandomState or None
@@ -164,12 +169,14 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         "seed_topics": [dict, None],
         "seed_strength": [NumberInterval(Real, 0, None, closed="neither")],
         "sampler": [StrOptions({"auto", "sparse", "alias"})],
+        "topic_totals_every": [StrOptions({"sub_round", "iteration"})],
     }
 
     def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,
                  max_iter=100, optimize_interval=10, burn_in=0, validation_data=None,
                  n_iter_no_change=10, seed_topics=None, seed_strength=50.0, sampler="auto",
-                 n_vocab_blocks=None, staleness=0, transform_iter=50, random_state=None,
+                 n_vocab_blocks=None, staleness=0, topic_totals_every="sub_round",
+                 transform_iter=50, random_state=None,
                  keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
                  progress=False, callback=None):
         self.n_components = n_components
@@ -185,6 +192,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         self.sampler = sampler
         self.n_vocab_blocks = n_vocab_blocks
         self.staleness = staleness
+        self.topic_totals_every = topic_totals_every
         self.transform_iter = transform_iter
         self.random_state = random_state
         self.keep_on_cluster = keep_on_cluster
@@ -283,7 +291,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
             local_index, sizes, self.n_components)
         sampler = AUTO_SAMPLER if self.sampler == "auto" else self.sampler
         program = LDAProgram(self.n_components, alpha, beta, len(word_counts), sizes, n_shards,
-                             self._seed(), self.optimize_interval, self.burn_in, seeds, sampler)
+                             self._seed(), self.optimize_interval, self.burn_in, seeds, sampler,
+                             self.topic_totals_every)
         stopping = None if held_out is None else (
             lambda callback: HeldOutStopping(n_blocks, self.n_iter_no_change, callback))
         result = self._run_engine(program, blocks_along(X, edges, shard, axis=0), executor,

@@ -8,9 +8,13 @@ mod U, then the block moves on, worker to worker. U sub-rounds make one iteratio
 sampled once.
 
 Topic totals n_k: each push samples against the totals of the last pull plus its own changes,
-and the pull adds up the shards' changes once per sub-round, as in the paper. Within a sub-round
-a shard does not see the other shards' changes to n_k: a staleness of at most one sub-round in
-the denominators (n_k + V beta), which are large, so the effect is small.
+and the pull adds up the shards' changes once per sub-round (``topic_totals_every="sub_round"``).
+Within a sub-round a shard does not see the other shards' changes to n_k: a staleness of at
+most one sub-round in the denominators (n_k + V beta), which are large, so the effect is small.
+With ``topic_totals_every="iteration"`` (the STRADS reference's choice) the pulls publish the
+shards' changes once an iteration, in its last sub-round: until then each shard samples against
+the published totals plus all its own changes since (``ShardState.own_change``), a staleness of
+at most one iteration in the other shards' changes.
 
 Initialisation: topics are drawn uniformly; the topic totals count every token from the start.
 A block's word-topic rows start empty and each shard adds its own tokens' counts the first time
@@ -79,15 +83,18 @@ class ShardState:
     held_out_z: np.ndarray | None = None
     held_out_n_dk: np.ndarray | None = None
     doc_index: tuple | None = None  # the alias sampler's (starts, positions) of each document
+    own_change: np.ndarray | None = None  # totals once an iteration: unpublished own changes
 
 
 @dataclass(frozen=True)
 class TopicTotals:
-    """The shared value: topic totals n_k (int64) and the priors every push samples with."""
+    """The shared value: topic totals n_k (int64) and the priors every push samples with;
+    ``unpublished``: with totals once an iteration, the shards' changes this iteration."""
 
     n_k: np.ndarray
     alpha: np.ndarray
     beta: float
+    unpublished: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -135,11 +142,13 @@ def seed_prior(topics, words, boosts, block_of_word, local_index, block_sizes, n
 @dataclass(frozen=True)
 class SubRound(Instruction):
     """A shard's sub-round: sample its tokens of vocabulary block ``carried`` from ``seed``;
-    ``update_priors``: and send what the pull needs to update the priors."""
+    ``update_priors``: and send what the pull needs to update the priors; ``publishes``: its
+    pull publishes the topic totals (every sub-round unless they are once an iteration)."""
 
     round: int
     seed: int
     update_priors: bool = False
+    publishes: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +176,7 @@ class Sampled:
     held_out_tokens: int = 0
     held_out_log_likelihood: float = 0.0
     prior_counts: object = None  # a PriorCounts in a sub-round that updates the priors
+    publishes: bool = True  # the pull publishes the topic totals
 
 
 def vocabulary_blocks(word_counts, n_blocks):
@@ -202,7 +212,9 @@ class LDAProgram(Program):
     ``n_vocab`` words cut into blocks of ``block_sizes`` words, and ``n_shards`` document shards;
     the priors learned every ``optimize_interval`` iterations after ``burn_in`` (0: fixed);
     ``seeds`` a :class:`SeedPrior` or None; ``sampler`` "sparse" (SparseLDA, exact) or "alias"
-    (alias tables and Metropolis-Hastings, :mod:`~dask_strads.kernels.lda_alias`)."""
+    (alias tables and Metropolis-Hastings, :mod:`~dask_strads.kernels.lda_alias`);
+    ``topic_totals_every`` "sub_round" or "iteration": how often the pulls publish the topic totals
+    (see the module's docstring)."""
 
     name = "lda"
 
@@ -211,7 +223,8 @@ class LDAProgram(Program):
     updates_in_place = True  # a shard's state and a block's rows are large and have one reader
 
     def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0,
-                 optimize_interval=0, burn_in=0, seeds=None, sampler="sparse"):
+                 optimize_interval=0, burn_in=0, seeds=None, sampler="sparse",
+                 topic_totals_every="sub_round"):
         self.n_topics = n_topics
         self.alpha = topic_priors(alpha, n_topics)
         self.beta = beta
@@ -224,10 +237,13 @@ class LDAProgram(Program):
         self.burn_in = burn_in
         self.seeds = seeds
         self.sampler = sampler
+        self.topic_totals_every = topic_totals_every
         self.kernels = ("lda_alias",) if sampler == "alias" else ("lda",)
 
     def initial_shared(self):
-        return TopicTotals(np.zeros(self.n_topics, dtype=np.int64), self.alpha, float(self.beta))
+        zeros = np.zeros(self.n_topics, dtype=np.int64)
+        return TopicTotals(zeros, self.alpha, float(self.beta),
+                           zeros.copy() if self.topic_totals_every == "iteration" else None)
 
     def init_block(self, data, block_id):
         z = random_topics(len(data.doc), self.n_topics, self.seed * 7919 + block_id)
@@ -242,6 +258,8 @@ class LDAProgram(Program):
                 sampled.doc, z_held_out, sampled.n_docs, self.n_topics)}
         if self.sampler == "alias":
             optional["doc_index"] = document_index(data.doc, data.n_docs)
+        if self.topic_totals_every == "iteration":
+            optional["own_change"] = np.zeros(self.n_topics, dtype=np.int64)
         state = ShardState(z, n_dk, doc_topics, doc_nnz, counted, **optional)
         return state, Sampled(topic_totals(z, self.n_topics))
 
@@ -255,8 +273,9 @@ class LDAProgram(Program):
         # shard p starts at block p U / P: a block waits between two shards for about U / P
         # sub-rounds, parked on the shard that sampled it last, so every worker holds about
         # U / P blocks (starting at block p, the last shard would collect all the idle ones)
+        publishes = self.topic_totals_every == "sub_round" or self.ends_iteration(round_index)
         return {p: SubRound(round_index, round_seed(self.seed, round_index, p),
-                            self.updates_priors(round_index),
+                            self.updates_priors(round_index), publishes,
                             carried=(p * self.n_carried // self.n_shards + round_index)
                             % self.n_carried)
                 for p in range(self.n_shards)}
@@ -264,10 +283,13 @@ class LDAProgram(Program):
     def updates_priors(self, round_index):
         """Whether the pull of this sub-round updates the priors: the last sub-round of every
         ``optimize_interval``-th iteration after the first ``burn_in``."""
-        if not self.optimize_interval or (round_index + 1) % self.n_carried:
+        if not self.optimize_interval or not self.ends_iteration(round_index):
             return False
         iterations = (round_index + 1) // self.n_carried - self.burn_in
         return iterations > 0 and iterations % self.optimize_interval == 0
+
+    def ends_iteration(self, round_index):
+        return (round_index + 1) % self.n_carried == 0
 
     def push(self, block_id, data, state, instruction, shared, inbox):
         u = instruction.carried
@@ -278,7 +300,8 @@ class LDAProgram(Program):
             add_counts(block.n_wk, word, state.z[tokens])
             fill_nonzero(block.n_wk, block.word_topics, block.word_nnz)
             state.counted[u] = True
-        n_k = shared.n_k.copy()
+        seen = shared.n_k if state.own_change is None else shared.n_k + state.own_change
+        n_k = seen.copy()
         start = perf_counter()
         rows = (state.n_dk, state.doc_topics, state.doc_nnz, block.n_wk, block.word_topics,
                 block.word_nnz, n_k, shared.alpha, shared.beta, self.n_vocab, instruction.seed,
@@ -289,34 +312,44 @@ class LDAProgram(Program):
         else:
             *_, log_likelihood = sample_block(doc, word, state.z[tokens], *rows)
         seconds = perf_counter() - start
-        held_out = self._held_out(data, state, u, block, shared, instruction.seed)
+        held_out = self._held_out(data, state, u, block, seen, shared, instruction.seed)
         counts = prior_counts(state.n_dk, block.n_wk) if instruction.update_priors else None
-        report = Sampled(n_k - shared.n_k, len(doc), log_likelihood, seconds, *held_out,
-                              counts)
+        change = n_k - seen
+        if state.own_change is not None:  # published by this pull, or not yet
+            state.own_change[:] = 0 if instruction.publishes else state.own_change + change
+        report = Sampled(change, len(doc), log_likelihood, seconds, *held_out, counts,
+                         instruction.publishes)
         return state, report, block
 
     def _seeds(self, u):
         """The seeded pairs of block u and every topic's boosts, as the kernels take them."""
         return () if self.seeds is None else (self.seeds.rows[u], self.seeds.totals)
 
-    def _held_out(self, data, state, u, block, shared, seed):
+    def _held_out(self, data, state, u, block, n_k, shared, seed):
         """(tokens scored, their log-likelihood) of the shard's held-out documents in block u,
-        after resampling their other halves' tokens there."""
+        after resampling their other halves' tokens there, against the topic totals ``n_k``."""
         if data.held_out is None:
             return 0, 0.0
         sampled, scored = data.held_out.sampled, data.held_out.scored
         tokens = slice(sampled.starts[u], sampled.starts[u + 1])
         sample_held_out(sampled.doc[tokens], sampled.word[tokens], state.held_out_z[tokens],
-                        state.held_out_n_dk, block.n_wk, shared.n_k, shared.alpha, shared.beta,
+                        state.held_out_n_dk, block.n_wk, n_k, shared.alpha, shared.beta,
                         self.n_vocab, seed, *self._seeds(u))
         tokens = slice(scored.starts[u], scored.starts[u + 1])
         return tokens.stop - tokens.start, score_held_out(
             scored.doc[tokens], scored.word[tokens], state.held_out_n_dk, data.held_out.lengths,
-            block.n_wk, shared.n_k, shared.alpha, shared.beta, self.n_vocab, *self._seeds(u))
+            block.n_wk, n_k, shared.alpha, shared.beta, self.n_vocab, *self._seeds(u))
 
     def pull(self, partials, shared):
         reports = list(partials.values())
-        n_k = shared.n_k + np.sum([r.n_k_change for r in reports], axis=0)
+        n_k, unpublished = shared.n_k, shared.unpublished
+        change = np.sum([r.n_k_change for r in reports], axis=0)
+        if unpublished is not None:
+            unpublished = unpublished + change
+            change = unpublished
+        if all(r.publishes for r in reports):
+            n_k = n_k + change
+            unpublished = None if unpublished is None else np.zeros_like(unpublished)
         tokens = sum(r.tokens for r in reports)
         log_likelihood = sum(r.log_likelihood for r in reports)
         counts = [r.prior_counts for r in reports if r.prior_counts is not None]
@@ -324,7 +357,7 @@ class LDAProgram(Program):
             shared.alpha, shared.beta)
         # objective: the sub-round's negative per-token log-likelihood, for live views
         held_out = sum(r.held_out_tokens for r in reports)  # 0 without validation data
-        return TopicTotals(n_k, alpha, beta), SamplingReport(
+        return TopicTotals(n_k, alpha, beta, unpublished), SamplingReport(
             tokens=tokens, log_likelihood=log_likelihood,
             objective=-log_likelihood / tokens if tokens else None,
             sampling_seconds=max((r.sampling_seconds for r in reports), default=0.0),
