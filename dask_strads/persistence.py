@@ -40,6 +40,13 @@ def save(estimator, path):
     A ``keep_on_cluster`` model's parameters are gathered from its cluster first. A
     ``callback`` is code and is not saved: the loaded estimator has ``callback=None``.
     An existing folder at ``path`` is refused (IsADirectoryError): give a file's path in it.
+
+    Parameters
+    ----------
+    estimator : dask_strads estimator
+        What to save, fitted or not.
+    path : str, path or fsspec URL
+        The file to write (replaced if it exists).
     """
     from .estimators.base import DaskEstimatorMixin
 
@@ -76,6 +83,11 @@ def load(path):
 
     Raises :class:`ModelFileError` (a ValueError) for a file that is no model, was modified
     or damaged, or was written in a newer format version.
+
+    Parameters
+    ----------
+    path : str, path or fsspec URL
+        The model file.
     """
     return read_model(path)[0]
 

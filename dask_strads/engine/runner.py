@@ -116,6 +116,14 @@ class Engine:
         Every this many rounds (0: never) copy the blocks' state: on a cluster in the workers'
         memory, so that the fit goes on when a worker holding blocks is lost (see
         :mod:`.recovery`); and to ``checkpoint_dir`` when given.
+    checkpoint_dir : path, optional
+        Where to write checkpoints (see :mod:`.disk`); a run finding there a complete
+        checkpoint of the same fit (``fingerprint``) resumes from it.
+    fingerprint : dict or callable, optional
+        What identifies the fit (data, hyperparameters, seed, blocks): a checkpoint with another
+        raises a ValueError naming what differs. A function returning it is called once, when a
+        checkpoint is first written or found (hashing the data costs a pass over it, which a fit
+        that ends before its first checkpoint never pays).
     max_epoch_rounds : int, optional
         On a distributed cluster, the most rounds one graph may run as a fused epoch: one task
         per worker running consecutive rounds (see :mod:`.epochs`), for programs with a static
@@ -126,14 +134,6 @@ class Engine:
         By default ``dask.config``'s ``dask-strads.max-epoch-rounds``, else 32: a fit by an
         estimator runs round graphs under ``dask.config.set({"dask-strads.max-epoch-rounds":
         1})``.
-    checkpoint_dir : path, optional
-        Where to write checkpoints (see :mod:`.disk`); a run finding there a complete
-        checkpoint of the same fit (``fingerprint``) resumes from it.
-    fingerprint : dict or callable, optional
-        What identifies the fit (data, hyperparameters, seed, blocks): a checkpoint with another
-        raises a ValueError naming what differs. A function returning it is called once, when a
-        checkpoint is first written or found (hashing the data costs a pass over it, which a fit
-        that ends before its first checkpoint never pays).
     """
 
     def __init__(self, program, client=None, staleness=0, max_rounds=100, pipeline_depth=2,

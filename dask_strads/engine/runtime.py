@@ -67,6 +67,8 @@ class _EmbeddedCluster(LocalCluster):
 
 
 def close_embedded_client():
+    """Close the embedded cluster and its client, if started (the next fit that needs it starts
+    a new one); also run at interpreter exit."""
     global _embedded
     with _embedded_lock:
         if _embedded is not None:

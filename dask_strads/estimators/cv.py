@@ -52,6 +52,9 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         A count: that many alphas per l1_ratio from ``alpha_max`` (the smallest alpha whose
         solution on the whole data is zero) down to ``eps * alpha_max``, on a log scale. Else the
         grid itself.
+    precompute, copy_X, selection, verbose
+        scikit-learn's spellings, accepted and without effect (see
+        :class:`dask_strads.ElasticNet`; ``progress`` shows the fits' progress).
     max_iter : int
         Rounds per alpha at most, and of the refit.
     n_jobs : int or None
@@ -65,9 +68,6 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         a dense X), at least one and at most one per worker.
     keep_on_cluster, checkpoint_interval, progress
         As in :class:`dask_strads.ElasticNet`, for every fit.
-    precompute, copy_X, selection, verbose
-        scikit-learn's spellings, accepted and without effect (see
-        :class:`dask_strads.ElasticNet`; ``progress`` shows the fits' progress).
 
     Attributes
     ----------
@@ -93,10 +93,10 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True,
-                 precompute="auto", max_iter=1000, tol=1e-4, cv=None, copy_X=True, verbose=0,
-                 n_jobs=None, positive=False, random_state=None, selection="cyclic",
-                 n_blocks=None, keep_on_cluster=False, checkpoint_interval=10, progress=False):
+    def __init__(self, *, l1_ratio=0.5, eps=1e-3, fit_intercept=True, tol=1e-4, cv=None,
+                 positive=False, random_state=None, alphas=100, precompute="auto", copy_X=True,
+                 selection="cyclic", verbose=0, max_iter=1000, n_jobs=None, n_blocks=None,
+                 keep_on_cluster=False, checkpoint_interval=10, progress=False):
         self.l1_ratio = l1_ratio
         self.eps = eps
         self.alphas = alphas
@@ -244,9 +244,9 @@ class LassoCV(ElasticNetCV):
                               in ElasticNetCV._parameter_constraints.items()
                               if name != "l1_ratio"}
 
-    def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, precompute="auto",
-                 max_iter=1000, tol=1e-4, copy_X=True, cv=None, verbose=False, n_jobs=None,
-                 positive=False, random_state=None, selection="cyclic", n_blocks=None,
+    def __init__(self, *, eps=1e-3, fit_intercept=True, tol=1e-4, cv=None, positive=False,
+                 random_state=None, alphas=100, precompute="auto", copy_X=True,
+                 selection="cyclic", verbose=False, max_iter=1000, n_jobs=None, n_blocks=None,
                  keep_on_cluster=False, checkpoint_interval=10, progress=False):
         super().__init__(l1_ratio=1.0, eps=eps, alphas=alphas, fit_intercept=fit_intercept,
                          precompute=precompute, max_iter=max_iter, tol=tol, cv=cv,

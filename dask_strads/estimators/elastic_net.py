@@ -131,9 +131,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         **SKLEARN_ONLY,
     }
 
-    def __init__(self, alpha=1.0, *, l1_ratio=0.5, fit_intercept=True, precompute=False,
-                 max_iter=1000, copy_X=True, tol=1e-4, warm_start=False, positive=False,
-                 random_state=None, selection="cyclic", schedule=WORKING_SET,
+    def __init__(self, alpha=1.0, *, l1_ratio=0.5, fit_intercept=True, max_iter=1000, tol=1e-4,
+                 warm_start=False, positive=False, random_state=None, precompute=False,
+                 copy_X=True, selection="cyclic", schedule=WORKING_SET,
                  n_candidates=32, dependency_threshold=0.1, priority_floor=0.1,
                  priority_power=1, sub_rounds=None, staleness=0, n_blocks=None,
                  keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,

@@ -13,9 +13,9 @@ class Lasso(ElasticNet):
     _parameter_constraints = {name: constraint for name, constraint
                               in ElasticNet._parameter_constraints.items() if name != "l1_ratio"}
 
-    def __init__(self, alpha=1.0, *, fit_intercept=True, precompute=False, copy_X=True,
-                 max_iter=1000, tol=1e-4, warm_start=False, positive=False, random_state=None,
-                 selection="cyclic", schedule=WORKING_SET, n_candidates=32,
+    def __init__(self, alpha=1.0, *, fit_intercept=True, max_iter=1000, tol=1e-4,
+                 warm_start=False, positive=False, random_state=None, precompute=False,
+                 copy_X=True, selection="cyclic", schedule=WORKING_SET, n_candidates=32,
                  dependency_threshold=0.1, priority_floor=0.1, priority_power=1,
                  sub_rounds=None, staleness=0, n_blocks=None, keep_on_cluster=False,
                  checkpoint_interval=10, checkpoint_dir=None, progress=False, callback=None):

@@ -57,13 +57,12 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         Inverse of the regularisation strength, as in scikit-learn; ``np.inf``: no penalty.
     l1_ratio : float in [0, 1] or None
         The l1 share of the penalty (None: 0).
-    fit_intercept : bool
-    solver : {"prox_newton", "lbfgs", "newton-cg", "newton-cholesky", "sag", "saga"}
-        ``"prox_newton"``, the model-parallel solver described above. scikit-learn's names of
-        solvers of the same objective are accepted and run it; ``"liblinear"`` (which also
-        penalises the intercept) is refused.
     dual : False
         scikit-learn's spelling; the dual problem is not solved (True is refused).
+    tol : float
+        Stop when no coefficient or intercept violates its optimality condition by more than
+        ``tol`` times the largest feature gradient at ``w = 0``.
+    fit_intercept : bool
     intercept_scaling, random_state, n_jobs, verbose
         scikit-learn's spellings, accepted and without effect: the intercept is not penalised
         (``intercept_scaling`` only matters to liblinear), the solver draws nothing at random,
@@ -73,9 +72,10 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         Weights of the classes (their labels as keys), multiplying the samples' weights; as in
         scikit-learn, ``"balanced"`` weighs each class by ``n_samples / (n_classes *`` its
         weighted count``)``.
-    tol : float
-        Stop when no coefficient or intercept violates its optimality condition by more than
-        ``tol`` times the largest feature gradient at ``w = 0``.
+    solver : {"prox_newton", "lbfgs", "newton-cg", "newton-cholesky", "sag", "saga"}
+        ``"prox_newton"``, the model-parallel solver described above. scikit-learn's names of
+        solvers of the same objective are accepted and run it; ``"liblinear"`` (which also
+        penalises the intercept) is refused.
     max_iter : int
         Rounds at most (a round runs up to 20 prox-Newton steps with one block, one per block
         with several).
@@ -121,8 +121,8 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
     }
 
     def __init__(self, penalty="auto", *, C=1.0, l1_ratio=0.0, dual=False, tol=1e-4,
-                 fit_intercept=True, intercept_scaling=1, class_weight=None, random_state=None,
-                 solver=SOLVER, max_iter=100, verbose=0, warm_start=False, n_jobs=None,
+                 fit_intercept=True, intercept_scaling=1, random_state=None, n_jobs=None,
+                 verbose=0, class_weight=None, solver=SOLVER, max_iter=100, warm_start=False,
                  n_blocks=None, checkpoint_interval=10, checkpoint_dir=None, progress=False,
                  callback=None):
         self.penalty = penalty

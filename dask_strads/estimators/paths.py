@@ -136,9 +136,10 @@ def path_solutions(history, program, n_features, alphas):
      "l1_ratio": [Interval(Real, 0, 1, closed="both")], "coef_init": ["array-like", None],
      "return_n_iter": ["boolean"], **PATH_CONSTRAINTS, **PATH_SKLEARN_ONLY},
     prefer_skip_nested_validation=True)
-def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, precompute="auto", Xy=None,
-              copy_X=True, coef_init=None, verbose=False, return_n_iter=False, positive=False,
-              check_input=True, tol=1e-4, max_iter=1000, n_blocks=None, client=None):
+def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, coef_init=None, return_n_iter=False,
+              positive=False, alphas=100, precompute="auto", Xy=None, copy_X=True,
+              verbose=False, check_input=True, tol=1e-4, max_iter=1000, n_blocks=None,
+              client=None):
     """Elastic-net path: the solutions at every alpha of a grid, as
     :func:`sklearn.linear_model.enet_path`, fitted by the working-set STRADS program.
 
@@ -154,12 +155,12 @@ def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, precompute="auto", Xy
     y : array of shape (n_samples,)
     l1_ratio, eps, coef_init, return_n_iter, positive
         As in scikit-learn.
-    precompute, Xy, copy_X, verbose, check_input
-        scikit-learn's spellings, accepted and without effect: the path computes the products
-        it needs (the alpha grid's ``X^T y`` too), never modifies X and always checks it.
     alphas : int or array-like
         A count: that many alphas from ``alpha_max`` (the smallest alpha whose solution is zero)
         down to ``eps * alpha_max`` on a log scale. Else the grid itself (sorted largest first).
+    precompute, Xy, copy_X, verbose, check_input
+        scikit-learn's spellings, accepted and without effect: the path computes the products
+        it needs (the alpha grid's ``X^T y`` too), never modifies X and always checks it.
     tol : float
         Stop each alpha when the duality gap is at most ``tol * ||y||^2 / n``.
     max_iter : int
@@ -191,8 +192,8 @@ def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, alphas=100, precompute="auto", Xy
     return (grid, coefs, dual_gaps, n_iters) if return_n_iter else (grid, coefs, dual_gaps)
 
 
-def lasso_path(X, y, *, eps=1e-3, alphas=100, precompute="auto", Xy=None, copy_X=True,
-               coef_init=None, verbose=False, return_n_iter=False, positive=False,
+def lasso_path(X, y, *, eps=1e-3, coef_init=None, return_n_iter=False, positive=False,
+               alphas=100, precompute="auto", Xy=None, copy_X=True, verbose=False,
                check_input=True, tol=1e-4, max_iter=1000, n_blocks=None, client=None):
     """Lasso path: :func:`enet_path` with ``l1_ratio=1`` (as
     :func:`sklearn.linear_model.lasso_path`), whose documentation describes the parameters and

@@ -218,6 +218,17 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
     Returns ``(parameter_blocks, records)``, or ``(parameter_blocks, records, carried_blocks)``
     for a program with carried blocks; ``records`` are the reports' records, as a fit's history
     keeps them.
+
+    Parameters
+    ----------
+    program : Program
+        The program to run.
+    data_blocks : list
+        Each block's data, as the engine would place it.
+    max_rounds : int
+        Rounds to run, fewer if the program's stop rule stops it.
+    staleness : int
+        Rounds a push may read behind: it reads the pull of round ``t - 1 - staleness``.
     """
     data = [program.prepare_block(raw, b) for b, raw in enumerate(data_blocks)]
     started = [program.init_block(d, b) for b, d in enumerate(data)]
