@@ -7,29 +7,14 @@ all of them, adds up their fields with Dask's own ``sizeof`` (numpy arrays, scip
 through tuples, lists, dicts and nested dataclasses, plus the instance itself. An object reached
 twice (a Lasso ``Pending`` kept by two states of a block) counts once.
 
-The classes are registered lazily, by Dask's ``sizeof.register_lazy("dask_strads")``: the first
-time Dask sizes an object of this package, :func:`register` imports the modules below and
-registers every dataclass they define. ``dask_strads.programs`` imports this module, and every
-import of the package goes through it, so a client and each worker have the hook as soon as
-they can hold such an object.
+Each module whose dataclasses live on workers as task values registers them where it defines
+them, by calling :func:`register_dataclasses` at its end: an object can reach a process only
+with its class's module imported, so the hook is there whenever such an object is.
 """
 import dataclasses
-import importlib
 import sys
 
 from dask.sizeof import sizeof
-
-#: The modules whose dataclasses live on workers as task values (a new program module belongs
-#: here).
-MODULES = (
-    "dask_strads.engine.tasks",
-    "dask_strads.programs.elastic_net",
-    "dask_strads.programs.lasso",
-    "dask_strads.programs.lda",
-    "dask_strads.programs.lda_priors",
-    "dask_strads.programs.logistic",
-    "dask_strads.programs.mf",
-)
 
 _CONTAINERS = (tuple, list, set, frozenset)
 
@@ -63,9 +48,8 @@ def dataclasses_of(module):
             and value.__module__ == module.__name__]
 
 
-@sizeof.register_lazy("dask_strads")
-def register():
-    """Register :func:`sizeof_dataclass` for the dataclasses of :data:`MODULES`."""
-    for name in MODULES:
-        for cls in dataclasses_of(importlib.import_module(name)):
-            sizeof.register(cls, sizeof_dataclass)
+def register_dataclasses(module_name):
+    """Register :func:`sizeof_dataclass` for the dataclasses the module ``module_name`` defines
+    (called at the end of that module)."""
+    for cls in dataclasses_of(sys.modules[module_name]):
+        sizeof.register(cls, sizeof_dataclass)

@@ -14,6 +14,7 @@ from time import perf_counter
 from typing import NamedTuple
 
 from ..programs.base import Inbox, Program, call_push, settled_pull
+from ..sizes import register_dataclasses
 from . import plane
 from .history import PLANE_COUNTS
 from .cells import keep, opened
@@ -226,3 +227,6 @@ def restore(cell, state, round_index):
     cell.versions = {round_index: copy.deepcopy(state)}
     cell.outbox.clear()
     return Pushed(None, 0.0)
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..sizes import register_dataclasses
+
 
 @dataclass(frozen=True, kw_only=True)
 class Instruction:
@@ -327,3 +329,6 @@ def initial_parameters(values):
     its parameters' size beside its state (copy it to start from)."""
     values = np.asarray(values, dtype=np.float64)
     return values if values.any() else np.broadcast_to(np.float64(0.0), values.shape)
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

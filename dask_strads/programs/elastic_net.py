@@ -44,6 +44,7 @@ from ..kernels.columns import (COLUMN_CHUNK, add_columns, all_bits, column_chunk
                                upper_bound_codes)
 from ..kernels.elastic_net import UNWEIGHTED, dot, half_norm2, screen_and_score
 from ..kernels.weighted_columns import weighted_column_stats
+from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule, initial_parameters
 from .selection import TopScores
 from .working_set import (Columns, WeightedColumns, duality_gap, join_columns, least_squares,
@@ -483,3 +484,6 @@ def _commit(state, shared):
     if shared.changes:
         positions, values = shared.changes[state.block]
         state.coef[positions] = values
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..kernels.columns import add_columns, centred_norms
 from ..kernels.weighted_columns import take_csc_rows, weighted_column_stats
+from ..sizes import register_dataclasses
 from .base import initial_parameters
 from .elastic_net import (BlockData, ElasticNetProgram, ElasticNetReport, Shared,
                           _kernel_matrix, bounded, centred_columns)
@@ -150,3 +151,6 @@ class ElasticNetPathProgram(ElasticNetProgram):
 
 def _at(shared, stage, stage_round):
     return PathShared(**{**vars(shared), "stage": stage, "stage_round": stage_round})
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

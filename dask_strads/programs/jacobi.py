@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule
 
 
@@ -61,3 +62,6 @@ def jacobi_blocks(A, b, n_blocks):
     row_starts = np.linspace(0, A.shape[0], n_blocks + 1).astype(int)
     blocks = [{"A": A[lo:hi], "b": b[lo:hi]} for lo, hi in zip(row_starts[:-1], row_starts[1:])]
     return BlockJacobi(row_starts), blocks
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..kernels.columns import add_columns
 from ..kernels.lasso import CYCLIC, PRIORITY, RANDOM, full_pass, sub_rounds
+from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule, initial_parameters, round_seed
 from .elastic_net import block_columns
 from .selection import box_quadratic
@@ -327,3 +328,6 @@ def _half_norm2(r, offset):
 
 def _cyclic_order(width, seed):
     return np.random.default_rng(seed).permutation(width)
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

@@ -47,6 +47,7 @@ from ..kernels.lda import (add_counts, count_rows, fill_nonzero, pack_rows, rand
 from ..kernels.lda_alias import document_index, sample_block_alias
 from ..kernels.lda_inference import sample_held_out, score_held_out
 from ..partition import block_edges
+from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, round_seed
 from .lda_priors import prior_counts, updated_priors
 
@@ -375,3 +376,6 @@ class LDAProgram(Program):
         blocks once, after its last round, and a copy of every block at once could take more
         than a worker's memory)."""
         return carried.n_wk
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import digamma
 
+from ..sizes import register_dataclasses
+
 #: Fixed-point steps per update (tomotopy's; Mallet's default is 200 with a tolerance, but the
 #: counts move between updates anyway).
 FIXED_POINT_STEPS = 10
@@ -117,3 +119,6 @@ def updated_priors(alpha, beta, counts):
                          np.sum([c.block_topic_totals for c in counts], axis=0),
                          sum(c.block_words for c in counts))
     return alpha, beta
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from ..kernels.columns import add_columns, column_chunks
 from ..kernels.logistic import (column_dots, column_range_dots, datafit, margin_derivatives,
                                 newton_direction, violations)
+from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule
 from .elastic_net import kernel_csc
 from .selection import TopScores, box_quadratic
@@ -438,3 +439,6 @@ def _best_shift(z, y, C):
         else:
             break
     return shift
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

@@ -42,6 +42,7 @@ import scipy.sparse as sp
 from ..kernels.columns import index_type
 from ..kernels.mf import update_rows
 from ..kernels.row_pieces import RowsOf
+from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule
 
 USERS, ITEMS = "users", "items"
@@ -442,3 +443,6 @@ class MFProgram(UserItemBlocks):
         """The block's factor rows, then their biases (zero without biases): k + 1 columns."""
         factors, bias = self.split(state, data.side)
         return np.column_stack([factors, bias])
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

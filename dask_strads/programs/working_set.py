@@ -16,6 +16,7 @@ from scipy.optimize import nnls
 from ..kernels.columns import centred_norms, index_type
 from ..kernels.elastic_net import (UNWEIGHTED, dot, epochs, gradient, half_norm2, move,
                                    take_csc)
+from ..sizes import register_dataclasses
 
 #: Iterates combined by one Anderson extrapolation (skglm and celer use 5).
 ANDERSON_ITERATES = 5
@@ -237,3 +238,6 @@ def _extrapolate(columns, iterates, coef, r, offset, l1, l2, positive, root_weig
         r[:] = trial_r
         return trial_offset
     return offset
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)
