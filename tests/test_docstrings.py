@@ -2,7 +2,10 @@
 in its signature's order (as scikit-learn's ``test_docstring_parameters`` checks its own): a
 parameter added, renamed or moved without its documentation fails here."""
 import dataclasses
+import importlib.util
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 from numpydoc.docscrape import ClassDoc, FunctionDoc
@@ -50,3 +53,14 @@ def test_every_public_name_has_a_docstring():
     undocumented = [name for name in dask_strads.__all__
                     if not inspect.getdoc(getattr(dask_strads, name))]
     assert undocumented == []
+
+
+def test_the_api_reference_builds_offline_with_every_public_name(tmp_path):
+    path = Path(__file__).resolve().parent.parent / "docs" / "build_api.py"
+    spec = importlib.util.spec_from_file_location("build_api", path)
+    build_api = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_api)
+    html = build_api.build(tmp_path).read_text()
+    documented = set(re.findall(r'<section id="([A-Za-z_]+)">', html))
+    assert set(dask_strads.__all__) <= documented
+    assert "<h6 id=\"parameters\">Parameters</h6>" in html  # numpydoc sections rendered
