@@ -133,8 +133,14 @@ def implicit_mf_fit(X, client, warm_up, **params):
     return mf_fit(X, client, warm_up, ImplicitMatrixFactorization, **params)
 
 
+def lasso_priority_fit(data, client, warm_up, **params):
+    """The Lasso with the STRADS schedule (dynamic priority sampling), not the working set."""
+    return lasso_fit(data, client, warm_up, schedule="priority", **params)
+
+
 #: name -> (make the data, fit(data, client, warm_up, **more estimator parameters)).
-PROGRAMS = {"lasso": (lasso_data, lasso_fit), "logistic": (logistic_data, logistic_fit),
+PROGRAMS = {"lasso": (lasso_data, lasso_fit), "lasso_priority": (lasso_data, lasso_priority_fit),
+            "logistic": (logistic_data, logistic_fit),
             "lda": (lda_data, lda_fit), "mf": (mf_data, mf_fit),
             "implicit_mf": (implicit_mf_data, implicit_mf_fit)}
 

@@ -10,6 +10,7 @@ import pytest
 from dask_strads import Engine, run_sequential
 from dask_strads.engine import runner, streams
 from dask_strads.engine.runner import epoch_length
+from dask_strads.programs import BlockJacobi, StopRule, jacobi_blocks
 from dask_strads.programs.mf import MFProgram
 
 from test_implicit_mf import in_sub_rounds, tiny
@@ -31,6 +32,11 @@ def problem(name):
     if name == "lda":
         _, _, shards, program, _ = setup_lda(n_shards=2, n_blocks=4)
         return program, shards, None
+    if name == "jacobi":
+        rng = np.random.default_rng(0)
+        A = rng.standard_normal((12, 12)) + 8 * np.eye(12)
+        program, raw = jacobi_blocks(A, rng.standard_normal(12), 2)
+        return program, raw, None
     program, raw = linear_program(name, 2)
     return program, raw, None
 
@@ -57,7 +63,8 @@ def test_an_epoch_is_as_short_as_keeps_the_graph_cost_within_its_share():
     assert epoch_length(0.1, 0.2, [0]) == 1
 
 
-@pytest.mark.parametrize("name", ["mf", "implicit_mf", "lda", "elastic_net", "logistic"])
+@pytest.mark.parametrize("name", ["mf", "implicit_mf", "lda", "elastic_net", "logistic",
+                                  "lasso", "jacobi"])
 def test_fused_epochs_give_the_sequential_loops_model_in_a_few_graphs(client_factory, name,
                                                                      monkeypatch):
     # epochs as long as allowed, whatever the machine's load makes of compute and graph costs
@@ -96,6 +103,35 @@ def test_epochs_end_at_checkpoints_and_a_stop_inside_one_is_exact(client_factory
         np.testing.assert_array_equal(ours, expected)
     ran = [r for r in result.history if not r.get("after_stop")]
     assert [r.get("objective") for r in ran] == [r.get("objective") for r in reports]
+
+
+def stopping(name):
+    """The Lasso program meeting its gap tolerance at round 18 (its result: the state of round
+    17, a report later), Jacobi its tolerance at round 18: both inside the epoch 15-19."""
+    program, raw, _ = problem(name)
+    if name == "lasso":
+        program.stop_rule = StopRule("gap", 0.1)
+        return program, raw
+    return BlockJacobi(program.row_starts, tol=2e-9), raw
+
+
+@pytest.mark.parametrize("name", ["lasso", "jacobi"])
+def test_a_program_keeping_earlier_states_stops_inside_an_epoch_as_the_loop_does(
+        client_factory, name, monkeypatch):
+    """Programs that keep earlier states (the result of a stop comes from a round before the
+    newest) fuse too: the cells keep as many states behind as in round graphs, the hub's board
+    as many pulls, and the result taken from inside an epoch is the sequential loop's."""
+    monkeypatch.setattr(runner, "EPOCH_OVERHEAD_SHARE", 1e-9)
+    client = client_factory(2)
+    program, raw = stopping(name)
+    result, graphs = fit(client, program, raw, None, checkpoint_interval=5, max_epoch_rounds=8)
+    params, reports = run_sequential(program, raw, ROUNDS)
+    assert result.history.stats.converged and 5 < len(reports) < ROUNDS
+    assert len(graphs) < len(reports)  # fused
+    for ours, expected in zip(client.gather(result.params), params):
+        np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-12)
+    ran = [r for r in result.history if not r.get("after_stop")]
+    assert len(ran) == len(reports)
 
 
 _ANSWERED = []

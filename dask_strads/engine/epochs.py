@@ -29,8 +29,10 @@ from .cells import CellRef
 @dataclass(frozen=True)
 class EpochPlan:
     """What the tasks of one epoch share: the run, where each block's cell is, the hub, the
-    rounds ``first .. first + rounds - 1``, the rounds a cell keeps (``keep_from``, as a round
-    graph's push) and the plane's timeout."""
+    rounds ``first .. first + rounds - 1``, how many rounds behind the one it runs a cell (and
+    the hub's board, of the pulls) keeps (``keep_behind``: 0 for a program that updates in
+    place; else as far back as a stop found later may take the result from) and the plane's
+    timeout."""
 
     run_id: str
     owners: tuple
@@ -38,7 +40,7 @@ class EpochPlan:
     hub: str
     first: int
     rounds: int
-    keep_from: int
+    keep_behind: int
     timeout: float
 
     def source(self, block, ready):
@@ -69,6 +71,7 @@ def epoch(program, plan, cells, pulled, carried, *after):
     board.post(done=plan.first - 1)  # what the epoch follows has run, here
     holders = dict(carried)
     reports, seconds, start = [], [], perf_counter()
+    last_run = plan.first - 1  # the newest round whose pull ran (not behind a stop)
     for t in range(plan.first, plan.first + plan.rounds):
         instructions = checked_instructions(program, program.schedule(t, []))
         pushed = {}
@@ -76,17 +79,24 @@ def epoch(program, plan, cells, pulled, carried, *after):
             if b in cells:
                 c = instruction.carried
                 pushed[b] = tasks.push(program, cells[b], None, pulled, instruction, t,
-                                       plan.keep_from, None if c is None else holders[c],
+                                       t - plan.keep_behind, None if c is None else holders[c],
                                        [plan.source(s, t - 1) for s in instruction.reads])
         for b, instruction in instructions.items():
             if instruction.carried is not None:
                 holders[instruction.carried] = plan.source(b, t)
         board.post(("partials", t) if pushed else None, pushed, done=t)
         if worker.address == plan.hub:
+            if not pulled.stopped:
+                last_run = t
             pulled = _pull(program, plan, pulled, instructions, t)
             if boards.STOP in board.values and not pulled.stopped:  # the client stopped the fit
                 pulled = replace(pulled, stopped=True)
-            board.values.pop(("pulled", t - 1), None)  # every task has read it: they posted t
+            # every task has read the pull before (they posted t); the last keep_behind + 1
+            # pulls that ran stay, for a result taken from before a stop (see posted_pull)
+            if last_run == t:
+                board.values.pop(("pulled", t - 1 - plan.keep_behind), None)
+            elif t - 1 > last_run:  # a pull behind the stop
+                board.values.pop(("pulled", t - 1), None)
             board.post(("pulled", t), pulled)
             reports.append(tasks.report(pulled))
             streams.post_round(plan.run_id, t, reports[-1])
@@ -107,6 +117,15 @@ def _pull(program, plan, pulled, instructions, t):
         gathered.update(partials or {})
     ids = [b for b in instructions if b in gathered]
     return tasks.pull(program, pulled, ids, *(gathered[b] for b in ids))
+
+
+def posted_pull(run_id, round_index):
+    """Round ``round_index``'s pull, from the board of the run's hub (the worker running this):
+    a pull inside a fused epoch, which only the hub's board keeps."""
+    posts = boards.board(get_worker(), run_id).values
+    if ("pulled", round_index) not in posts:
+        raise KeyError(f"the pull of round {round_index} of run {run_id} is no longer kept")
+    return posts[("pulled", round_index)]
 
 
 def gate(after):

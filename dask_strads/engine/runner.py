@@ -127,8 +127,8 @@ class Engine:
     max_epoch_rounds : int, optional
         On a distributed cluster, the most rounds one graph may run as a fused epoch: one task
         per worker running consecutive rounds (see :mod:`.epochs`), for programs with a static
-        schedule that update in place, at staleness 0, unless the callback takes the running
-        fit (or the program has carried blocks and a callback). The rounds an
+        schedule, at staleness 0, unless the callback takes the running fit (or the program
+        has carried blocks and a callback). The rounds an
         epoch runs are chosen so that a graph's cost (measured on the first rounds) stays
         within 5% of the epoch's compute, and epochs end at checkpoints. 1: a graph a round.
         By default ``dask.config``'s ``dask-strads.max-epoch-rounds``, else 32: a fit by an
@@ -393,7 +393,7 @@ class Engine:
         takers, holders = epochs.first_takers(planned)
         timeout = patience(FETCH_SECONDS, run.history.typical_round_seconds())
         plan = epochs.EpochPlan(run.id, tuple(run.owners), tuple(c.key for c in run.cells),
-                                run.hub, first, n_rounds, last, timeout)
+                                run.hub, first, n_rounds, self._rounds_kept_behind(), timeout)
         graph = RoundGraph()
         # a gate a prerequisite: Dask refuses a task whose inputs add up past a worker's limit
         gates = [graph.add(w, run.key("gate", first, i, run.id), epochs.gate, after)
@@ -449,7 +449,7 @@ class Engine:
         stops_early = self.callback is not None and program.n_carried
         if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness or stops_early
                 or _reads_the_fit(self.callback) or not program.static_schedule
-                or not program.updates_in_place or len(run.history) < MEASURED_ROUNDS
+                or len(run.history) < MEASURED_ROUNDS
                 or not all(isinstance(c, Source) for c in run.carried)  # not yet in cells
                 or not self._gang(run)):
             return 1
@@ -474,12 +474,17 @@ class Engine:
             run.gang = lock if lock.acquire(timeout=0.1) else False
         return bool(run.gang)
 
+    def _rounds_kept_behind(self):
+        """How many rounds behind the newest a block's cell keeps its states: none for a
+        program that updates in place, else back to the round a stop found in the reports of
+        the rounds in flight takes the result from."""
+        program = self.program
+        return 0 if program.updates_in_place else self.pipeline_depth + program.report_lag
+
     def _add_pushes(self, graph, run, t, instructions):
         """The round's pushes, ``{block: reference}``, and ``{carried block: the Source of the
         push that takes it}``."""
-        program = self.program
-        keep_from = t - (0 if program.updates_in_place else
-                         self.pipeline_depth + program.report_lag)
+        keep_from = t - self._rounds_kept_behind()
         source = run.pulled[max(-1, t - 1 - self.staleness)]
         timeout = patience(FETCH_SECONDS, run.history.typical_round_seconds())
         # Bulk-synchronous, a push follows the pull of the round before, which follows every
@@ -610,8 +615,12 @@ class Engine:
     def _collect_tasks(graph, run, name, round_index, release=False):
         """Add to ``graph`` a task per block giving its parameters after ``round_index``
         (``release``: and letting go of the block's states, see :func:`.tasks.collect`)."""
+        pulled = run.pulled.get(round_index)
+        if pulled is None:  # a round inside a fused epoch: its pull is on the hub's board
+            pulled = graph.add(run.hub, run.key("posted-pull", round_index, run.id),
+                               epochs.posted_pull, run.id, round_index)
         return [graph.add(w, run.key(name, b, round_index, run.id), tasks.collect, run.program,
-                          cell, pushed, run.pulled[round_index], round_index, release)
+                          cell, pushed, pulled, round_index, release)
                 for b, (w, cell, pushed) in enumerate(zip(run.owners, run.cells, run.pushed))]
 
     def _stops(self, run, record, converged):
@@ -627,8 +636,12 @@ class Engine:
     def _forget_pulls(self, run, t):
         """Drop the pulls no later push or result can read."""
         oldest = t - self.staleness  # what the next round's pushes read
-        if not self.program.updates_in_place:  # a stop may still come from round t - depth
-            oldest = min(oldest, t - self.pipeline_depth - self.program.report_lag)
+        if not self.program.updates_in_place:
+            # what a stop in a round still in flight takes the result from (inside a fused
+            # epoch the hub's board keeps it)
+            unread = run.pending[0][0] if run.pending else t + 1
+            oldest = min(oldest, t - self._rounds_kept_behind(),
+                         unread - self.program.report_lag)
         run.forget_pulls_before(oldest)
 
 
