@@ -136,7 +136,7 @@ class Engine:
         1})``.
     """
 
-    def __init__(self, program, client=None, staleness=0, max_rounds=100, pipeline_depth=2,
+    def __init__(self, program, client=None, *, staleness=0, max_rounds=100, pipeline_depth=2,
                  progress=False, callback=None, executor=None,
                  checkpoint_interval=CHECKPOINT_INTERVAL, checkpoint_dir=None, fingerprint=None,
                  max_epoch_rounds=None):
