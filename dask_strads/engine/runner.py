@@ -555,8 +555,12 @@ class Engine:
         return run.final_round is not None
 
     def _read_streamed(self, run, watching):
-        """Record the rounds a fused epoch's hub streamed since the last look, in order."""
+        """Record the rounds a fused epoch's hub streamed since the last look, in order (after
+        a stop, those behind it only for a program that updates in place, as in
+        :meth:`read_reports`)."""
         for t, report in run.stream.take():
+            if run.final_round is not None and not self.program.updates_in_place:
+                break
             if t == run.history.last_round + 1:  # else out of order or recorded: the epoch has it
                 self._record(run, t, perf_counter() - run.start, report, watching)
 
