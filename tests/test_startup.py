@@ -1,6 +1,7 @@
 """``import dask_strads`` is cheap: it loads none of the heavy libraries a fit may need
-(structural, checked on ``sys.modules`` in a fresh process, not timed), and every public name
-still resolves on first use."""
+(structural, checked on ``sys.modules`` in a fresh process, not timed), every public name
+still resolves on first use, and a fit in this process (what each of a ``GridSearchCV``'s
+worker processes runs) loads neither distributed nor dask.array."""
 import json
 import subprocess
 import sys
@@ -27,3 +28,31 @@ def test_every_public_name_resolves_on_first_use():
     assert kinds["Lasso"] == kinds["Engine"] == kinds["Program"] == "class"
     assert kinds["embedded_client"] == kinds["save"] == kinds["lasso_path"] == "function"
     assert set(kinds) == set(__import__("dask_strads").__all__)
+
+
+#: Fits on small in-memory data, in this process: every estimator, predicting or transforming.
+IN_PROCESS_FITS = """
+import numpy as np
+import scipy.sparse as sp
+from dask_strads import (ElasticNet, ImplicitMatrixFactorization, LassoCV,
+                         LatentDirichletAllocation, LogisticRegression, MatrixFactorization)
+rng = np.random.default_rng(0)
+X = rng.normal(size=(60, 8))
+y = X @ rng.normal(size=8)
+ElasticNet(alpha=0.1).fit(X, y).predict(X)
+LassoCV(cv=2, alphas=3).fit(X, y)
+LogisticRegression().fit(X, y > 0).predict_proba(X)
+counts = sp.random(30, 40, density=0.3, random_state=0, format="csr")
+counts.data = np.ceil(5 * counts.data)
+LatentDirichletAllocation(n_components=3, max_iter=2).fit(counts).transform(counts)
+ratings = sp.random(30, 20, density=0.3, random_state=0, format="csr")
+MatrixFactorization(n_components=2, max_iter=2).fit(ratings).transform(ratings)
+ImplicitMatrixFactorization(n_components=2, max_iter=2).fit(ratings)
+"""
+
+
+def test_a_fit_in_this_process_loads_neither_distributed_nor_dask_array():
+    loaded = fresh("import json, sys\n" + IN_PROCESS_FITS +
+                   "print(json.dumps([m for m in ('distributed', 'dask.array', 'dask.dataframe') "
+                   "if m in sys.modules]))")
+    assert loaded == []

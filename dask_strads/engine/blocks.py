@@ -7,9 +7,7 @@ import uuid
 import dask
 import numpy as np
 import scipy.sparse as sp
-import sparse
 from dask.sizeof import sizeof
-from distributed import Future
 
 from ..log import logger
 from .compat import DataNode, convert_legacy_graph, wait_on
@@ -19,7 +17,6 @@ from .errors import ClusterError
 #: past this many bytes they are scattered to the cluster instead of sent inside the graphs
 #: that read them (Dask warns of a "large graph" from 10 MB).
 SCATTER_ABOVE_BYTES = 1 << 20
-_DATA = (np.ndarray, sp.spmatrix, sp.sparray, sparse.SparseArray)
 #: Attempts at placing a fit's blocks. A worker lost part-way through a placement (more likely
 #: on a loaded machine, where a lost worker takes long to be noticed) fails it: the next attempt
 #: starts afresh, on the workers then in the cluster, from data sent or scattered again.
@@ -34,7 +31,7 @@ _LOST_UNDER_IT = (OSError, CancelledError, KeyError)
 class PinnedBlock:
     """A data block held by one worker for the whole fit."""
 
-    future: Future
+    future: object  # a distributed.Future
     worker: str
 
 
@@ -164,6 +161,8 @@ def fresh_copies(client, *collections):
     copies = {}
     for key, node in convert_legacy_graph(graph).items():
         copies[renamed[key]] = node.substitute(renamed, key=renamed[key])
+    from distributed import Future
+
     futures = {key: value for key, value in graph.items() if isinstance(value, Future)}
     futures.update(_scattered(client, graph))
     copies.update({renamed[key]: future for key, future in futures.items()})
@@ -197,5 +196,8 @@ def _scattered(client, graph):
 
 def _held(value):
     """The array a graph entry holds, or None for a task."""
+    import sparse
+
     value = value.value if isinstance(value, DataNode) else value
-    return value if isinstance(value, _DATA) else None
+    return value if isinstance(value, (np.ndarray, sp.spmatrix, sp.sparray,
+                                       sparse.SparseArray)) else None

@@ -12,8 +12,9 @@ Dask never spills a cell then. It sizes a reference as its cell (``sizeof``, whe
 made it ends), so that its managed memory and the dashboard count the cells; spilling a reference
 writes a few bytes and frees nothing, after which Dask counts the cell as unmanaged memory, which
 its spill and pause thresholds (on the process's memory) still see. A cell leaves the registry
-when Dask releases its key (:class:`ReleaseCells`, installed on a worker with its first cell,
-beside the handler through which other workers read the cells: :class:`.plane.ServePlane`).
+when Dask releases its key (:class:`.worker_plugins.ReleaseCells`, installed on a worker with its
+first cell, beside the handler through which other workers read the cells:
+:class:`.worker_plugins.ServePlane`).
 Local executors run in one process and never spill: their cells are the task values themselves.
 """
 import sys
@@ -21,10 +22,9 @@ import threading
 from dataclasses import dataclass
 
 from dask.sizeof import sizeof
-from distributed import WorkerPlugin, get_worker
 
 from . import boards, parking
-from .compat import add_plugin_here
+from .compat import add_plugin_here, current_worker
 
 #: The cells of this process's Dask worker(s), by the key of the task that made each.
 _CELLS = {}
@@ -50,11 +50,8 @@ def keep(cell, key):
     """The value the task ``key`` returns for ``cell``: a :class:`CellRef` when a Dask worker
     runs that task (the cell registered under its key), else the cell itself (a local executor,
     in this process or inside a Dask task of another key)."""
-    try:
-        worker = get_worker()
-    except ValueError:
-        return cell
-    if worker.get_current_task() != key:
+    worker = current_worker()
+    if worker is None or worker.get_current_task() != key:
         return cell
     _install(worker)
     cell.outbox = parking.outbox_on(worker, cell.outbox)
@@ -81,21 +78,8 @@ def opened(value):
                            "its reference was moved to another worker)") from None
 
 
-class ReleaseCells(WorkerPlugin):
-    """Drops a cell from the registry when its worker releases its key, or closes (workers of
-    a LocalCluster without processes share this process, which outlives them)."""
-
-    def transition(self, key, start, finish, **kwargs):
-        if finish in ("released", "forgotten"):
-            _drop(key)
-
-    def teardown(self, worker):
-        for key in list(worker.data):
-            _drop(key)
-        parking.close(worker)
-
-
-def _drop(key):
+def drop(key):
+    """Drop the cell of ``key`` from the registry, with the blocks it parked and its boards."""
     cell = _CELLS.pop(key, None)
     if cell is not None:
         cell.outbox.clear()  # blocks it parked
@@ -103,7 +87,7 @@ def _drop(key):
 
 
 def _install(worker):
-    from .plane import ServePlane  # here: the plane module imports this one
+    from .worker_plugins import ReleaseCells, ServePlane
 
     with _INSTALLING:
         add_plugin_here(worker, ReleaseCells(), PLUGIN_NAME)

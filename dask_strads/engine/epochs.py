@@ -19,11 +19,10 @@ callback's) reaches the hub's board, and the hub stops at the next round it pull
 from dataclasses import dataclass, replace
 from time import perf_counter
 
-from distributed import MultiLock, get_worker
-
 from ..programs.base import checked_instructions
 from . import boards, plane, streams, tasks
 from .cells import CellRef
+from .compat import current_worker
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ def epoch(program, plan, cells, pulled, carried, *after):
     a block of this worker takes first in the epoch, and where they are. ``after``: what the
     epoch follows (the tasks that last changed these cells). The hub's task returns an
     :class:`EpochEnd`, the others None."""
-    worker = get_worker()
+    worker = current_worker()
     board = boards.board(worker, plan.run_id)
     board.post(done=plan.first - 1)  # what the epoch follows has run, here
     holders = dict(carried)
@@ -122,7 +121,7 @@ def _pull(program, plan, pulled, instructions, t):
 def posted_pull(run_id, round_index):
     """Round ``round_index``'s pull, from the board of the run's hub (the worker running this):
     a pull inside a fused epoch, which only the hub's board keeps."""
-    posts = boards.board(get_worker(), run_id).values
+    posts = boards.board(current_worker(), run_id).values
     if ("pulled", round_index) not in posts:
         raise KeyError(f"the pull of round {round_index} of run {run_id} is no longer kept")
     return posts[("pulled", round_index)]
@@ -155,5 +154,7 @@ def first_takers(instructions_by_round):
 
 def gang_lock(client, workers):
     """A lock over ``workers`` for a run's fused epochs (see ``Engine._gang``)."""
+    from distributed import MultiLock
+
     return MultiLock(names=[f"dask-strads-gang-{w}" for w in sorted(set(workers))],
                      client=client)

@@ -9,7 +9,8 @@ orders the two), and fetches from the source's cell while it runs:
 - from a cell in this process (a local executor, the embedded cluster's worker threads, or two
   blocks on one worker) directly, with no copy;
 - from a cell of another worker process by one request to that worker's ``strads_plane``
-  handler (:class:`ServePlane`, installed with the cells), answered from its cell registry.
+  handler (:class:`.worker_plugins.ServePlane`, installed with the cells), answered from its
+  cell registry.
 
 So a round is its pushes, its pull and its report, whatever the program sends: the scheduler
 sees none of it. A request that gets no answer within :data:`FETCH_SECONDS` (at least; more when
@@ -20,12 +21,10 @@ import asyncio
 from typing import NamedTuple
 
 from dask.sizeof import sizeof
-from distributed import WorkerPlugin, get_worker
-from distributed.protocol import to_serialize
-from distributed.utils import sync
 
 from . import boards
-from .cells import CellRef, local_cell, opened
+from .cells import local_cell, opened
+from .compat import current_worker
 from .errors import PeerUnreachable
 
 #: A request for a message or a carried block waits at least this long for its answer.
@@ -88,7 +87,7 @@ def posted(addresses, run_id, key, ready, timeout, take=False):
     its board for run ``run_id`` (None if it posted none), once it has posted round ``ready``
     done (None: once it has posted the value). ``take``: and removed from the board. The
     requests go out together."""
-    worker = get_worker()
+    worker = current_worker()
     found = {}
     others = [a for a in addresses if a != worker.address]
     if len(others) < len(addresses):  # posted by this task, before it asks
@@ -110,7 +109,7 @@ def _fetch_all(sources, received, kind, **what):
     for source in sources:
         cell = local_cell(source.cell)
         if cell is not None and (source.ready is None or _this_worker(source.worker)):
-            found[source.block] = received.count(_answer(cell, kind, **what), remote=False)
+            found[source.block] = received.count(answer(cell, kind, **what), remote=False)
         else:
             asked.append((source, cell is None))
     answers = _ask_all([(s.worker, f"block {s.block}'s {kind}", s.timeout,
@@ -122,10 +121,8 @@ def _fetch_all(sources, received, kind, **what):
 
 
 def _this_worker(address):
-    try:
-        return get_worker().address == address
-    except ValueError:
-        return False
+    worker = current_worker()
+    return worker is not None and worker.address == address
 
 
 def _ask_all(asked):
@@ -134,7 +131,9 @@ def _ask_all(asked):
     worker that did not answer, or no longer holds what it was asked for."""
     if not asked:
         return []
-    worker = get_worker()
+    from distributed.utils import sync
+
+    worker = current_worker()
     answers = sync(worker.loop, _ask, worker, asked)
     values = []
     for (address, what, timeout, _), answer in zip(asked, answers):
@@ -161,7 +160,9 @@ async def _ask(worker, asked):
                                 return_exceptions=True)
 
 
-def _answer(cell, kind, to_block=None, round_index=None, carried_id=None):
+def answer(cell, kind, to_block=None, round_index=None, carried_id=None):
+    """What ``cell`` gives a request of ``kind``: a message for ``to_block`` made from its state
+    before ``round_index``, or the carried block ``carried_id``, taken from its outbox."""
     if kind == "message":
         return cell.program.message(cell.block_id, cell.data, _state_before(cell, round_index),
                                     to_block)
@@ -179,37 +180,3 @@ def _state_before(cell, round_index):
                            f"{sorted(cell.versions)}: a message of round {round_index}, made "
                            f"from round {round_index - 1}, can no longer be made")
     return cell.state_at(round_index - 1)
-
-
-class ServePlane(WorkerPlugin):
-    """Answers other workers' requests for the messages and carried blocks of this worker's
-    cells."""
-
-    def teardown(self, worker):
-        worker.handlers.pop(HANDLER, None)
-
-    def setup(self, worker):
-        worker.handlers[HANDLER] = self.serve
-        self.worker = worker
-
-    async def serve(self, kind, cell=None, run_id=None, ready=None, timeout=FETCH_SECONDS,
-                    key=None, take=False, **what):
-        board = boards.board(self.worker, run_id) if run_id is not None else None
-        try:  # answered before the asker's own timeout, so that it learns what is missing
-            if ready is not None:
-                await board.until(lambda: board.done >= ready, 0.9 * timeout)
-            if kind == "posted":
-                key = tuple(key)
-                if ready is None:
-                    await board.until(lambda: key in board.values, 0.9 * timeout)
-        except asyncio.TimeoutError:
-            return {"status": f"waiting for round {ready} or {key}; rounds posted done up to "
-                              f"{board.done}"}
-        if kind == "posted":
-            value = board.values.pop(key, None) if take else board.values.get(key)
-            return {"status": "OK", "value": to_serialize(value)}
-        try:
-            found = opened(CellRef(cell))
-        except RuntimeError:
-            return {"status": "missing"}
-        return {"status": "OK", "value": to_serialize(_answer(found, kind, **what))}

@@ -12,14 +12,14 @@ processes. It listens on 127.0.0.1 only and is never made the process-wide defau
 import atexit
 import multiprocessing
 import os
+import sys
 import threading
 
 import dask
 import psutil
-from distributed import Client, LocalCluster
-from distributed.utils import format_dashboard_link
 
 from ..log import logger
+from .compat import current_worker
 from .executors import DistributedExecutor, LocalExecutor
 
 #: Fits whose data hold fewer stored entries run on the synchronous scheduler with one block.
@@ -47,23 +47,19 @@ def embedded_client():
     global _embedded
     with _embedded_lock:
         if _embedded is None or _embedded.status in ("closing", "closed"):
+            from distributed import Client
+
+            from .embedded_cluster import EmbeddedCluster
+
             n_workers = default_cluster_size()
             logger.info("starting the embedded Dask cluster: %d worker threads", n_workers)
             # workers in this process talk over inproc://, which listens on no network address
-            cluster = _EmbeddedCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
-                                   dashboard_address="127.0.0.1:0",
-                                   worker_dashboard_address="127.0.0.1:0")
+            cluster = EmbeddedCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
+                                      dashboard_address="127.0.0.1:0",
+                                      worker_dashboard_address="127.0.0.1:0")
             _embedded = Client(cluster, set_as_default=False)
             atexit.register(close_embedded_client)
         return _embedded
-
-
-class _EmbeddedCluster(LocalCluster):
-    @property
-    def dashboard_link(self):
-        """On 127.0.0.1, where it listens (the inproc address names the host's)."""
-        port = self.scheduler_info.get("services", {}).get("dashboard")
-        return format_dashboard_link("127.0.0.1", port) if port else ""
 
 
 def close_embedded_client():
@@ -80,8 +76,9 @@ def close_embedded_client():
 
 def active_client():
     """The distributed client a fit should run on unasked, or None: not inside a Dask task
-    (that would pin work to the worker whose thread the task holds)."""
-    if in_dask_task():
+    (that would pin work to the worker whose thread the task holds). Without distributed
+    imported there is none."""
+    if "distributed" not in sys.modules or in_dask_task():
         return None
     try:
         from distributed import default_client
@@ -92,16 +89,12 @@ def active_client():
 
 
 def in_dask_task():
-    try:
-        from distributed import get_worker
-
-        get_worker()
-    except ValueError:
-        return False
-    return True
+    return current_worker() is not None
 
 
 def check_client(client):
+    from distributed import Client
+
     if not isinstance(client, Client):
         raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
     return client

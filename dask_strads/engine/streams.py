@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from functools import partial
 
-from distributed import get_worker
+from .compat import current_worker
 
 TOPIC = "dask-strads-rounds"
 
@@ -25,7 +25,7 @@ _LOCK = threading.Lock()
 
 def post_round(run_id, round_index, report):
     """From the hub's epoch task: round ``round_index``'s :class:`.tasks.RoundReport`."""
-    get_worker().log_event(TOPIC, [run_id, pickle.dumps((round_index, report))])
+    current_worker().log_event(TOPIC, [run_id, pickle.dumps((round_index, report))])
 
 
 class RoundStream:

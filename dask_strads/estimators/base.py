@@ -8,12 +8,10 @@ from numbers import Integral
 
 import numpy as np
 from dask.base import tokenize
-from distributed import span
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_random_state, validate_data
 
-from ..dashboard import DashboardFeed, install, strads_link
 from ..engine import Engine
 from ..engine.disk import check_writable
 from ..engine.progress import watchers
@@ -94,6 +92,8 @@ class DaskEstimatorMixin:
         """The STRADS page of the cluster the last fit ran on (the fits on that cluster, their
         rounds, objective and gap, and what each worker computed; Dask's own dashboard is
         beside it, at ``status``); None for a fit in this process."""
+        from ..dashboard import strads_link
+
         client = getattr(self._executor, "client", None)
         return None if client is None or _closed(client) else strads_link(client)
 
@@ -148,9 +148,16 @@ class DaskEstimatorMixin:
         rounds_per_iteration = max(1, max_rounds // self.max_iter)
         watching = watchers(self.progress, name, max_rounds, rounds_per_iteration, program)
         client = getattr(executor, "client", None)
-        if client is not None and install(client):
-            watching.append(DashboardFeed(client, name, program.name, max_rounds,
-                                          rounds_per_iteration))
+        on_cluster = nullcontext()
+        if client is not None:
+            from distributed import span
+
+            from ..dashboard import DashboardFeed, install
+
+            on_cluster = span(name)
+            if install(client):
+                watching.append(DashboardFeed(client, name, program.name, max_rounds,
+                                              rounds_per_iteration))
         callback = None if self.callback is None else StopNoting(self.callback)
         if stopping is not None:
             callback = stopping(callback)
@@ -159,7 +166,7 @@ class DaskEstimatorMixin:
                         checkpoint_interval=self.checkpoint_interval,
                         checkpoint_dir=self.checkpoint_dir,
                         fingerprint=partial(self._fingerprint, data, program.seed, len(blocks)))
-        with span(name) if client is not None else nullcontext():
+        with on_cluster:
             return engine.run(blocks, slots)
 
     @staticmethod

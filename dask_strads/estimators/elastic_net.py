@@ -2,7 +2,6 @@
 import warnings
 from numbers import Integral, Real
 
-import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, clone
@@ -300,8 +299,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         if is_dask_array(X):
             X = check_dask_matrix(X, self, self.n_features_in_)
-            return da.map_blocks(_predict_block, X.rechunk({1: -1}), self.coef_,
-                                 self.intercept_, drop_axis=1, dtype=np.float64)
+            return X.rechunk({1: -1}).map_blocks(_predict_block, self.coef_, self.intercept_,
+                                                 drop_axis=1, dtype=np.float64)
         X = validate_data(self, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], reset=False,
                           dtype=np.float64)
         coef = np.asarray(self._in_memory(self.coef_))
@@ -365,7 +364,7 @@ def _means_dot(X, means, coef, executor, weights=None):
     ``coef`` stays on the cluster."""
     if is_dask_array(coef):
         means = _column_means(X, weights, executor) if means is None else means
-        return float(executor.compute(da.dot(means, coef))[0])
+        return float(executor.compute(np.dot(means, coef))[0])
     if means is None and is_dask_array(X):  # every column: pydata sparse's slicing compiles
         means = _column_means(X, weights, executor)
     if means is None:
@@ -379,6 +378,8 @@ def _column_means(X, weights, executor):
     if weights is None:
         return column_means(X)
     if is_dask_array(X):  # chunk by chunk as scipy matrices (pydata sparse's dot compiles)
+        import dask.array as da
+
         column = da.from_array(weights[:, None], chunks=(X.chunks[0], 1))
         sums = X.map_blocks(_weighted_column_sums, column, dtype=np.float64,
                             chunks=((1,) * X.numblocks[0], X.chunks[1]))

@@ -2,7 +2,6 @@
 alternating least squares."""
 from numbers import Integral, Real
 
-import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -144,7 +143,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         result = self._run_engine(program, raw, executor, 2 * c * self.max_iter, (checked,),
                                   slots=slots)
         rows = self._parameters(result)  # users, then items
-        finite = (executor.compute(da.isfinite(rows).all())[0] if is_dask_array(rows)
+        finite = (executor.compute(np.isfinite(rows).all())[0] if is_dask_array(rows)
                   else np.isfinite(rows).all())
         if not finite:
             raise ValueError("the fit diverged: its factors are not finite (interactions too "

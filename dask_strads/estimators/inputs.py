@@ -1,17 +1,15 @@
-"""Checking the inputs of a fit, and cutting the design matrix into feature blocks."""
+"""Checking the inputs of a fit, and cutting the design matrix into feature blocks.
+
+dask.array and pydata sparse are imported where their arrays are handled: an array of theirs
+exists only once they are imported, so a fit on in-memory data loads neither."""
 import numbers
+import sys
 from contextlib import nullcontext
 
 import dask
-import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_array, check_X_y
-
-try:
-    import sparse as pydata_sparse
-except ImportError:  # pragma: no cover - sparse is a dependency
-    pydata_sparse = None
 
 
 #: Values of larger magnitude are refused: the fits square them, and the squares of such values
@@ -26,7 +24,13 @@ def fitted_dtype(X):
 
 
 def is_dask_array(X):
-    return isinstance(X, da.Array)
+    return _is_instance(X, "dask.array", "Array")
+
+
+def _is_instance(X, module, name):
+    """Whether X is a ``module.name``, without importing ``module``."""
+    imported = sys.modules.get(module)
+    return imported is not None and isinstance(X, getattr(imported, name))
 
 
 def is_sparse(X):
@@ -36,7 +40,7 @@ def is_sparse(X):
 
 
 def to_scipy_if_pydata(X):
-    if pydata_sparse is not None and isinstance(X, pydata_sparse.SparseArray):
+    if _is_instance(X, "sparse", "SparseArray"):
         return X.to_scipy_sparse().tocsc()
     return X
 
@@ -51,12 +55,16 @@ def as_dask_input(X, client=None):
         with dask.config.set(scheduler=client.get) if client is not None else nullcontext():
             X.compute_chunk_sizes()
     if sp.issparse(X._meta):
+        import sparse as pydata_sparse
+
         meta = pydata_sparse.COO.from_numpy(np.zeros((0,) * X.ndim, dtype=X.dtype))
         X = X.map_blocks(_as_pydata, dtype=X.dtype, meta=meta)
     return X
 
 
 def _as_pydata(block):
+    import sparse as pydata_sparse
+
     return pydata_sparse.COO.from_scipy_sparse(block) if sp.issparse(block) else block
 
 
@@ -65,6 +73,8 @@ def check_dask_design(X, y, choose_executor, client=None, numeric_y=True):
     their finiteness, magnitude and column means in one pass over the data. Returns
     ``(X, means, y, executor)``, y in memory: floats with ``numeric_y``, else labels as
     given."""
+    import dask.array as da
+
     X = as_dask_input(X, client)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D with shape {X.shape}")

@@ -2,7 +2,6 @@
 from numbers import Integral, Real
 from typing import NamedTuple
 
-import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -195,7 +194,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         result = self._run_engine(program, raw, executor, 2 * c * self.max_iter, (checked,),
                                   slots=slots)
         rows = self._parameters(result)  # users then items: factors, then the bias
-        finite = (executor.compute(da.isfinite(rows).all())[0] if is_dask_array(rows)
+        finite = (executor.compute(np.isfinite(rows).all())[0] if is_dask_array(rows)
                   else np.isfinite(rows).all())
         if not finite:
             raise ValueError(
@@ -343,9 +342,9 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         check_positive_int(k, "k")
         held_out = held_out_pattern(self, X, _stored_entries, "stored entry")
         # a user row [w, 1] . an item row [h, c] ranks as the predicted rating
-        xp = da if is_dask_array(self.user_factors_) else np
-        user_rows = xp.hstack([self.user_factors_, xp.ones_like(self.user_bias_)[:, None]])
-        item_rows = xp.hstack([self.components_.T, self.item_bias_[:, None]])
+        # numpy's functions give dask arrays for factors kept on the cluster
+        user_rows = np.hstack([self.user_factors_, np.ones_like(self.user_bias_)[:, None]])
+        item_rows = np.hstack([self.components_.T, self.item_bias_[:, None]])
         return ranking_metrics(user_rows, item_rows, self._seen, held_out, k, self._executor)
 
     def _factors(self):

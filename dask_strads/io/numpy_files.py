@@ -2,14 +2,13 @@
 import os
 
 import dask
-import dask.array as da
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 import numpy as np
 import scipy.sparse as sp
 
 from ..local_files import check_regular_file
-from .placement import n_workers, reading_client, stack_rows
+from .placement import n_workers, reading_client, stack_rows, stacked
 
 
 def read_npy(path, client=None):
@@ -25,10 +24,9 @@ def read_npy(path, client=None):
     with fs.open(local, "rb") as file:
         shape, dtype = _npy_header(file)
     edges = np.linspace(0, shape[0], max(1, min(n_workers(client), shape[0])) + 1).astype(int)
-    blocks = [da.from_delayed(dask.delayed(_npy_rows)(path, lo, hi), dtype=dtype,
-                              shape=(hi - lo,) + shape[1:])
-              for lo, hi in zip(edges[:-1], edges[1:])]
-    return client.persist(da.concatenate(blocks))
+    pairs = list(zip(edges[:-1], edges[1:]))
+    return stacked(client, [dask.delayed(_npy_rows)(path, lo, hi) for lo, hi in pairs],
+                   [(hi - lo,) + shape[1:] for lo, hi in pairs], dtype)
 
 
 def read_npz(path, client=None):

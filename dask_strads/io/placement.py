@@ -5,7 +5,6 @@ stays there; the client only sees small summaries (row counts, ids). Matrices co
 arrays of ``scipy.sparse`` CSR chunks, computed and held on the workers.
 """
 import dask
-import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
@@ -29,9 +28,17 @@ def sparse_meta():
 def stack_rows(client, chunks, rows, n_columns):
     """A Dask array of the CSR matrices ``chunks`` (delayed values, ``rows[i]`` rows each)
     stacked vertically, persisted on the workers."""
-    blocks = [da.from_delayed(chunk, shape=(n, n_columns), dtype=np.float64, meta=sparse_meta())
-              for chunk, n in zip(chunks, rows)]
-    return client.persist(da.concatenate(blocks, axis=0))
+    return stacked(client, chunks, [(n, n_columns) for n in rows], np.float64, sparse_meta())
+
+
+def stacked(client, chunks, shapes, dtype, meta=None):
+    """A Dask array of the arrays ``chunks`` (delayed values of ``shapes``) stacked along the
+    first axis, persisted on the workers."""
+    import dask.array as da
+
+    blocks = [da.from_delayed(chunk, shape=shape, dtype=dtype, meta=meta)
+              for chunk, shape in zip(chunks, shapes)]
+    return client.persist(da.concatenate(blocks))
 
 
 def coordinates_matrix(client, parts, shape, duplicates="sum"):

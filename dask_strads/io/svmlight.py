@@ -2,13 +2,12 @@
 import io
 
 import dask
-import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
 from ..local_files import check_regular_file
-from .placement import n_workers, reading_client, stack_rows
+from .placement import n_workers, reading_client, stack_rows, stacked
 from .text import MalformedFileError, byte_ranges, line_number_at, read_range
 
 
@@ -50,9 +49,7 @@ def read_svmlight(path, n_features=None, zero_based="auto", client=None):
         return X, np.concatenate([part[1] for part in parts])
     X = stack_rows(client, [dask.delayed(_columns)(part[0], one_based, width) for part in parts],
                    rows, width)
-    targets = [da.from_delayed(part[1], shape=(n,), dtype=np.float64)
-               for part, n in zip(parts, rows)]
-    return X, client.persist(da.concatenate(targets))
+    return X, stacked(client, [part[1] for part in parts], [(n,) for n in rows], np.float64)
 
 
 def _read_part(path, offset, length):
