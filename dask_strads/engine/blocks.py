@@ -44,7 +44,7 @@ class PlacedBlocks:
     handles: list
     owners: list
     blocks: list
-    slots: list = None
+    slots: list | None = None
 
     @classmethod
     def on(cls, executor, blocks, slots=None, prefix="strads-data"):
@@ -182,7 +182,7 @@ def _renamed(key, suffix):
 def _scattered(client, graph):
     """Futures of the arrays ``graph`` holds, keyed as in the graph, for the names (layers)
     whose arrays together exceed :data:`SCATTER_ABOVE_BYTES`."""
-    held = {}
+    held: dict[str, dict] = {}
     for key, value in graph.items():
         data = _held(value)
         if data is not None:

@@ -15,7 +15,7 @@ import threading
 #: The key of the client's request that the run stop (see :func:`ask_to_stop`).
 STOP = ("stop",)
 #: Boards of this process's workers: (worker address, run id) -> Board.
-_BOARDS = {}
+_BOARDS: dict[tuple[str, str], "Board"] = {}
 _LOCK = threading.Lock()
 
 

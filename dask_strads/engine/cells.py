@@ -20,14 +20,18 @@ Local executors run in one process and never spill: their cells are the task val
 import sys
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dask.sizeof import sizeof
 
 from . import boards, parking
 from .compat import add_plugin_here, current_worker
 
+if TYPE_CHECKING:
+    from .tasks import BlockCell
+
 #: The cells of this process's Dask worker(s), by the key of the task that made each.
-_CELLS = {}
+_CELLS: dict[str, "BlockCell"] = {}
 _INSTALLING = threading.Lock()
 PLUGIN_NAME = "dask-strads-cells"
 PLANE_PLUGIN_NAME = "dask-strads-plane"

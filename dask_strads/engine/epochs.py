@@ -110,7 +110,7 @@ def epoch(program, plan, cells, pulled, carried, *after):
 def _pull(program, plan, pulled, instructions, t):
     """Round ``t``'s pull on the hub, once every worker has posted the round done (so that
     every task has read the pull before), from the partials its pushes posted."""
-    gathered = {}
+    gathered: dict[int, object] = {}
     for partials in plane.posted(list(dict.fromkeys(plan.owners)), plan.run_id,
                                  ("partials", t), t, plan.timeout, take=True).values():
         gathered.update(partials or {})
@@ -142,7 +142,8 @@ def reports(end):
 def first_takers(instructions_by_round):
     """``{carried block: the block that takes it first}`` over a sequence of rounds'
     instructions, and ``{carried block: the block holding it after them}``."""
-    first, last = {}, {}
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
     for instructions in instructions_by_round:
         for b, instruction in instructions.items():
             c = instruction.carried

@@ -4,10 +4,13 @@ Both executors take the same graphs: ``{worker: {key: Task}}``, tasks restricted
 they are listed under, whose arguments refer to other tasks of the graph (``TaskRef``) or to
 values of earlier graphs (the handles the executor returned for them). On a cluster a handle is
 a :class:`distributed.Future` and the value stays on its worker; locally it holds the value.
+What the engine asks of either is :class:`Executor`.
 """
 import concurrent.futures
 import weakref
+from collections.abc import Callable, Iterable, Sequence
 from time import monotonic, sleep
+from typing import Any, Protocol
 
 import dask
 import numpy as np
@@ -29,6 +32,64 @@ WATCH_SECONDS = 0.1
 UNHEARD_SECONDS = 60.0
 #: The scheduler not answering within this many seconds is unreachable.
 SCHEDULER_SECONDS = 30.0
+
+
+class Executor(Protocol):
+    """What the engine asks of where a fit runs."""
+
+    #: Whether the tasks run in this process (values in memory, no worker lost).
+    local: bool
+    #: The cluster's ``distributed.Client``, None for a local scheduler.
+    client: Any
+    #: The workers blocks are placed on.
+    workers: list[str]
+    #: The fit's typical round in seconds, which bounds the waits on a cluster.
+    round_seconds: float
+
+    def refresh(self) -> list[str]:
+        """The workers now there, from now on the ones blocks are placed on."""
+
+    def place(self, blocks: Sequence[Any], slots: Sequence[int] | None = None,
+              prefix: str = "strads-data") -> tuple[list, list[str]]:
+        """Handles of ``blocks`` placed on the workers, and the worker of each."""
+
+    def share(self, value: Any, key: str) -> Any:
+        """A handle of ``value`` that every worker may read."""
+
+    def put(self, value: Any, worker: str, key: str) -> Any:
+        """A handle of ``value`` kept on ``worker``."""
+
+    def submit(self, graph: dict[str, dict]) -> dict[str, Any]:
+        """Run a graph ``{worker: {key: Task}}``; ``{key: handle}`` for every task."""
+
+    def result(self, handle: Any, owners: Sequence[str] = (),
+               watch: Callable[[], None] | None = None) -> Any:
+        """The value of ``handle``, moved here."""
+
+    def round_stream(self, run_id: str) -> Any:
+        """Where a run's fused epochs stream their rounds, None where none run."""
+
+    def ask_to_stop(self, run_id: str, hub: str) -> None:
+        """Ask the hub of a run's fused epochs to stop it."""
+
+    def compute(self, *collections: Any) -> list:
+        """Dask collections computed here."""
+
+    def done(self, handle: Any) -> bool:
+        """Whether ``handle``'s value is computed."""
+
+    def wait(self, handles: Sequence[Any], owners: Sequence[str] = ()) -> None:
+        """Wait until ``handles`` are computed, their values left where they are."""
+
+    def gather(self, handles: Sequence[Any], owners: Sequence[str] = (),
+               watch: Callable[[], None] | None = None) -> list:
+        """The values of ``handles``, moved here."""
+
+    def release(self, handles: Iterable[Any]) -> None:
+        """Let go of ``handles``."""
+
+    def as_array(self, handles: Sequence[Any], workers: Sequence[str], axis: int = 0) -> Any:
+        """The values of ``handles`` as one Dask array, each a chunk along ``axis``."""
 
 
 class DistributedExecutor:
@@ -70,7 +131,8 @@ class DistributedExecutor:
 
     def submit(self, graph):
         """Send one graph; returns ``{key: handle}`` for every task in it."""
-        layers, dependencies = {}, {}
+        layers: dict[str, MaterializedLayer] = {}
+        dependencies: dict[str, set[str]] = {}
         for worker, tasks in graph.items():
             name = f"strads-on-{worker}"
             layers[name] = MaterializedLayer(
@@ -131,7 +193,7 @@ class DistributedExecutor:
         the workers in ``owners`` are alive (else :class:`ClusterError`, as :meth:`result`);
         ``watch``: called every :data:`WATCH_SECONDS` meanwhile."""
         stalls = Stalls(self.round_seconds, self._held_bytes)
-        unheard = {}  # key -> when the scheduler was first seen holding it, unknown to us
+        unheard: dict[str, float] = {}  # key -> when the scheduler was first seen holding it, unknown to us
         pending = [h for h in handles if not h.done()]
         checked = monotonic()
         while pending:
@@ -150,12 +212,12 @@ class DistributedExecutor:
             pending = [h for h in pending if not h.done()]
         for handle in handles:
             if handle.status != "finished":
-                error = (handle.exception() if handle.status == "error" else
-                         ClusterError(f"the scheduler forgot {handle.key} ({handle.status})"))
-                if isinstance(error, PeerUnreachable):
-                    self._await_loss(owners, error)
-                self.check(owners, error)
-                raise error
+                failure = (handle.exception() if handle.status == "error" else
+                           ClusterError(f"the scheduler forgot {handle.key} ({handle.status})"))
+                if isinstance(failure, PeerUnreachable):
+                    self._await_loss(owners, failure)
+                self.check(owners, failure)
+                raise failure
 
     def _await_loss(self, owners, error):
         """A push found a worker of ``owners`` gone or deaf before the scheduler did: give the
@@ -245,11 +307,14 @@ class LocalExecutor:
     """
 
     local = True
+    client = None
+    round_seconds = 0.0  # no wait here is bounded by it
 
     def __init__(self, get, n_workers):
         self.get = get
         self.workers = [f"local-{w}" for w in range(n_workers)]
-        self._live = weakref.WeakValueDictionary()  # key -> handle, while someone holds it
+        # key -> handle, while someone holds it
+        self._live: weakref.WeakValueDictionary[str, LocalHandle] = weakref.WeakValueDictionary()
         self._counter = 0
 
     def _handle(self, key, value):
@@ -287,8 +352,15 @@ class LocalExecutor:
     def result(self, handle, owners=(), watch=None):
         return handle.value
 
+    def refresh(self):
+        """The virtual workers, which no fit loses."""
+        return self.workers
+
     def round_stream(self, run_id):
         """None: local schedulers run no fused epochs."""
+
+    def ask_to_stop(self, run_id, hub):
+        """Local schedulers run no fused epochs to stop."""
 
     def compute(self, *collections):
         return list(dask.compute(*collections, scheduler=self.get))

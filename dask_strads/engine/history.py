@@ -12,6 +12,7 @@ import html
 import importlib
 import io
 from dataclasses import dataclass, field
+from typing import Any
 
 #: The keys every record starts with, in this order (``iteration`` and ``gap`` where they exist).
 LEADING = ("round", "iteration", "time", "objective", "gap")
@@ -37,7 +38,7 @@ class FitStats:
     rounds: int = 0
     tasks_per_round: float = 0
     recoveries: list = field(default_factory=list)
-    resumed_from: int = None
+    resumed_from: int | None = None
     wall_seconds: float = 0.0
     compute_seconds: float = 0.0
     converged: bool = False
@@ -57,40 +58,40 @@ class FitStats:
 class History:
     """Per-round records (dicts with at least ``round`` and ``time``) and the run's totals."""
 
-    records: list = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
     stats: FitStats = field(default_factory=FitStats)
 
-    def append(self, record):
+    def append(self, record: dict[str, Any]) -> None:
         self.records.append(record)
         self.stats.compute_seconds += record.get("compute_seconds", 0.0)
 
     @property
-    def last_round(self):
+    def last_round(self) -> int:
         """The newest round recorded (-1 before the first)."""
         return self.records[-1]["round"] if self.records else -1
 
-    def typical_round_seconds(self, last=10):
+    def typical_round_seconds(self, last: int = 10) -> float:
         """The median time between the ``last`` newest records (0 before the second)."""
         times = [r["time"] for r in self.records[-last - 1:]]
         gaps = sorted(b - a for a, b in zip(times, times[1:]))
         return gaps[len(gaps) // 2] if gaps else 0.0
 
-    def truncate(self, last_round):
+    def truncate(self, last_round: int) -> None:
         """Forget the records after ``last_round`` (rounds that will run again)."""
         dropped = [r for r in self.records if r["round"] > last_round]
         self.records[:] = [r for r in self.records if r["round"] <= last_round]
         self.stats.compute_seconds -= sum(r.get("compute_seconds", 0.0) for r in dropped)
 
-    def column(self, name):
+    def column(self, name: str) -> list:
         return [r.get(name) for r in self.records]
 
-    def columns(self):
+    def columns(self) -> list[str]:
         """The keys of the records: :data:`LEADING` first (those present), then the others in
         the order they first appear."""
         seen = dict.fromkeys(key for record in self.records for key in record)
         return [key for key in LEADING if key in seen] + [k for k in seen if k not in LEADING]
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """The records as a pandas DataFrame, a row each, columns as :meth:`columns`."""
         pandas = _optional("pandas")
         return pandas.DataFrame.from_records(self.records, columns=self.columns())
@@ -128,7 +129,7 @@ class History:
         return "gap" if "gap" in columns else "objective" if "objective" in columns else (
             columns[-1])
 
-    def summary(self):
+    def summary(self) -> dict[str, str]:
         """The run's totals as ``{label: text}``: rounds, wall time, overhead, converged, and the
         last objective and gap."""
         stats = self.stats

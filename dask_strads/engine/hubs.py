@@ -9,7 +9,7 @@ tie (so a lone run's hub is its first block's worker).
 import threading
 from collections import Counter
 
-_hubs = Counter()
+_hubs: Counter[str] = Counter()
 _lock = threading.Lock()
 
 

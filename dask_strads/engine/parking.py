@@ -23,7 +23,7 @@ from dask.sizeof import sizeof
 #: The share of a worker's memory limit that blocks parked on it may take.
 PARKED_SHARE = 0.2
 
-_PARKINGS = {}  # worker address -> Parking, for this process's workers
+_PARKINGS: dict[str, "Parking"] = {}  # worker address -> its Parking, in this process
 _COUNTS = itertools.count()
 
 

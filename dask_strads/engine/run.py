@@ -28,7 +28,7 @@ class Run:
         self.cells = []
         self.pushed = []  # per block, its newest push (None once a lineage cut dropped it)
         self.carried = []  # per carried block, a handle or the Source of the push holding it
-        self.pending = deque()  # (round, report handle), oldest first
+        self.pending: deque[tuple[int, object]] = deque()  # (round, report handle), oldest first
         self.final_round = None
         self.pulled = {}  # round -> handle of that round's Pulled
         self.submitted = -1

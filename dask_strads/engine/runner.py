@@ -3,19 +3,23 @@ on a cluster, several rounds one graph of a task per worker (:mod:`.epochs`)."""
 import inspect
 import os
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from time import perf_counter
+from typing import Any
 
 import dask
+import numpy as np
 
 from ..kernels.compilation import announce_compiling
 from ..log import logger
-from ..programs.base import checked_instructions
+from ..programs.base import Program, checked_instructions
 from . import disk, epochs, tasks
 from .blocks import PlacedBlocks
 from .compat import TaskRef
 from .errors import ClusterError, WorkerLost
+from .executors import Executor
 from .graph import RoundGraph
 from .history import History
 from .plane import FETCH_SECONDS, Source
@@ -41,7 +45,7 @@ EPOCH_OVERHEAD_SHARE = 0.05
 MEASURED_ROUNDS = 3
 
 
-def epoch_length(graph_seconds, compute_seconds, bounds):
+def epoch_length(graph_seconds: float, compute_seconds: float, bounds: Sequence[int]) -> int:
     """The fewest rounds (at least 1, at most ``min(bounds)``) over which a graph costing
     ``graph_seconds`` beyond its compute is at most ``EPOCH_OVERHEAD_SHARE`` of the compute,
     ``compute_seconds`` a round."""
@@ -58,22 +62,22 @@ class EngineResult:
     params: list
     carried: list
     history: History
-    executor: object
+    executor: Executor
     param_workers: list
     carried_workers: list
 
-    def gather(self):
+    def gather(self) -> list[np.ndarray]:
         """The parameter blocks, in memory."""
         return self.executor.gather(self.params, self.param_workers)
 
-    def gather_carried(self):
+    def gather_carried(self) -> list[np.ndarray]:
         return self.executor.gather(self.carried, self.carried_workers)
 
-    def parameters(self, axis=0):
+    def parameters(self, axis: int = 0) -> Any:
         """The parameter blocks as one Dask array, a chunk per block, left on its worker."""
         return self.executor.as_array(self.params, self.param_workers, axis)
 
-    def carried_parameters(self, axis=0):
+    def carried_parameters(self, axis: int = 0) -> Any:
         """The carried blocks' parameters as one Dask array, a chunk per carried block."""
         return self.executor.as_array(self.carried, self.carried_workers, axis)
 
@@ -136,10 +140,15 @@ class Engine:
         1})``.
     """
 
-    def __init__(self, program, client=None, *, staleness=0, max_rounds=100, pipeline_depth=2,
-                 progress=False, callback=None, executor=None,
-                 checkpoint_interval=CHECKPOINT_INTERVAL, checkpoint_dir=None, fingerprint=None,
-                 max_epoch_rounds=None):
+    def __init__(self, program: Program, client: Any = None, *, staleness: int = 0,
+                 max_rounds: int = 100, pipeline_depth: int = 2,
+                 progress: bool | str | list = False,
+                 callback: Callable[..., Any] | None = None,
+                 executor: Executor | None = None,
+                 checkpoint_interval: int = CHECKPOINT_INTERVAL,
+                 checkpoint_dir: str | os.PathLike | None = None,
+                 fingerprint: Mapping | Callable[[], Mapping] | None = None,
+                 max_epoch_rounds: int | None = None):
         if max_epoch_rounds is None:  # estimators leave it to the configuration
             max_epoch_rounds = dask.config.get("dask-strads.max-epoch-rounds", MAX_EPOCH_ROUNDS)
         for name, value, low in (("staleness", staleness, 0), ("max_rounds", max_rounds, 1),
@@ -163,13 +172,14 @@ class Engine:
         self._fingerprint = fingerprint
 
     @cached_property
-    def fingerprint(self):
+    def fingerprint(self) -> dict:
         """What identifies the fit, computed on first use."""
         return dict((self._fingerprint() if callable(self._fingerprint) else self._fingerprint)
                     or {})
 
     # -- the steps of a run ---------------------------------------------------------------------
-    def run(self, blocks, slots=None):
+    def run(self, blocks: Sequence[Any] | PlacedBlocks,
+            slots: Sequence[int] | None = None) -> EngineResult:
         """Fit from data blocks (in memory or dask collections, or
         :class:`~.blocks.PlacedBlocks` that several runs share); ``slots`` optionally puts
         blocks of equal slot on one worker."""
@@ -655,7 +665,7 @@ class _RunningFit:
     def __init__(self, engine, run):
         self._engine, self._run = engine, run
 
-    def parameters(self, axis=0):
+    def parameters(self, axis: int = 0) -> Any:
         """The parameter blocks after the newest round run, as a Dask array."""
         run, executor = self._run, self._engine.executor
         graph = RoundGraph()

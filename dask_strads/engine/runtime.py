@@ -14,13 +14,17 @@ import multiprocessing
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING, Any
 
 import dask
 import psutil
 
 from ..log import logger
 from .compat import current_worker
-from .executors import DistributedExecutor, LocalExecutor
+from .executors import DistributedExecutor, Executor, LocalExecutor
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 #: Fits whose data hold fewer stored entries run on the synchronous scheduler with one block.
 ONE_BLOCK_BELOW = 1_000_000
@@ -32,17 +36,17 @@ BYTES_PER_ENTRY = 16
 _SYNC_NAMES = ("sync", "synchronous", "single-threaded")
 _THREAD_NAMES = ("threads", "threading", "threaded")
 
-_embedded = None
+_embedded: "Client | None" = None
 _embedded_lock = threading.Lock()
 
 
-def default_cluster_size():
+def default_cluster_size() -> int:
     """One worker per core: the kernels are numba loops, one per core."""
     n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, n_cores or 1)
 
 
-def embedded_client():
+def embedded_client() -> "Client":
     """The embedded cluster's client, started on first use and reused afterwards."""
     global _embedded
     with _embedded_lock:
@@ -62,7 +66,7 @@ def embedded_client():
         return _embedded
 
 
-def close_embedded_client():
+def close_embedded_client() -> None:
     """Close the embedded cluster and its client, if started (the next fit that needs it starts
     a new one); also run at interpreter exit."""
     global _embedded
@@ -70,11 +74,12 @@ def close_embedded_client():
         if _embedded is not None:
             cluster = _embedded.cluster
             _embedded.close()
-            cluster.close()
+            if cluster is not None:
+                cluster.close()
             _embedded = None
 
 
-def active_client():
+def active_client() -> "Client | None":
     """The distributed client a fit should run on unasked, or None: not inside a Dask task
     (that would pin work to the worker whose thread the task holds). Without distributed
     imported there is none."""
@@ -88,11 +93,11 @@ def active_client():
         return None
 
 
-def in_dask_task():
+def in_dask_task() -> bool:
     return current_worker() is not None
 
 
-def check_client(client):
+def check_client(client: Any) -> "Client":
     from distributed import Client
 
     if not isinstance(client, Client):
@@ -100,7 +105,8 @@ def check_client(client):
     return client
 
 
-def executor_for(client=None, stored_entries=None):
+def executor_for(client: "Client | None" = None,
+                 stored_entries: int | None = None) -> Executor:
     """The executor of a fit, in this order: the client given; the active client; fewer than
     ``ONE_BLOCK_BELOW`` stored entries: this process, synchronous, one block; ``dask.config``'s
     scheduler "synchronous" or "threads": this process on it; inside a Dask task or a

@@ -24,7 +24,7 @@ def save(value, path, digest=False):
     """Write ``value`` to ``path`` (``.npz``; a local path or an fsspec URL), atomically: a
     reader sees all of it or nothing. ``digest``: also store a SHA-256 digest of it (which
     costs a pass over the arrays) for :func:`load` to check."""
-    arrays = []
+    arrays: list[np.ndarray] = []
     structure = _encode(value, arrays)
     write(path, structure, arrays, digest)
 

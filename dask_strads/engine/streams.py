@@ -17,9 +17,9 @@ from .compat import current_worker
 TOPIC = "dask-strads-rounds"
 
 #: client id -> {run id: its stream}: a client's subscription hands events to its runs' streams.
-_STREAMS = {}
+_STREAMS: dict[str, dict[str, "RoundStream"]] = {}
 #: The clients subscribed to the topic (for good: a run's events reach only its stream).
-_SUBSCRIBED = set()
+_SUBSCRIBED: set[str] = set()
 _LOCK = threading.Lock()
 
 
@@ -33,7 +33,7 @@ class RoundStream:
 
     def __init__(self, client, run_id):
         self.client_id, self.run_id = client.id, run_id
-        self._received = deque()
+        self._received: deque[tuple[int, object]] = deque()
         with _LOCK:
             _STREAMS.setdefault(client.id, {})[run_id] = self
             if client.id not in _SUBSCRIBED:

@@ -39,20 +39,21 @@ class ServePlane(WorkerPlugin):
 
     async def serve(self, kind, cell=None, run_id=None, ready=None, timeout=FETCH_SECONDS,
                     key=None, take=False, **what):
-        board = boards.board(self.worker, run_id) if run_id is not None else None
-        try:  # answered before the asker's own timeout, so that it learns what is missing
-            if ready is not None:
-                await board.until(lambda: board.done >= ready, 0.9 * timeout)
+        if run_id is not None:  # a fused epoch's request, answered once its round is posted
+            board = boards.board(self.worker, run_id)
+            try:  # answered before the asker's own timeout, so that it learns what is missing
+                if ready is not None:
+                    await board.until(lambda: board.done >= ready, 0.9 * timeout)
+                if kind == "posted":
+                    key = tuple(key)
+                    if ready is None:
+                        await board.until(lambda: key in board.values, 0.9 * timeout)
+            except asyncio.TimeoutError:
+                return {"status": f"waiting for round {ready} or {key}; rounds posted done up "
+                                  f"to {board.done}"}
             if kind == "posted":
-                key = tuple(key)
-                if ready is None:
-                    await board.until(lambda: key in board.values, 0.9 * timeout)
-        except asyncio.TimeoutError:
-            return {"status": f"waiting for round {ready} or {key}; rounds posted done up to "
-                              f"{board.done}"}
-        if kind == "posted":
-            value = board.values.pop(key, None) if take else board.values.get(key)
-            return {"status": "OK", "value": to_serialize(value)}
+                value = board.values.pop(key, None) if take else board.values.get(key)
+                return {"status": "OK", "value": to_serialize(value)}
         try:
             found = opened(CellRef(cell))
         except RuntimeError:

@@ -147,7 +147,7 @@ class DaskEstimatorMixin:
         name = type(self).__name__
         rounds_per_iteration = max(1, max_rounds // self.max_iter)
         watching = watchers(self.progress, name, max_rounds, rounds_per_iteration, program)
-        client = getattr(executor, "client", None)
+        client = executor.client
         on_cluster = nullcontext()
         if client is not None:
             from distributed import span

@@ -110,7 +110,7 @@ def gathered(values, choose_executor):
     if not lazy:
         return values
     executor = choose_executor(max(values[i].size for i in lazy))
-    client = getattr(executor, "client", None)
+    client = executor.client
     computed = executor.compute(*(as_dask_input(values[i], client) for i in lazy))
     values = list(values)
     for i, value in zip(lazy, computed):

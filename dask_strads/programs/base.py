@@ -8,9 +8,10 @@ the engine is typed: a schedule gives :class:`Instruction` s, a push receives an
 :class:`StopRule` (the engine applies it).
 """
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class Instruction:
     """
 
     carried: int | None = None
-    reads: tuple = ()
+    reads: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Inbox:
     reads."""
 
     carried: object = None
-    messages: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    messages: Mapping[int, object] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class Route(NamedTuple):
@@ -56,7 +57,7 @@ class Report:
 
     objective: float | None = None
 
-    def record(self):
+    def record(self) -> dict[str, Any]:
         """The report as the history's record keeps it: its fields that are not None."""
         return {f.name: value for f in fields(self)
                 if (value := getattr(self, f.name)) is not None}
@@ -69,7 +70,7 @@ class StopRule:
     field: str
     tolerance: float
 
-    def met(self, report):
+    def met(self, report: Report) -> bool:
         value = getattr(report, self.field, None)
         return value is not None and value <= self.tolerance
 
@@ -106,14 +107,14 @@ class Program(ABC):
     """
 
     #: Short name, the ``<program>`` of task keys (``strads-<program>-push-<block>-<round>``).
-    name = "program"
+    name: str = "program"
 
     #: The numba kernel sets its pushes call (names of
     #: ``dask_strads.kernels.compilation.KERNEL_SETS``): a fit that will compile them says so.
-    kernels = ()
+    kernels: tuple[str, ...] = ()
 
     #: Number of carried blocks (0: every parameter stays with its data block).
-    n_carried = 0
+    n_carried: int = 0
 
     #: Whether push updates ``state`` and the carried block in place (and returns them) instead
     #: of building new ones. The engine then hands every value to exactly one later task and
@@ -121,34 +122,35 @@ class Program(ABC):
     #: blocks it works on, and the result is the state after the last round that ran (the
     #: rounds submitted behind a stop run no push). ``shared`` is read by every push and must
     #: never be modified.
-    updates_in_place = False
+    updates_in_place: bool = False
 
     #: Rounds between the state a report describes and the round that sent it. A program that
     #: measures its objective at the start of a push, before updating, reports on the previous
     #: round's state and sets this to 1.
-    report_lag = 0
+    report_lag: int = 0
 
     #: When the fit stops (None: after ``max_rounds``); see :meth:`converged`.
-    stop_rule = None
+    stop_rule: StopRule | None = None
 
     #: Whether ``schedule(t, history)`` ignores ``history``: the engine may then ask for the
     #: instructions, and so for the messages (:func:`routes`), of rounds ahead of the reports.
-    static_schedule = False
+    static_schedule: bool = False
 
-    def prepare_block(self, raw, block_id):
+    def prepare_block(self, raw: Any, block_id: int) -> Any:
         """Turn a raw data block into the form push needs. Runs once, on the block's worker."""
         return raw
 
     @abstractmethod
-    def initial_shared(self):
+    def initial_shared(self) -> Any:
         """The shared value before any block has reported (built on the client, sent once)."""
 
     @abstractmethod
-    def init_block(self, data, block_id):
+    def init_block(self, data: Any, block_id: int) -> tuple[Any, Any]:
         """``(state, partial)`` of a block before round 0; the partials go through one pull."""
 
     @abstractmethod
-    def schedule(self, round_index, history):
+    def schedule(self, round_index: int,
+                 history: list[dict[str, Any]]) -> dict[int, Instruction]:
         """``{block_id: Instruction}`` for this round; blocks left out sit the round out.
 
         ``history`` is the list of records received so far (it may lag a few rounds behind
@@ -156,7 +158,8 @@ class Program(ABC):
         """
 
     @abstractmethod
-    def push(self, block_id, data, state, instruction, shared, inbox):
+    def push(self, block_id: int, data: Any, state: Any, instruction: Instruction, shared: Any,
+             inbox: Inbox) -> tuple:
         """Update block ``block_id`` from its data: return ``(new_state, partial)`` (and the
         carried block, when the instruction takes one). ``inbox``: an :class:`Inbox`.
 
@@ -166,47 +169,47 @@ class Program(ABC):
         """
 
     @abstractmethod
-    def pull(self, partials, shared):
+    def pull(self, partials: dict[int, Any], shared: Any) -> tuple[Any, Report]:
         """Aggregate ``{block_id: partial}`` and commit: return ``(new_shared, report)``, the
         report a :class:`Report`."""
 
-    def retained(self, state):
+    def retained(self, state: Any) -> Any:
         """What the engine keeps of a block's state once the block has a newer one: whatever
         ``collect`` and ``message`` read of it (by default all of it). A program whose state
         holds more than its parameters (scores, gradients) for the next push returns the
         parameters only, so that the older rounds a stop may refer to cost little memory."""
         return state
 
-    def message(self, block_id, data, state, to_block):
+    def message(self, block_id: int, data: Any, state: Any, to_block: int) -> Any:
         """What block ``block_id`` sends to the push of ``to_block`` that reads it (see
         ``reads`` above), from its data and state; runs on ``block_id``'s worker."""
         raise NotImplementedError(f"{type(self).__name__} sends no messages")
 
-    def init_carried(self, carried_id):
+    def init_carried(self, carried_id: int) -> Any:
         """The initial value of a carried block (built on a worker)."""
         raise NotImplementedError(f"{type(self).__name__} has no carried blocks")
 
     @abstractmethod
-    def collect(self, data, state, shared):
+    def collect(self, data: Any, state: Any, shared: Any) -> np.ndarray:
         """The block's fitted parameters as an array, committed with ``shared`` of the same
         round: the chunk of the block in the fit's parameter array."""
 
-    def hand_over(self, data, state, shared):
+    def hand_over(self, data: Any, state: Any, shared: Any) -> np.ndarray:
         """The block's parameters as :meth:`collect` gives them, for the fit's result, after
         which nothing reads ``state``: a program may give away the state's arrays instead of
         copying them (by default it collects)."""
         return self.collect(data, state, shared)
 
-    def collect_carried(self, carried, carried_id):
+    def collect_carried(self, carried: Any, carried_id: int) -> np.ndarray:
         """A carried block's fitted parameters as an array (by default the block itself)."""
         return carried
 
-    def converged(self, report):
+    def converged(self, report: Report) -> bool:
         """Whether the fit stops after the round that sent ``report``: by default what
         :attr:`stop_rule` says."""
         return self.stop_rule is not None and self.stop_rule.met(report)
 
-    def at_stop(self, shared, new_shared):
+    def at_stop(self, shared: Any, new_shared: Any) -> Any:
         """The shared value a stopping round leaves (``shared``: the one its pushes read,
         ``new_shared``: its pull's): by default the pull's. A program whose report measures
         the state its pushes started from, and whose pull gives the blocks a step they have
@@ -214,7 +217,8 @@ class Program(ABC):
         return new_shared
 
 
-def run_sequential(program, data_blocks, max_rounds, staleness=0):
+def run_sequential(program: Program, data_blocks: Sequence[Any], max_rounds: int,
+                   staleness: int = 0) -> tuple:
     """Run a program in a plain loop, without Dask: the reference the engine must reproduce.
 
     Returns ``(parameter_blocks, records)``, or ``(parameter_blocks, records, carried_blocks)``
@@ -240,13 +244,13 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
     shared_by_round = {-1: shared}
     states_by_round = {-1: list(states)}
     carried_by_round = {-1: list(carried)}
-    records = []
+    records: list[dict] = []
     final = -1
     for t in range(max_rounds):
         instructions = checked_instructions(program, program.schedule(t, records))
         source = shared_by_round[max(-1, t - 1 - staleness)]
         before = list(states)  # messages come from the states of the previous round
-        partials = {}
+        partials: dict[int, Any] = {}
         for b, instruction in instructions.items():
             c = instruction.carried
             inbox = Inbox(None if c is None else carried[c],
@@ -276,7 +280,8 @@ def run_sequential(program, data_blocks, max_rounds, staleness=0):
     return params, records
 
 
-def settled_pull(program, partials, shared):
+def settled_pull(program: Program, partials: dict[int, Any],
+                 shared: Any) -> tuple[Any, Report, bool]:
     """``program.pull`` and the engine's stopping test on its report: ``(shared, report,
     stopped)``, the shared value of a stopping round as :meth:`Program.at_stop` leaves it."""
     new_shared, report = program.pull(partials, shared)
@@ -287,24 +292,26 @@ def settled_pull(program, partials, shared):
     return (program.at_stop(shared, new_shared) if stopped else new_shared), report, stopped
 
 
-def round_seed(seed, round_index, block_id):
+def round_seed(seed: int, round_index: int, block_id: int) -> int:
     """The random seed of one block's push in one round: reproducible, different everywhere."""
     return (seed * 1_000_003 + round_index * 1009 + block_id) % (2**31 - 1)
 
 
-def call_push(program, block_id, data, state, instruction, shared, inbox=None):
+def call_push(program: Program, block_id: int, data: Any, state: Any, instruction: Instruction,
+              shared: Any, inbox: Inbox | None = None) -> tuple[Any, Any, Any]:
     """``program.push`` given its inbox: ``(state, partial, new carried block)``, the last None
     when the instruction takes no carried block."""
     pushed = program.push(block_id, data, state, instruction, shared, inbox or Inbox())
     return pushed if instruction.carried is not None else (*pushed, None)
 
 
-def routes(instructions):
+def routes(instructions: Mapping[int, Instruction]) -> tuple[Route, ...]:
     """The messages a round's ``instructions`` send, as :class:`Route` s in block order."""
     return tuple(Route(s, b) for b, i in instructions.items() for s in i.reads)
 
 
-def checked_instructions(program, instructions):
+def checked_instructions(program: Program,
+                         instructions: dict[int, Instruction]) -> dict[int, Instruction]:
     """``instructions`` (a schedule's) once checked: every one an :class:`Instruction`, a
     carried block in one place at a time, and, for a program updating in place, no block read
     in the round that changes it."""
@@ -323,7 +330,7 @@ def checked_instructions(program, instructions):
     return instructions
 
 
-def initial_parameters(values):
+def initial_parameters(values: Any) -> np.ndarray:
     """A block's initial parameters as its prepared data keeps them: all zero (a fit from
     scratch), a read-only view of a single zero, so that the block holds no array of zeros of
     its parameters' size beside its state (copy it to start from)."""
