@@ -147,6 +147,34 @@ def test_implicit_feedback_recommends_as_the_estimator_does(tmp_path):
     assert not (tmp_path / "predicted.csv").exists()
 
 
+def test_recommend_all_writes_every_users_best_items_as_parquet(tmp_path):
+    table = triplet_table()
+    table.to_csv(tmp_path / "clicks.csv", index=False)
+    model_path = tmp_path / "implicit.npz"
+    assert main(["fit", "implicit", str(tmp_path / "clicks.csv"), "-o", str(model_path),
+                 "-p", "n_components=4", "-p", "max_iter=4", "-p", "random_state=0",
+                 "--quiet"]) == 0
+    out = tmp_path / "all.parquet"
+    assert main(["recommend", str(model_path), "--all", "-n", "5", "-o", str(out),
+                 "--quiet"]) == 0
+    reference = ImplicitMatrixFactorization(4, max_iter=4, random_state=0).fit(table)
+    ids, scores = reference.recommend(reference.user_ids_, n=5, return_scores=True)
+    written = pd.read_parquet(out).sort_values(["user", "rank"])
+    assert written["user"].unique().tolist() == reference.user_ids_.tolist()
+    for user, user_ids, user_scores in zip(reference.user_ids_, ids, scores):
+        rows = written[written.user == user]
+        assert rows["item"].tolist() == user_ids.tolist()
+        np.testing.assert_allclose(rows["score"], user_scores)
+    # a folder already written, an output that is not Parquet, or both ways of naming users:
+    # usage errors, nothing written
+    assert main(["recommend", str(model_path), "--all", "-o", str(out), "--quiet"]) == 1
+    assert main(["recommend", str(model_path), "--all", "-o", str(tmp_path / "all.csv")]) == 2
+    (tmp_path / "users.txt").write_text("u00003\n")
+    assert main(["recommend", str(model_path), "--all", "--users", str(tmp_path / "users.txt"),
+                 "-o", str(tmp_path / "some.parquet")]) == 2
+    assert not (tmp_path / "all.csv").exists() and not (tmp_path / "some.parquet").exists()
+
+
 def test_the_example_cluster_script_fits_every_model_on_a_dask_cluster(tmp_path, cli_cluster):
     script = Path(__file__).resolve().parent.parent / "examples" / "cluster_script.py"
     spec = importlib.util.spec_from_file_location("cluster_script", script)

@@ -124,11 +124,17 @@ def _parser():
         "recommend", parents=[common], help="the best items for users (MF, implicit MF)",
         description="MODEL: a model file of MatrixFactorization or "
                     "ImplicitMatrixFactorization. Every user id must be one the model was "
-                    "fitted on.")
+                    "fitted on. With --all, every fitted user's, computed a block of users "
+                    "at a time on the workers holding their factors and written by them.")
     recommend.add_argument("model", metavar="MODEL")
-    recommend.add_argument("--users", required=True, metavar="FILE",
-                           help="user ids: .txt (one a line), .csv/.parquet (column user or "
-                                "the first), .npy")
+    whom = recommend.add_mutually_exclusive_group(required=True)
+    whom.add_argument("--users", metavar="FILE",
+                      help="user ids: .txt (one a line), .csv/.parquet (column user or "
+                           "the first), .npy")
+    whom.add_argument("--all", action="store_true",
+                      help="every fitted user; OUTPUT a new (or empty) folder ending in "
+                           ".parquet, a Parquet file per block of users (user, rank, item, "
+                           "score)")
     recommend.add_argument("-n", type=_positive_int, default=10,
                            help="items per user (default 10)")
     recommend.add_argument("-o", "--output", required=True, metavar="OUTPUT",

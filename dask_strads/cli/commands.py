@@ -104,10 +104,19 @@ def _first_pairs(users, items, missing, n=3):
 
 def recommend(args, client):
     check_output(args.output)
+    if args.all and not args.output.lower().endswith(".parquet"):
+        raise UsageError(f"recommend --all writes a folder of Parquet files: end {args.output} "
+                         "in .parquet")
     model, _ = read_model(args.model)
     if type(model).__name__ not in RECOMMENDERS:
         raise UsageError(f"recommend needs a MatrixFactorization or ImplicitMatrixFactorization "
                          f"model, {args.model} holds a {type(model).__name__}")
+    if args.all:
+        model.client = client
+        model.recommend_all(n=args.n, path=args.output)
+        logger.info("wrote the %d best items of each of %d users to %s", args.n,
+                    len(model.user_ids_), args.output)
+        return
     users = read_ids(args.users, "user", model.user_ids_)
     unknown = positions(model.user_ids_, users) < 0
     if unknown.any():

@@ -19,15 +19,16 @@ from .inputs import (check_dask_matrix, check_magnitude, check_positive_int,
                      to_scipy_if_pydata)
 from .factor_blocks import block_layout, per_iteration, user_item_blocks
 from .mf import _contiguous
-from .mf_pairs import ids_of, known_positions, pairs_of
-from .ranking import seen_pattern, similar_ids, top_items, triplet_rows
+from .mf_pairs import known_positions, pairs_of
+from .ranking import seen_pattern, similar_ids, triplet_rows
+from .recommender import Recommender
 from .ranking_metrics import held_out_pattern, ranking_metrics
 
 #: The k of ``score``: precision at 10.
 SCORE_K = 10
 
 
-class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
+class ImplicitMatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
                                   TransformerMixin, BaseEstimator):
     """Implicit-feedback matrix factorization (Hu, Koren & Volinsky 2008): clicks, plays or
     purchases ``X`` (users x items) as preferences weighted by confidence.
@@ -184,28 +185,21 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
                           accept_sparse=["csr", "csc"], dtype=np.float64)
         return _fold_in(X, self._program, items)
 
-    def recommend(self, users, n=10, exclude_seen=True):
-        """The ``n`` items of highest score ``w_u . h_i`` for each user, best first, as item ids.
-
-        ``users``: ids of fitted users (for a matrix fit, its row indices), or a DataFrame of
-        ``user``, ``item``, ``rating`` triplets whose users (new or not) are folded in from
-        those interactions alone, as ``transform`` does, answered in the order of their sorted
-        ids. ``exclude_seen`` leaves out the items the user interacted with (in the fit; for
-        folded-in users, in the triplets). Returns an array (n_users, n) of item ids; where
-        fewer than ``n`` items are left a row ends with -1 (None for ids that are not numbers).
-        """
-        check_is_fitted(self)
-        check_positive_int(n, "n")
-        items = np.ascontiguousarray(self._in_memory(self.components_).T)
+    def _rows_and_seen(self, users):
+        """The factor rows of ``users`` (ids, or triplets folded in) and the items they
+        interacted with (see :class:`.recommender.Recommender`)."""
         if is_triplet_frame(users):
             _, matrix = triplet_rows(users, self.item_ids_)
             announce_compiling("implicit_mf", emit=logger.info)
-            user_rows = _fold_in(matrix, self._program, items)
-            seen = seen_pattern(matrix, _feedback, None)
-        else:
-            at = known_positions(self.user_ids_, users, "user")
-            user_rows, seen = self._in_memory(self.user_factors_)[at], self._seen[at]
-        return ids_of(self.item_ids_, top_items(user_rows, items, seen, n, exclude_seen))
+            items = np.ascontiguousarray(self._in_memory(self.components_).T)
+            return _fold_in(matrix, self._program, items), seen_pattern(matrix, _feedback, None)
+        at = known_positions(self.user_ids_, users, "user")
+        return self._in_memory(self.user_factors_)[at], self._seen[at]
+
+    def _scoring_rows(self):
+        """User and item factor rows, whose product is the score (Dask arrays for factors
+        kept on the cluster)."""
+        return self.user_factors_, self.components_.T
 
     def similar_items(self, items, n=10):
         """The ``n`` items whose factors have the highest cosine similarity with those of each
@@ -231,8 +225,7 @@ class ImplicitMatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOut
         check_is_fitted(self)
         check_positive_int(k, "k")
         held_out = held_out_pattern(self, X, _interactions, "positive entry")
-        return ranking_metrics(self.user_factors_, self.components_.T, self._seen, held_out, k,
-                               self._executor)
+        return ranking_metrics(*self._scoring_rows(), self._seen, held_out, k, self._executor)
 
     def precision_at_k(self, X, k=SCORE_K):
         """Precision at ``k`` of the recommendations on held-out interactions X (see

@@ -20,9 +20,10 @@ from .factor_blocks import block_layout, per_iteration, user_item_blocks
 from .inputs import (check_dask_matrix, check_magnitude, check_positive_int,
                      check_user_item_matrix, is_dask_array, ratings_of_triplets, stored_values,
                      to_scipy_if_pydata)
-from .mf_pairs import check_pairs, ids_of, known_positions, pairs_of, positions
-from .ranking import pattern, seen_pattern, similar_ids, top_items, triplet_rows
+from .mf_pairs import check_pairs, known_positions, pairs_of, positions
+from .ranking import pattern, seen_pattern, similar_ids, triplet_rows
 from .ranking_metrics import checked_user_matrix, held_out_pattern, ranking_metrics
+from .recommender import Recommender
 
 #: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
 #: coordinate moves more than FOLD_IN_TOL, or FOLD_IN_SWEEPS sweeps.
@@ -35,7 +36,7 @@ def _fitted_on_pairs(estimator):
     return estimator.fitted_on_pairs_
 
 
-class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+class MatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                           BaseEstimator):
     """Matrix completion: ratings ``X ≈ mu + b_i + c_j + W H`` fitted to the stored entries of X.
 
@@ -261,29 +262,27 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
             raise ValueError(f"rows and cols differ in shape: {rows.shape} and {cols.shape}")
         return self._factors().predict(rows, cols)
 
-    def recommend(self, users, n=10, exclude_seen=True):
-        """The ``n`` items of highest predicted rating for each user, best first, as item ids.
-
-        ``users``: ids of fitted users (for a matrix fit, its row indices), or a DataFrame of
-        ``user``, ``item``, ``rating`` triplets whose users (new or not) are folded in from
-        those ratings alone, as ``transform`` does, and answered in the order of their sorted
-        ids. ``exclude_seen`` leaves out the items the user rated (in the fit; for folded-in
-        users, in the triplets). Returns an array (n_users, n) of item ids; where fewer than
-        ``n`` items are left a row ends with -1 (None for ids that are not numbers).
-        """
-        check_is_fitted(self)
-        check_positive_int(n, "n")
-        factors = self._factors()
+    def _rows_and_seen(self, users):
+        """The scoring rows of ``users`` (ids, or triplets folded in) and the items they rated
+        (see :class:`.recommender.Recommender`)."""
         if is_triplet_frame(users):
-            user_rows, seen = self._fold_in_triplets(users)
-        else:
-            rows = known_positions(self.user_ids_, users, "user")
-            user_rows = self._program.rows(factors.user_factors[rows], factors.user_bias[rows],
-                                           USERS)
-            seen = self._seen[rows]
-        # a user row . an item row is the predicted rating, biases included
-        item_rows = self._program.rows(factors.components.T, factors.item_bias, ITEMS)
-        return ids_of(self.item_ids_, top_items(user_rows, item_rows, seen, n, exclude_seen))
+            return self._fold_in_triplets(users)
+        at = known_positions(self.user_ids_, users, "user")
+        return self._in_memory(self._scoring_rows()[0])[at], self._seen[at]
+
+    def _scoring_rows(self):
+        """User and item rows (Dask arrays for factors kept on the cluster) whose product is
+        the predicted rating less ``intercept_``: ``[w, b_u, 1] . [h, 1, b_i]`` with biases,
+        the kernels' layout."""
+        users, items = self.user_factors_, self.components_.T
+        if not self.biases:
+            return users, items
+        user_bias, item_bias = self.user_bias_[:, None], self.item_bias_[:, None]
+        return (np.hstack([users, user_bias, np.ones_like(user_bias)]),
+                np.hstack([items, np.ones_like(item_bias), item_bias]))
+
+    def _score_offset(self):
+        return float(self.intercept_)
 
     def similar_items(self, items, n=10):
         """The ``n`` items whose factors have the highest cosine similarity with those of each
@@ -341,11 +340,7 @@ class MatrixFactorization(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, T
         check_is_fitted(self)
         check_positive_int(k, "k")
         held_out = held_out_pattern(self, X, _stored_entries, "stored entry")
-        # a user row [w, 1] . an item row [h, c] ranks as the predicted rating
-        # numpy's functions give dask arrays for factors kept on the cluster
-        user_rows = np.hstack([self.user_factors_, np.ones_like(self.user_bias_)[:, None]])
-        item_rows = np.hstack([self.components_.T, self.item_bias_[:, None]])
-        return ranking_metrics(user_rows, item_rows, self._seen, held_out, k, self._executor)
+        return ranking_metrics(*self._scoring_rows(), self._seen, held_out, k, self._executor)
 
     def _factors(self):
         return Factors(self.intercept_, *map(self._in_memory, (

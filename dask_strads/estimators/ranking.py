@@ -22,19 +22,64 @@ def best(scores, n):
     return top
 
 
-def top_items(user_rows, item_rows, seen, n, exclude_seen):
-    """Positions of the ``n`` items of highest score ``user_rows @ item_rows.T`` per user, best
-    first, leaving out the items of ``seen`` (a boolean CSR matrix, users x items) when
-    ``exclude_seen``; -1 where fewer are left."""
-    top = np.full((len(user_rows), n), -1, dtype=np.int64)
+def allowed_items(item_ids, filter_items=None, items=None):
+    """Which items may be recommended, as a boolean mask over ``item_ids`` (None: all): those
+    of ``items`` (candidate item ids; None: every item), less those of ``filter_items``. Ids
+    not in the fit are refused."""
+    if filter_items is None and items is None:
+        return None
+    allowed = np.zeros(len(item_ids), dtype=bool)
+    allowed[known_positions(item_ids, items, "item") if items is not None else slice(None)] = True
+    if filter_items is not None:
+        allowed[known_positions(item_ids, filter_items, "item")] = False
+    return allowed
+
+
+def top_items(user_rows, item_rows, seen, n, exclude_seen, allowed=None):
+    """``(positions, scores)`` of the ``n`` items of highest score ``user_rows @ item_rows.T``
+    per user, best first, leaving out the items of ``seen`` (a boolean CSR matrix, users x
+    items) when ``exclude_seen`` and those ``allowed`` (a mask, None: all) leaves out;
+    position -1 and score NaN where fewer are left."""
+    parts = block_best(user_rows, item_rows, seen if exclude_seen else None, 0, n, allowed)
+    return merged_best([parts], n)
+
+
+def block_best(user_rows, item_rows, seen, first, k, allowed=None):
+    """``(positions, scores)`` of each user's ``k`` best items of one item block whose first
+    item is at ``first`` (positions among all items), the items of ``seen`` (boolean CSR, users
+    x all items; None: none) and those ``allowed`` (a mask over all items; None: all) leaves
+    out; -1 and -inf where the block has fewer. Scores are built ``RANKING_ROWS`` users at a
+    time."""
+    top = np.full((len(user_rows), k), -1, dtype=np.int64)
+    kept = np.full((len(user_rows), k), -np.inf)
+    n_block = len(item_rows)
+    refused = None if allowed is None else ~allowed[first:first + n_block]
     for lo in range(0, len(user_rows), RANKING_ROWS):
         chunk = slice(lo, lo + RANKING_ROWS)
-        scores = user_rows[chunk] @ item_rows.T
-        if exclude_seen:
-            rated = seen[chunk].tocoo()
+        scores = np.asarray(user_rows[chunk], dtype=np.float64) @ np.asarray(item_rows).T
+        if seen is not None:
+            rated = seen[chunk, first:first + n_block].tocoo()
             scores[rated.row, rated.col] = -np.inf
-        top[chunk, :min(n, len(item_rows))] = best(scores, n)
-    return top
+        if refused is not None:
+            scores[:, refused] = -np.inf
+        best_here = best(scores, k)
+        top[chunk, :best_here.shape[1]] = np.where(best_here >= 0, best_here + first, -1)
+        kept[chunk, :best_here.shape[1]] = np.where(
+            best_here >= 0, np.take_along_axis(scores, np.maximum(best_here, 0), axis=1),
+            -np.inf)
+    return top, kept
+
+
+def merged_best(parts, k):
+    """``(positions, scores)``: the ``k`` best of the ``(positions, scores)`` of every item
+    block, best first; -1 and NaN past the last."""
+    positions = np.hstack([p for p, _ in parts])
+    scores = np.hstack([s for _, s in parts])
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    top = np.take_along_axis(positions, order, axis=1)
+    kept = np.take_along_axis(scores, order, axis=1)
+    top[kept == -np.inf] = -1
+    return top, np.where(kept == -np.inf, np.nan, kept)
 
 
 def most_similar(vectors, at, n):

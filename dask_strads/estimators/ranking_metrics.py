@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.utils.validation import validate_data
 
 from .inputs import check_dask_matrix, is_dask_array, to_scipy_if_pydata
-from .ranking import RANKING_ROWS, best, seen_pattern
+from .ranking import RANKING_ROWS, block_best, merged_best, seen_pattern
 
 #: The metrics, in the order of the sums a block returns (after precision's denominator).
 METRICS = ("precision", "recall", "map", "ndcg", "auc")
@@ -63,32 +63,11 @@ def _block_sums(user_rows, items, seen, held_out, k, n_items):
     sums = np.zeros(len(METRICS) + 2)
     for lo in range(0, len(users), RANKING_ROWS):
         chunk = users[lo:lo + RANKING_ROWS]
-        parts = [_candidates(user_rows[chunk], rows, seen[chunk], first, k)
+        parts = [block_best(user_rows[chunk], rows, seen[chunk], first, k)
                  for rows, first in items]
-        sums += _metric_sums(_merged(parts, k), held_out[chunk], n_items, k)
+        top, _ = merged_best(parts, k)
+        sums += _metric_sums(top, held_out[chunk], n_items, k)
     return sums
-
-
-def _candidates(user_rows, item_rows, seen, first, k):
-    """(positions, scores) of each user's ``k`` best items of one item block whose first item is
-    at ``first``, the seen ones left out (-1 and -inf where the block has fewer)."""
-    scores = np.asarray(user_rows, dtype=np.float64) @ np.asarray(item_rows).T
-    rated = seen[:, first:first + scores.shape[1]].tocoo()
-    scores[rated.row, rated.col] = -np.inf
-    top = np.full((len(scores), k), -1, dtype=np.int64)
-    top[:, :min(k, scores.shape[1])] = best(scores, k)
-    kept = np.where(top >= 0, np.take_along_axis(scores, np.maximum(top, 0), axis=1), -np.inf)
-    return np.where(top >= 0, top + first, -1), kept
-
-
-def _merged(parts, k):
-    """The ``k`` best of the candidates of every item block, best first (-1 past the last)."""
-    positions = np.hstack([p for p, _ in parts])
-    scores = np.hstack([s for _, s in parts])
-    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    top = np.take_along_axis(positions, order, axis=1)
-    top[np.take_along_axis(scores, order, axis=1) == -np.inf] = -1
-    return top
 
 
 def _metric_sums(top, held_out, n_items, k):

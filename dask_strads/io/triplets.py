@@ -18,13 +18,14 @@ COLUMNS = ("user", "item", "rating")
 _NUMBER = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
 
 
-def require_pandas():
+def require_pandas(purpose="reading (user, item, rating) tables"):
+    """pandas, with pyarrow beside it, or an ImportError saying that ``purpose`` needs them."""
     try:
         import pandas
         import pyarrow  # noqa: F401  (Parquet, and dask.dataframe's strings)
     except ImportError as error:
-        raise ImportError(f"reading (user, item, rating) tables needs pandas and pyarrow "
-                          f"({error}): pip install 'dask_strads[io]'") from None
+        raise ImportError(f"{purpose} needs pandas and pyarrow ({error}): "
+                          "pip install 'dask_strads[io]'") from None
     return pandas
 
 

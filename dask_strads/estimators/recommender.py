@@ -1,0 +1,170 @@
+"""What the factorization estimators share to recommend: the best items for some users, or for
+every user on the workers holding their factors, as ids with their scores.
+
+An estimator using :class:`Recommender` scores a user and an item by the product of their rows
+(:meth:`Recommender._scoring_rows`, plus :meth:`Recommender._score_offset`) and finds the rows of
+the users it is asked about (:meth:`Recommender._rows_and_seen`)."""
+import os
+
+import dask
+import fsspec
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ..io.triplets import require_pandas
+from .inputs import check_positive_int, is_dask_array
+from .mf_pairs import ids_of
+from .ranking import allowed_items, block_best, merged_best, top_items
+
+#: Users a partition of :meth:`Recommender.recommend_all` holds when the factors are in memory.
+USERS_PER_PARTITION = 50_000
+
+
+class Recommender:
+    """``recommend`` and ``recommend_all`` for an estimator with fitted ``user_ids_``,
+    ``item_ids_`` and ``_seen`` (the interactions of the fit: a boolean CSR matrix)."""
+
+    def recommend(self, users, n=10, exclude_seen=True, *, filter_items=None, items=None,
+                  return_scores=False):
+        """The ``n`` items of highest score for each user, best first, as item ids.
+
+        Parameters
+        ----------
+        users : array-like or DataFrame
+            Ids of fitted users (for a matrix fit, its row indices), or a DataFrame of
+            ``user``, ``item``, ``rating`` triplets whose users (new or not) are folded in from
+            those interactions alone, as ``transform`` does, answered in the order of their
+            sorted ids.
+        n : int
+            Items per user.
+        exclude_seen : bool
+            Leave out the items each user interacted with (in the fit; for folded-in users, in
+            the triplets).
+        filter_items : array-like, optional
+            Item ids never recommended.
+        items : array-like, optional
+            The candidate item ids (by default every fitted item).
+        return_scores : bool
+            Also return the scores.
+
+        Returns
+        -------
+        ids : ndarray of shape (n_users, n)
+            Item ids, best first; where fewer than ``n`` items are left a row ends with -1
+            (None for ids that are not numbers).
+        scores : ndarray of shape (n_users, n)
+            With ``return_scores``: each item's score (the predicted rating for
+            MatrixFactorization), NaN where no item is left.
+        """
+        check_is_fitted(self)
+        check_positive_int(n, "n")
+        allowed = allowed_items(self.item_ids_, filter_items, items)
+        user_rows, seen = self._rows_and_seen(users)
+        item_rows = self._in_memory(self._scoring_rows()[1])
+        top, scores = top_items(user_rows, item_rows, seen, n, exclude_seen, allowed)
+        ids = ids_of(self.item_ids_, top)
+        return (ids, scores + self._score_offset()) if return_scores else ids
+
+    def recommend_all(self, n=10, exclude_seen=True, *, filter_items=None, items=None,
+                      path=None):
+        """The ``n`` best items of every fitted user, as ``recommend`` gives them, computed a
+        block of users at a time where their factors are: on the workers holding them when the
+        model keeps its factors on the cluster (``keep_on_cluster=True``), each task scoring its
+        users against the item blocks, so that no worker holds more than its users' block,
+        the item factors and the block's recommendations.
+
+        Parameters
+        ----------
+        n, exclude_seen, filter_items, items
+            As in ``recommend``.
+        path : str, optional
+            Where to write them as Parquet, a file per block of users (a local path, made
+            absolute here, or an fsspec URL the workers can write to), a folder made for them
+            (``part.00000.parquet``, ...); a folder that exists must be empty. Needs pandas and
+            pyarrow (``pip install "dask_strads[io]"``).
+
+        Returns
+        -------
+        pandas.DataFrame or None
+            Without ``path``: columns ``user``, ``rank`` (1 for the best), ``item`` and
+            ``score``, users in the order of ``user_ids_``; with ``path``, None once written.
+        """
+        check_is_fitted(self)
+        check_positive_int(n, "n")
+        pandas = require_pandas("recommend_all")
+        allowed = allowed_items(self.item_ids_, filter_items, items)
+        user_rows, item_rows = self._scoring_rows()
+        parts = [dask.delayed(_recommendations)(rows, item_blocks, seen, user_ids,
+                                                self.item_ids_, n, exclude_seen, allowed,
+                                                self._score_offset())
+                 for rows, seen, user_ids, item_blocks in self._user_blocks(user_rows,
+                                                                            item_rows)]
+        # the fit's cluster while it runs, else the client set, else as a fit of factors' size
+        executor = self._data_executor(user_rows.size + item_rows.size)
+        if path is None:
+            return pandas.concat(executor.compute(*parts), ignore_index=True)
+        path = _empty_folder(path)
+        executor.compute(*[dask.delayed(_write)(part, f"{path}/part.{i:05d}.parquet")
+                                 for i, part in enumerate(parts)])
+        return None
+
+    def _user_blocks(self, user_rows, item_rows):
+        """``(user rows, seen, user ids, item blocks)`` per block of users: the chunks of Dask
+        rows (item blocks: ``(rows, first item)`` per chunk of the item rows), else blocks of
+        ``USERS_PER_PARTITION`` users against all items."""
+        if is_dask_array(item_rows):
+            starts = np.cumsum((0,) + item_rows.chunks[0][:-1])
+            item_blocks = [(rows, int(first)) for rows, first in
+                           zip(item_rows.rechunk({1: -1}).to_delayed().ravel(), starts)]
+        else:
+            item_blocks = [(dask.delayed(item_rows), 0)]
+        if is_dask_array(user_rows):
+            chunks = user_rows.rechunk({1: -1}).to_delayed().ravel()
+            sizes = user_rows.chunks[0]
+        else:
+            sizes = [min(USERS_PER_PARTITION, len(user_rows) - lo)
+                     for lo in range(0, len(user_rows), USERS_PER_PARTITION)]
+            chunks = [user_rows[lo:lo + size] for lo, size in
+                      zip(np.cumsum([0] + sizes[:-1]), sizes)]
+        first = 0
+        for rows, size in zip(chunks, sizes):
+            block = slice(first, first + size)
+            yield rows, self._seen[block], self.user_ids_[block], item_blocks
+            first += size
+
+    def _score_offset(self):
+        """What a score adds to the product of a user's and an item's rows."""
+        return 0.0
+
+
+def _recommendations(user_rows, item_blocks, seen, user_ids, item_ids, n, exclude_seen,
+                     allowed, offset):
+    """The recommendations of one block of users as a pandas DataFrame (see
+    ``recommend_all``)."""
+    pandas = require_pandas("recommend_all")
+    seen = seen if exclude_seen else None
+    top, scores = merged_best([block_best(user_rows, rows, seen, first, n, allowed)
+                               for rows, first in item_blocks], n)
+    found = top >= 0
+    return pandas.DataFrame({"user": np.repeat(user_ids, found.sum(axis=1)),
+                             "rank": np.nonzero(found)[1] + 1,
+                             "item": item_ids[top[found]],
+                             "score": scores[found] + offset})
+
+
+def _write(frame, path):
+    frame.to_parquet(path, index=False)
+
+
+def _empty_folder(path):
+    """``path`` (made absolute where the call runs if local: the workers may run elsewhere) as
+    a new or empty folder."""
+    path = os.fspath(path)
+    fs, inside = fsspec.core.url_to_fs(path)
+    if "://" not in path:
+        path = inside = os.path.abspath(path)
+    if fs.exists(inside) and (not fs.isdir(inside) or fs.ls(inside)):
+        raise ValueError(f"{path} exists and is not an empty folder: recommend_all writes a "
+                         "folder of Parquet files; remove it or give another path")
+    fs.makedirs(inside, exist_ok=True)
+    return path

@@ -1,0 +1,168 @@
+"""Recommendations with their scores, candidate and filtered items, and for every user at once:
+implicit MF against the ``implicit`` library's ``recommend`` on the same factors, MF against its
+predicted ratings ranked by numpy; in memory, and with the factors kept on 2 worker processes,
+where every block of users is scored on the workers and written as Parquet."""
+import numpy as np
+import pandas as pd
+import pytest
+from implicit.cpu.als import AlternatingLeastSquares
+
+import dask_strads
+from dask_strads import ImplicitMatrixFactorization, MatrixFactorization
+from test_ranking_metrics import interactions
+
+N = 6
+
+
+def implicit_model(**kwargs):
+    return ImplicitMatrixFactorization(4, max_iter=4, random_state=0, **kwargs)
+
+
+def mf_model(**kwargs):
+    return MatrixFactorization(3, alpha_W=1.0, alpha_bias=1.0, max_iter=4, random_state=0,
+                               **kwargs)
+
+
+def implicit_library_recommend(est, train, users, **kwargs):
+    """implicit's ``recommend`` of a model of ``est``'s factors (item ids as lists, as implicit
+    0.7 takes them)."""
+    model = AlternatingLeastSquares(factors=est.n_components, dtype=np.float64)
+    model.user_factors = np.ascontiguousarray(np.asarray(est.user_factors_), dtype=np.float64)
+    model.item_factors = np.ascontiguousarray(np.asarray(est.components_).T, dtype=np.float64)
+    return model.recommend(users, train[users], N=N,
+                           **{name: list(ids) for name, ids in kwargs.items()})
+
+
+def ranked_predictions(est, train, users, allowed=None):
+    """Item ids and predicted ratings of each user's N best unrated items, by numpy."""
+    W, H = np.asarray(est.user_factors_), np.asarray(est.components_)
+    predicted = (est.intercept_ + np.asarray(est.user_bias_)[:, None]
+                 + np.asarray(est.item_bias_) + W @ H)[users]
+    predicted[train[users].toarray() != 0] = -np.inf
+    if allowed is not None:
+        predicted[:, ~allowed] = -np.inf
+    top = np.argsort(-predicted, axis=1, kind="stable")[:, :N]
+    return top, np.take_along_axis(predicted, top, axis=1)
+
+
+def test_implicit_recommend_equals_implicits_with_scores_candidates_and_filters():
+    train, _ = interactions(4)
+    est = implicit_model().fit(train)
+    users = np.arange(0, 150, 7)
+    candidates, banned = np.arange(10, 80), np.array([12, 30, 31])
+    # implicit takes items or filter_items, not both: candidates less the banned ones
+    for kwargs, implicits in (({}, {}), ({"items": candidates}, {"items": candidates}),
+                              ({"filter_items": banned}, {"filter_items": banned}),
+                              ({"items": candidates, "filter_items": banned},
+                               {"items": np.setdiff1d(candidates, banned)})):
+        ids, scores = est.recommend(users, n=N, return_scores=True, **kwargs)
+        expected_ids, expected_scores = implicit_library_recommend(est, train, users,
+                                                                   **implicits)
+        np.testing.assert_array_equal(ids, expected_ids)
+        np.testing.assert_allclose(scores, expected_scores, rtol=1e-5)
+    np.testing.assert_array_equal(est.recommend(users, n=N), ids_without_filters(est, users))
+
+
+def ids_without_filters(est, users):
+    return est.recommend(users, n=N, return_scores=True)[0]
+
+
+def test_mf_recommend_scores_are_the_predicted_ratings():
+    train, _ = interactions(5)
+    est = mf_model().fit(train)
+    users = np.arange(0, 150, 11)
+    ids, scores = est.recommend(users, n=N, return_scores=True)
+    top, predicted = ranked_predictions(est, train, users)
+    np.testing.assert_array_equal(ids, top)
+    np.testing.assert_allclose(scores, predicted)
+    np.testing.assert_allclose(scores, est.predict_entries(np.repeat(users, N), ids.ravel())
+                               .reshape(ids.shape))
+    allowed = np.ones(train.shape[1], dtype=bool)
+    allowed[[0, 3, 5]] = False
+    np.testing.assert_array_equal(est.recommend(users, n=N, filter_items=[0, 3, 5]),
+                                  ranked_predictions(est, train, users, allowed)[0])
+
+
+def test_too_few_candidates_end_rows_with_minus_one_and_nan():
+    train, _ = interactions(6)
+    est = implicit_model().fit(train)
+    ids, scores = est.recommend([0, 1], n=N, items=[2, 4], exclude_seen=False,
+                                return_scores=True)
+    assert set(ids[0, :2]) == {2, 4} and (ids[:, 2:] == -1).all()
+    assert np.isnan(scores[:, 2:]).all() and np.isfinite(scores[:, :2]).all()
+
+
+def test_unknown_candidate_or_filtered_items_are_refused_by_name():
+    train, _ = interactions(6)
+    est = implicit_model().fit(train)
+    with pytest.raises(ValueError, match=r"unknown item ids.*\[1000\]"):
+        est.recommend([0], filter_items=[1, 1000])
+    with pytest.raises(ValueError, match=r"unknown item ids.*\[-3\]"):
+        est.recommend_all(items=[-3])
+
+
+def as_lists(frame):
+    """{user: (items best first, scores)} of a recommend_all table."""
+    frame = frame.sort_values(["user", "rank"])
+    return {user: (group["item"].to_numpy(), group["score"].to_numpy())
+            for user, group in frame.groupby("user")}
+
+
+@pytest.mark.parametrize("model", [implicit_model, mf_model])
+def test_recommend_all_in_memory_equals_recommend_for_every_user(model):
+    train, _ = interactions(7)
+    est = model().fit(train)
+    users = np.arange(train.shape[0])
+    ids, scores = est.recommend(users, n=N, filter_items=[1, 2], return_scores=True)
+    frame = est.recommend_all(n=N, filter_items=[1, 2])
+    assert list(frame.columns) == ["user", "rank", "item", "score"]
+    assert (frame.groupby("user")["rank"].max() == N).all()
+    found = as_lists(frame)
+    assert sorted(found) == users.tolist()
+    for u in users:
+        np.testing.assert_array_equal(found[u][0], ids[u])
+        np.testing.assert_allclose(found[u][1], scores[u])
+
+
+@pytest.mark.cluster
+def test_recommend_all_on_the_workers_writes_parquet_equal_to_the_references(
+        client_factory, tmp_path, monkeypatch):
+    train, _ = interactions(8)
+    client = client_factory(2)
+    users = np.arange(train.shape[0])
+    for model in (implicit_model, mf_model):
+        est = model(keep_on_cluster=True)
+        est.client = client
+        est.fit(train)
+        assert len(est.user_factors_.chunks[0]) == 2  # a block of users per worker
+        in_memory = model().fit(train)  # the same fit, its factors here: the references
+        if model is implicit_model:
+            expected = implicit_library_recommend(in_memory, train, users)
+        else:
+            expected = ranked_predictions(in_memory, train, users)
+        monkeypatch.chdir(tmp_path)  # a relative path is written where the call runs
+        assert est.recommend_all(n=N, path="all.parquet") is None
+        written = pd.read_parquet(tmp_path / "all.parquet")
+        assert len(list((tmp_path / "all.parquet").glob("*.parquet"))) == 2
+        found = as_lists(written)
+        for u in users:
+            np.testing.assert_array_equal(found[u][0], expected[0][u])
+            np.testing.assert_allclose(found[u][1], expected[1][u], rtol=1e-5)
+        (tmp_path / "all.parquet").rename(tmp_path / f"{model.__name__}.parquet")
+
+
+def test_recommend_all_of_a_loaded_model_refuses_a_folder_in_use(tmp_path):
+    train, _ = interactions(9)
+    est = implicit_model().fit(train)
+    dask_strads.save(est, tmp_path / "model.strads")
+    loaded = dask_strads.load(tmp_path / "model.strads")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("kept")
+    with pytest.raises(ValueError, match="not an empty folder"):
+        loaded.recommend_all(path=tmp_path / "out")
+    assert (tmp_path / "out" / "notes.txt").read_text() == "kept"
+    loaded.recommend_all(n=N, path=tmp_path / "all")
+    written = as_lists(pd.read_parquet(tmp_path / "all"))
+    ids = est.recommend(np.arange(train.shape[0]), n=N)
+    for u, (items, _) in written.items():
+        np.testing.assert_array_equal(items, ids[u])
