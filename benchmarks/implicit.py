@@ -103,7 +103,7 @@ def split(X, seed):
 def precision_at_k(user_factors, item_factors, train, test, k=K):
     users = np.flatnonzero(np.diff(test.indptr))
     seen = pattern(train.indptr, train.indices, train.shape[1])[users]
-    top = top_items(user_factors[users], item_factors, seen, k, exclude_seen=True)
+    top, _ = top_items(user_factors[users], item_factors, seen, k, exclude_seen=True)
     hits = test[users[:, None], np.maximum(top, 0)].toarray().astype(bool) & (top >= 0)
     return float(hits.sum() / np.minimum(k, np.diff(test.indptr)[users]).sum())
 

@@ -5,6 +5,7 @@ where every block of users is scored on the workers and written as Parquet."""
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 from implicit.cpu.als import AlternatingLeastSquares
 
 import dask_strads
@@ -166,3 +167,78 @@ def test_recommend_all_of_a_loaded_model_refuses_a_folder_in_use(tmp_path):
     ids = est.recommend(np.arange(train.shape[0]), n=N)
     for u, (items, _) in written.items():
         np.testing.assert_array_equal(items, ids[u])
+
+
+def triplets_of(matrix, user_ids):
+    """The stored entries of rows of ``matrix`` as triplets, under ``user_ids``."""
+    coo = matrix.tocoo()
+    return pd.DataFrame({"user": np.asarray(user_ids)[coo.row], "item": coo.col,
+                         "rating": coo.data})
+
+
+def implicit_closed_form(est, interactions):
+    """Each user's factors minimising sum_i (1 + alpha x_i) (p_i - w . h_i)^2 + lambda |w|^2."""
+    H = np.asarray(est.components_).T
+    rows = []
+    for x in interactions.toarray():
+        confidence = 1 + est.alpha * np.abs(x)
+        gram = H.T @ (confidence[:, None] * H) + est.regularization * np.eye(H.shape[1])
+        rows.append(np.linalg.solve(gram, H.T @ (confidence * (x > 0))))
+    return np.array(rows)
+
+
+def mf_closed_form(est, ratings):
+    """Each user's (w, b) minimising sum over rated i of (r_i - mu - c_i - b - w . h_i)^2 +
+    alpha_W |w|^2 + alpha_bias b^2."""
+    H, c = np.asarray(est.components_).T, np.asarray(est.item_bias_)
+    penalty = np.diag([est.alpha_W] * H.shape[1] + [est.alpha_bias])
+    factors, biases = [], []
+    for row in ratings:
+        design = np.hstack([H[row.indices], np.ones((row.nnz, 1))])
+        target = row.data - est.intercept_ - c[row.indices]
+        solved = np.linalg.solve(design.T @ design + penalty, design.T @ target)
+        factors.append(solved[:-1])
+        biases.append(solved[-1])
+    return np.array(factors), np.array(biases)
+
+
+@pytest.mark.parametrize("model", [implicit_model, mf_model])
+def test_partial_fit_users_adds_new_users_and_replaces_changed_ones(model):
+    train, _ = interactions(10)
+    train = train[train.getnnz(axis=1) > 0]  # a user is known by its interactions
+    n_users = train.shape[0]
+    fitted, extra = train[:120], train[120:]  # users from 120 on are new to the model
+    est = model().fit(triplets_of(fitted, np.arange(120)))
+    items, before = est.components_.copy(), est.user_factors_.copy()
+    changed = sp.csr_matrix(train[[3, 7]].toarray()[:, ::-1])  # users 3 and 7, other tastes
+    updates = pd.concat([triplets_of(extra, np.arange(120, n_users)),
+                         triplets_of(changed, [3, 7])])
+    assert est.partial_fit_users(updates) is est
+    np.testing.assert_array_equal(est.user_ids_, np.arange(n_users))
+    np.testing.assert_array_equal(est.components_, items)  # the items stay
+    unchanged = np.setdiff1d(np.arange(120), [3, 7])
+    np.testing.assert_array_equal(est.user_factors_[unchanged], before[unchanged])
+    new_rows = sp.vstack([changed, extra], format="csr")
+    at = np.r_[3, 7, np.arange(120, n_users)]
+    if model is implicit_model:
+        np.testing.assert_allclose(est.user_factors_[at], implicit_closed_form(est, new_rows),
+                                   atol=1e-8)
+    else:
+        factors, biases = mf_closed_form(est, new_rows)
+        np.testing.assert_allclose(est.user_factors_[at], factors, atol=1e-6)
+        np.testing.assert_allclose(est.user_bias_[at], biases, atol=1e-6)
+    # the new interactions are what recommendations now leave out
+    assert not set(est.recommend([3], n=N)[0]) & set(changed[0].indices)
+    assert not set(est.recommend([140], n=N)[0]) & set(extra[20].indices)
+
+
+def test_partial_fit_users_refuses_unknown_items_and_other_input_keeping_the_model():
+    train, _ = interactions(11)
+    est = implicit_model().fit(triplets_of(train, np.arange(150)))
+    before = est.user_factors_.copy()
+    with pytest.raises(ValueError, match=r"unknown item ids.*\[500\]"):
+        est.partial_fit_users(pd.DataFrame({"user": [1], "item": [500], "rating": [1.0]}))
+    with pytest.raises(TypeError, match="DataFrame of user, item, rating triplets"):
+        est.partial_fit_users(train)
+    np.testing.assert_array_equal(est.user_factors_, before)
+    assert len(est.user_ids_) == 150

@@ -189,12 +189,18 @@ class ImplicitMatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePref
         """The factor rows of ``users`` (ids, or triplets folded in) and the items they
         interacted with (see :class:`.recommender.Recommender`)."""
         if is_triplet_frame(users):
-            _, matrix = triplet_rows(users, self.item_ids_)
-            announce_compiling("implicit_mf", emit=logger.info)
-            items = np.ascontiguousarray(self._in_memory(self.components_).T)
-            return _fold_in(matrix, self._program, items), seen_pattern(matrix, _feedback, None)
+            folded, seen = self._folded_in_users(triplet_rows(users, self.item_ids_)[1])
+            return folded["user_factors_"], seen
         at = known_positions(self.user_ids_, users, "user")
         return self._in_memory(self.user_factors_)[at], self._seen[at]
+
+    def _folded_in_users(self, matrix):
+        """``({"user_factors_": rows}, seen)`` of users fitted to their interactions ``matrix``
+        (CSR over the fitted items), the items held fixed."""
+        announce_compiling("implicit_mf", emit=logger.info)
+        items = np.ascontiguousarray(self._in_memory(self.components_).T)
+        return ({"user_factors_": _fold_in(matrix, self._program, items)},
+                seen_pattern(matrix, _feedback, None))
 
     def _scoring_rows(self):
         """User and item factor rows, whose product is the score (Dask arrays for factors

@@ -266,9 +266,16 @@ class MatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePrefixFeatur
         """The scoring rows of ``users`` (ids, or triplets folded in) and the items they rated
         (see :class:`.recommender.Recommender`)."""
         if is_triplet_frame(users):
-            return self._fold_in_triplets(users)
+            return self._fold_in(triplet_rows(users, self.item_ids_)[1])
         at = known_positions(self.user_ids_, users, "user")
         return self._in_memory(self._scoring_rows()[0])[at], self._seen[at]
+
+    def _folded_in_users(self, matrix):
+        """``({fitted per-user array: rows}, seen)`` of users fitted to their ratings ``matrix``
+        (CSR over the fitted items), the items held fixed."""
+        rows, seen = self._fold_in(matrix)
+        factors, bias = self._program.split(rows, USERS)
+        return {"user_factors_": factors, "user_bias_": bias}, seen
 
     def _scoring_rows(self):
         """User and item rows (Dask arrays for factors kept on the cluster) whose product is
@@ -296,10 +303,9 @@ class MatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePrefixFeatur
         check_is_fitted(self)
         return similar_ids(self.user_ids_, self._factors().user_factors, users, n, "user")
 
-    def _fold_in_triplets(self, triplets):
-        """The folded-in rows of the users of a table of triplets, and the items they rated
-        (a boolean CSR matrix over the fitted items); ratings of unknown items are refused."""
-        _, matrix = triplet_rows(triplets, self.item_ids_)
+    def _fold_in(self, matrix):
+        """The rows of users fitted to their ratings ``matrix`` (CSR over the fitted items), the
+        items held fixed, and the items they rated (a boolean CSR matrix)."""
         announce_compiling("mf", emit=logger.info)
         factors = self._factors()
         item_rows = self._program.rows(factors.components.T, factors.item_bias, ITEMS)

@@ -1,20 +1,23 @@
 """What the factorization estimators share to recommend: the best items for some users, or for
-every user on the workers holding their factors, as ids with their scores.
+every user on the workers holding their factors, as ids with their scores; and new or changed
+users folded into the model.
 
 An estimator using :class:`Recommender` scores a user and an item by the product of their rows
 (:meth:`Recommender._scoring_rows`, plus :meth:`Recommender._score_offset`) and finds the rows of
-the users it is asked about (:meth:`Recommender._rows_and_seen`)."""
+the users it is asked about (:meth:`Recommender._rows_and_seen`) or given the interactions of
+(:meth:`Recommender._folded_in_users`)."""
 import os
 
 import dask
 import fsspec
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from ..io.triplets import require_pandas
+from ..io.triplets import is_triplet_frame, require_pandas
 from .inputs import check_positive_int, is_dask_array
 from .mf_pairs import ids_of
-from .ranking import allowed_items, block_best, merged_best, top_items
+from .ranking import allowed_items, block_best, merged_best, top_items, triplet_rows
 
 #: Users a partition of :meth:`Recommender.recommend_all` holds when the factors are in memory.
 USERS_PER_PARTITION = 50_000
@@ -107,6 +110,49 @@ class Recommender:
         executor.compute(*[dask.delayed(_write)(part, f"{path}/part.{i:05d}.parquet")
                                  for i, part in enumerate(parts)])
         return None
+
+    def partial_fit_users(self, triplets):
+        """Fit the factors of the users of ``triplets`` from those interactions alone, the item
+        factors held fixed, and keep them in the model: new users join ``user_ids_`` (kept
+        sorted), and a known user's factors and seen items are replaced by those of its
+        interactions here (as the ``implicit`` library's ``partial_fit_users``). No other user
+        or item changes, so it costs a fold-in, not a refit: a full refit would also move the
+        items (see the estimator's guide for the gap measured).
+
+        Parameters
+        ----------
+        triplets : DataFrame
+            ``user``, ``item``, ``rating`` rows: every interaction of each user it names, with
+            items of the fit only.
+
+        Returns
+        -------
+        self
+            With its fitted arrays in memory (factors kept on the cluster are gathered).
+        """
+        check_is_fitted(self)
+        if not is_triplet_frame(triplets):
+            raise TypeError("partial_fit_users takes a DataFrame of user, item, rating "
+                            f"triplets, got {type(triplets).__name__}")
+        user_ids, matrix = triplet_rows(triplets, self.item_ids_)
+        folded, seen = self._folded_in_users(matrix)
+        for name, value in list(vars(self).items()):
+            if name.endswith("_") and is_dask_array(value):
+                setattr(self, name, self._in_memory(value))
+        merged_ids = np.union1d(self.user_ids_, user_ids)
+        old_at = np.searchsorted(merged_ids, self.user_ids_)
+        new_at = np.searchsorted(merged_ids, user_ids)
+        for name, rows in folded.items():
+            current = np.asarray(self._in_memory(getattr(self, name)))
+            merged = np.zeros((len(merged_ids),) + current.shape[1:], dtype=current.dtype)
+            merged[old_at], merged[new_at] = current, rows
+            setattr(self, name, merged)
+        source = np.empty(len(merged_ids), dtype=np.int64)
+        source[old_at] = np.arange(len(self.user_ids_))
+        source[new_at] = len(self.user_ids_) + np.arange(len(user_ids))
+        self._seen = sp.vstack([self._seen, seen], format="csr")[source]
+        self.user_ids_ = merged_ids
+        return self
 
     def _user_blocks(self, user_rows, item_rows):
         """``(user rows, seen, user ids, item blocks)`` per block of users: the chunks of Dask
