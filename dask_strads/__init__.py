@@ -8,7 +8,8 @@ import importlib.util
 
 __version__ = "0.1.0"
 
-__all__ = ["ElasticNet", "ElasticNetCV", "Engine", "ImplicitMatrixFactorization", "Lasso",
+__all__ = ["BayesianPersonalizedRanking", "ElasticNet", "ElasticNetCV", "Engine",
+           "ImplicitMatrixFactorization", "Lasso",
            "LassoCV", "LatentDirichletAllocation", "LogisticRegression", "MatrixFactorization",
            "Program", "RatingsMatrix", "close_embedded_client", "embedded_client", "enet_path",
            "lasso_path", "load", "run_sequential", "save"]
@@ -27,6 +28,10 @@ def __getattr__(name):
         from . import estimators
 
         return getattr(estimators, name)
+    if name == "BayesianPersonalizedRanking":
+        from .estimators.bpr import BayesianPersonalizedRanking
+
+        return BayesianPersonalizedRanking
     if name == "ImplicitMatrixFactorization":
         from .estimators.implicit_mf import ImplicitMatrixFactorization
 

@@ -98,4 +98,7 @@ STATES = {
         optional=NAMES, checks=(_mf_program_matches,)),
     "ImplicitMatrixFactorization": State({**FEATURES, **FACTORS,
                                           "_program": IMPLICIT_PROGRAM}, optional=NAMES),
+    "BayesianPersonalizedRanking": State(
+        {**FEATURES, **FACTORS, "item_bias_": Array(FLOATS, ("n_features_in_",))},
+        optional=NAMES),
 }

@@ -147,6 +147,25 @@ def test_implicit_feedback_recommends_as_the_estimator_does(tmp_path):
     assert not (tmp_path / "predicted.csv").exists()
 
 
+def test_bpr_fits_and_recommends_as_the_estimator_does(tmp_path):
+    table = triplet_table()
+    table.to_parquet(tmp_path / "clicks.parquet", index=False)
+    model_path = tmp_path / "bpr.npz"
+    assert main(["fit", "bpr", str(tmp_path / "clicks.parquet"), "-o", str(model_path),
+                 "-p", "n_components=4", "-p", "max_iter=5", "-p", "random_state=0",
+                 "--quiet"]) == 0
+    (tmp_path / "users.txt").write_text("u00003\nu00011\n")
+    assert main(["recommend", str(model_path), "--users", str(tmp_path / "users.txt"), "-n", "4",
+                 "-o", str(tmp_path / "top.csv"), "--quiet"]) == 0
+    reference = dask_strads.BayesianPersonalizedRanking(4, max_iter=5, random_state=0).fit(table)
+    top = pd.read_csv(tmp_path / "top.csv")
+    for user, items in zip(["u00003", "u00011"], reference.recommend(["u00003", "u00011"], n=4)):
+        assert top[top.user == user].sort_values("rank")["item"].tolist() == items.tolist()
+    (tmp_path / "pairs.csv").write_text("user,item\nu00003,101\n")
+    assert main(["predict", str(model_path), str(tmp_path / "pairs.csv"), "-o",
+                 str(tmp_path / "predicted.csv")]) == 2  # it ranks, predicts no values
+
+
 def test_recommend_all_writes_every_users_best_items_as_parquet(tmp_path):
     table = triplet_table()
     table.to_csv(tmp_path / "clicks.csv", index=False)

@@ -4,7 +4,8 @@ The checks fit many small estimators without a client: they run on the session's
 two-worker cluster, made the current client for each check, rather than on the embedded one.
 LDA is tagged categorical so that the checks feed it integer counts (docs/lda.md);
 MatrixFactorization reads the dense arrays they feed as fully observed ratings;
-ImplicitMatrixFactorization reads their negative values as negative feedback.
+ImplicitMatrixFactorization reads their negative values as negative feedback;
+BayesianPersonalizedRanking is tagged positive-only (it ranks interactions).
 """
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -25,6 +26,7 @@ def current_client(client_factory):
                           dask_strads.LatentDirichletAllocation(max_iter=5),
                           dask_strads.MatrixFactorization(),
                           dask_strads.ImplicitMatrixFactorization(max_iter=1),
+                          dask_strads.BayesianPersonalizedRanking(4, max_iter=2),
                           dask_strads.LogisticRegression(),
                           # tol: the sample-weight checks compare a weighted fit with one of
                           # repeated rows; at tol=1e-4 both stop within the gap, 5e-4 apart

@@ -13,7 +13,10 @@ from .parameters import UsageError, estimator_class, parse_parameters
 #: Estimators whose predictions are ``transform``'s rows rather than ``predict``'s values.
 TRANSFORMERS = {"LatentDirichletAllocation"}
 #: Estimators that recommend items to users.
-RECOMMENDERS = {"MatrixFactorization", "ImplicitMatrixFactorization"}
+RECOMMENDERS = {"MatrixFactorization", "ImplicitMatrixFactorization",
+                "BayesianPersonalizedRanking"}
+#: Recommenders that rank items and predict no values.
+RANKERS = {"ImplicitMatrixFactorization", "BayesianPersonalizedRanking"}
 #: Formats read as a table of (user, item, rating) rows, which only recommenders fit.
 TABLES = {"parquet", "csv"}
 
@@ -55,9 +58,9 @@ def predict(args, client):
     model, _ = read_model(args.model)
     model.client = client
     name = type(model).__name__
-    if name == "ImplicitMatrixFactorization":
-        raise UsageError(f"{args.model} holds an ImplicitMatrixFactorization, which predicts no "
-                         "values (it ranks items): use recommend")
+    if name in RANKERS:
+        raise UsageError(f"{args.model} holds a {name}, which predicts no values (it ranks "
+                         "items): use recommend")
     if name == "MatrixFactorization":
         columns = _predicted_pairs(model, args.input, args.format, args.unknown)
     else:
@@ -109,8 +112,8 @@ def recommend(args, client):
                          "in .parquet")
     model, _ = read_model(args.model)
     if type(model).__name__ not in RECOMMENDERS:
-        raise UsageError(f"recommend needs a MatrixFactorization or ImplicitMatrixFactorization "
-                         f"model, {args.model} holds a {type(model).__name__}")
+        raise UsageError(f"recommend needs a model of {', '.join(sorted(RECOMMENDERS))}, "
+                         f"{args.model} holds a {type(model).__name__}")
     if args.all:
         model.client = client
         model.recommend_all(n=args.n, path=args.output)

@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import (InvalidParameterError,
 
 #: ``dask-strads fit`` names and the estimators they build.
 ESTIMATORS = {
+    "bpr": "BayesianPersonalizedRanking",
     "elasticnet": "ElasticNet",
     "implicit": "ImplicitMatrixFactorization",
     "lasso": "Lasso",

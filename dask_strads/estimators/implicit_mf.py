@@ -10,25 +10,23 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ..io.triplets import is_triplet_frame
 from ..kernels.compilation import announce_compiling
 from ..log import logger
-from ..programs.implicit_mf import ImplicitMFProgram, feedback_entries, positive_entries
+from ..programs.implicit_mf import ImplicitMFProgram, feedback_entries
 from ..programs.mf import observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .inputs import (check_dask_matrix, check_magnitude, check_positive_int,
-                     check_user_item_matrix, is_dask_array, ratings_of_triplets, stored_values,
-                     to_scipy_if_pydata)
+from .inputs import (check_dask_matrix, check_magnitude, check_user_item_matrix, is_dask_array,
+                     nonzero_counts, ratings_of_triplets, to_scipy_if_pydata,
+                     value_range_stats)
 from .factor_blocks import block_layout, per_iteration, user_item_blocks
 from .mf import _contiguous
 from .mf_pairs import known_positions, pairs_of
 from .ranking import seen_pattern, similar_ids, triplet_rows
+from .ranking_metrics import RanksHeldOutInteractions
 from .recommender import Recommender
-from .ranking_metrics import held_out_pattern, ranking_metrics
 
 #: The k of ``score``: precision at 10.
-SCORE_K = 10
-
-
-class ImplicitMatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin,
+class ImplicitMatrixFactorization(Recommender, RanksHeldOutInteractions, DaskEstimatorMixin,
+                                  ClassNamePrefixFeaturesOutMixin,
                                   TransformerMixin, BaseEstimator):
     """Implicit-feedback matrix factorization (Hu, Koren & Volinsky 2008): clicks, plays or
     purchases ``X`` (users x items) as preferences weighted by confidence.
@@ -111,9 +109,9 @@ class ImplicitMatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePref
         """X checked without touching the estimator, its interactions counted per user and per
         item, and the executor a dask X was checked on (else None)."""
         X, (lowest, largest), per_user, per_item, executor = check_user_item_matrix(
-            X, self, _value_stats, 3,
+            X, self, value_range_stats, 3,
             lambda stats: [stats[..., 0].min(), stats[..., 1].min(), stats[..., 2].max()],
-            _feedback_counts)
+            nonzero_counts)
         check_magnitude(max(largest, -lowest), "X")
         if largest <= 0:
             raise ValueError("X has no positive entry: there is no interaction to fit")
@@ -220,32 +218,6 @@ class ImplicitMatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePref
         check_is_fitted(self)
         return similar_ids(self.user_ids_, self._in_memory(self.user_factors_), users, n, "user")
 
-    def ranking_metrics(self, X, k=SCORE_K):
-        """Precision, recall, MAP, NDCG and AUC at ``k`` of the recommendations on held-out
-        interactions X (a matrix of the fitted users and items whose positive entries are the
-        held-out interactions; numpy, scipy.sparse or Dask), as a dict: each user with
-        held-out interactions gets the top ``k`` items not seen in the fit (the definitions of
-        the ``implicit`` library's ``ranking_metrics_at_k``, see
-        :mod:`dask_strads.estimators.ranking_metrics`). Factors kept on the cluster are scored
-        there, block against block."""
-        check_is_fitted(self)
-        check_positive_int(k, "k")
-        held_out = held_out_pattern(self, X, _interactions, "positive entry")
-        return ranking_metrics(*self._scoring_rows(), self._seen, held_out, k, self._executor)
-
-    def precision_at_k(self, X, k=SCORE_K):
-        """Precision at ``k`` of the recommendations on held-out interactions X (see
-        ``ranking_metrics``): the number of held-out items among each user's top ``k`` unseen
-        ones, summed over users, divided by the sum over users of ``min(k, their held-out
-        count)`` (the ``implicit`` library's definition: 1 is perfect even for users with fewer
-        than ``k`` held-out items)."""
-        return self.ranking_metrics(X, k)["precision"]
-
-    def score(self, X, y=None):
-        """Precision at 10 (``precision_at_k(X, k=10)``) on the held-out interactions X: higher
-        is better, as scikit-learn's model selection expects; y is ignored."""
-        return self.precision_at_k(X, SCORE_K)
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
@@ -267,24 +239,3 @@ def _fold_in(X, program, items):
 def _feedback(chunk):
     """The entries of a chunk the fit reads (and recommendations leave out): the nonzero ones."""
     return feedback_entries(*observed(chunk, axis=0))[:2]
-
-
-def _interactions(chunk):
-    """The positive entries of a chunk: held-out interactions."""
-    return positive_entries(*observed(chunk, axis=0))[:2]
-
-
-def _value_stats(block):
-    """[[[finite, smallest value, largest value]]] of the stored entries of a chunk."""
-    values = stored_values(block)
-    finite = bool(np.all(np.isfinite(values)))
-    if not (finite and values.size):
-        return np.array([[[float(finite), 0.0, 0.0]]])
-    return np.array([[[1.0, float(values.min()), float(values.max())]]])
-
-
-def _feedback_counts(block, axis):
-    """Nonzero entries of a chunk per row (axis 0, as a column) or per column (axis 1)."""
-    block = to_scipy_if_pydata(block)
-    counts = np.asarray((block != 0).sum(axis=1 - axis)).ravel()
-    return counts[:, None] if axis == 0 else counts[None, :]

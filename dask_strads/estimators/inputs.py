@@ -270,3 +270,19 @@ def ratings_of_triplets(X, client=None, duplicates="error"):
             f"this one has columns {list(X.columns)}: rename them, e.g. "
             "df.rename(columns={'userId': 'user', 'movieId': 'item'})")
     return None
+
+
+def value_range_stats(block):
+    """[[[finite, smallest value, largest value]]] of the stored entries of a chunk."""
+    values = stored_values(block)
+    finite = bool(np.all(np.isfinite(values)))
+    if not (finite and values.size):
+        return np.array([[[float(finite), 0.0, 0.0]]])
+    return np.array([[[1.0, float(values.min()), float(values.max())]]])
+
+
+def nonzero_counts(block, axis):
+    """Nonzero entries of a chunk per row (axis 0, as a column) or per column (axis 1)."""
+    block = to_scipy_if_pydata(block)
+    counts = np.asarray((block != 0).sum(axis=1 - axis)).ravel()
+    return counts[:, None] if axis == 0 else counts[None, :]

@@ -21,11 +21,15 @@ block merges them and sums the block's metrics, and only those sums come back.
 """
 import dask
 import numpy as np
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .inputs import check_dask_matrix, is_dask_array, to_scipy_if_pydata
+from ..programs.implicit_mf import positive_entries
+from ..programs.mf import observed
+from .inputs import check_dask_matrix, check_positive_int, is_dask_array, to_scipy_if_pydata
 from .ranking import RANKING_ROWS, block_best, merged_best, seen_pattern
 
+#: The k of ``score``: precision at 10.
+SCORE_K = 10
 #: The metrics, in the order of the sums a block returns (after precision's denominator).
 METRICS = ("precision", "recall", "map", "ndcg", "auc")
 
@@ -114,3 +118,40 @@ def held_out_pattern(estimator, X, entries, kind):
     if held_out.nnz == 0:
         raise ValueError(f"X has no {kind}: there is no held-out interaction to rank against")
     return held_out
+
+
+class RanksHeldOutInteractions:
+    """``ranking_metrics``, ``precision_at_k`` and ``score`` of a recommender of interactions
+    (implicit feedback), whose held-out interactions are the positive entries of a matrix."""
+
+    def ranking_metrics(self, X, k=SCORE_K):
+        """Precision, recall, MAP, NDCG and AUC at ``k`` of the recommendations on held-out
+        interactions X (a matrix of the fitted users and items whose positive entries are the
+        held-out interactions; numpy, scipy.sparse or Dask), as a dict: each user with
+        held-out interactions gets the top ``k`` items not seen in the fit (the definitions of
+        the ``implicit`` library's ``ranking_metrics_at_k``, see
+        :mod:`dask_strads.estimators.ranking_metrics`). Factors kept on the cluster are scored
+        there, block against block."""
+        check_is_fitted(self)
+        check_positive_int(k, "k")
+        held_out = held_out_pattern(self, X, _interactions, "positive entry")
+        return ranking_metrics(*self._scoring_rows(), self._seen, held_out, k, self._executor)
+
+    def precision_at_k(self, X, k=SCORE_K):
+        """Precision at ``k`` of the recommendations on held-out interactions X (see
+        ``ranking_metrics``): the number of held-out items among each user's top ``k`` unseen
+        ones, summed over users, divided by the sum over users of ``min(k, their held-out
+        count)`` (the ``implicit`` library's definition: 1 is perfect even for users with fewer
+        than ``k`` held-out items)."""
+        return self.ranking_metrics(X, k)["precision"]
+
+    def score(self, X, y=None):
+        """Precision at 10 (``precision_at_k(X, k=10)``) on the held-out interactions X: higher
+        is better, as scikit-learn's model selection expects; y is ignored."""
+        return self.precision_at_k(X, SCORE_K)
+
+
+
+def _interactions(chunk):
+    """The positive entries of a chunk: held-out interactions."""
+    return positive_entries(*observed(chunk, axis=0))[:2]

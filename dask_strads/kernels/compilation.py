@@ -65,6 +65,7 @@ KERNEL_SETS["lda_alias"] = tuple(("lda", name, _any) for name in (
 KERNEL_SETS["lda_inference"] = (("lda_inference", "_infer_documents", _any),)
 KERNEL_SETS["mf"] = (("mf", "_update_rows", _any),)
 KERNEL_SETS["implicit_mf"] = (("implicit_mf", "_solve_rows", _any),)
+KERNEL_SETS["bpr"] = (("bpr", "_sgd_steps", _any),)
 # the block kernels compile a variant per block layout, the vector ones serve both
 _LOGISTIC_BLOCK = (("logistic", "_column_dots"), ("logistic", "_column_range_dots"),
                    ("logistic", "_newton_direction"))

@@ -1,0 +1,185 @@
+"""Bayesian personalised ranking of implicit feedback, model-parallel by rotating item blocks."""
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..io.triplets import is_triplet_frame
+from ..partition import block_edges
+from ..programs.bpr import BPRProgram
+from ..ratings import RatingsMatrix
+from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
+from .inputs import (blocks_along, check_magnitude, check_user_item_matrix,
+                     nonzero_counts, ratings_of_triplets, to_scipy_if_pydata, value_range_stats)
+from .mf_pairs import known_positions, pairs_of
+from .ranking import seen_pattern, similar_ids
+from .ranking_metrics import RanksHeldOutInteractions
+from .recommender import Recommender
+
+
+class BayesianPersonalizedRanking(Recommender, RanksHeldOutInteractions, DaskEstimatorMixin,
+                                  BaseEstimator):
+    """Bayesian personalised ranking (Rendle et al. 2009): implicit feedback ``X`` (users x
+    items; a positive entry is an interaction) ranked by learning that each user prefers an item
+    they interacted with to one they did not.
+
+    The fit maximises ``sum ln sigmoid(w_u . (h_i - h_j) + b_i - b_j)`` over triples of a user,
+    an item of theirs and another item, less an L2 penalty, by stochastic gradient steps on
+    sampled triples, as the ``implicit`` library's ``BayesianPersonalizedRanking``. Model-parallel
+    as in STRADS: the users and the items are cut into one block per worker, and in each round
+    every user block takes a different item block (they rotate: an iteration is one round per
+    block), so the blocks' steps run at once on disjoint rows (see
+    :mod:`dask_strads.programs.bpr`). Each iteration takes about one step per interaction.
+
+    Parameters
+    ----------
+    n_components : int
+        Rank k of the factors (each item also has a bias).
+    learning_rate : float
+        Step size of the gradient steps.
+    regularization : float
+        L2 penalty of the factors and biases, applied at each step.
+    max_iter : int
+        Iterations (passes over the interactions).
+    random_state : int, RandomState or None
+        Seeds the initial factors and the sampled triples.
+    keep_on_cluster, checkpoint_interval, checkpoint_dir, progress, callback
+        As in :class:`dask_strads.MatrixFactorization`.
+
+    Attributes
+    ----------
+    user_factors_ : ndarray (n_users, k)
+    components_ : ndarray (k, n_items)
+        The item factors.
+    item_bias_ : ndarray (n_items,)
+    user_ids_, item_ids_ : ndarray (n_users,), (n_items,)
+        The ids of the rows and columns: those of the triplets or pairs of the fit (sorted),
+        else ``0..n-1``.
+    n_iter_ : int
+    history_ : dask_strads.engine.History
+        Per round (``iteration`` beside it): ``objective``, the mean ``-ln sigmoid`` of the
+        round's sampled triples before their steps, and ``accuracy``, the share of them already
+        ranked right.
+
+    The client is not a parameter: set ``est.client = client``.
+    """
+
+    _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
+        "n_components": [NumberInterval(Integral, 1, None, closed="left")],
+        "learning_rate": [NumberInterval(Real, 0, None, closed="neither")],
+        "regularization": [NumberInterval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(self, n_components=100, *, learning_rate=0.01, regularization=0.01,
+                 max_iter=100, random_state=None, keep_on_cluster=False, checkpoint_interval=10,
+                 checkpoint_dir=None, progress=False, callback=None):
+        self.n_components = n_components
+        self.learning_rate = learning_rate
+        self.regularization = regularization
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.keep_on_cluster = keep_on_cluster
+        self.checkpoint_interval = checkpoint_interval
+        self.checkpoint_dir = checkpoint_dir
+        self.progress = progress
+        self.callback = callback
+
+    def fit(self, X, y=None):
+        """Fit to the interactions X (users x items; numpy, scipy.sparse, Dask; positive
+        entries are interactions), or to a pandas or Dask DataFrame of ``user``, ``item``,
+        ``rating`` triplets, or to (user, item) pairs X with their strengths ``y`` (as
+        :meth:`dask_strads.MatrixFactorization.fit` tells them apart). Bad input is refused
+        before any work, and leaves a fitted estimator as it was."""
+        self._check_params()
+        pairs = pairs_of(X, y)
+        ratings = (RatingsMatrix.from_triplets(*pairs, y) if pairs is not None
+                   else ratings_of_triplets(X, self._client))
+        X = ratings.matrix if ratings is not None else X
+        X, (lowest, largest), per_user, per_item, executor = check_user_item_matrix(
+            X, self, value_range_stats, 3,
+            lambda stats: [stats[..., 0].min(), stats[..., 1].min(), stats[..., 2].max()],
+            nonzero_counts)
+        check_magnitude(max(largest, -lowest), "X")
+        if lowest < 0:
+            raise ValueError("Negative values in data passed to BayesianPersonalizedRanking: it "
+                             "ranks interactions (positive entries) and takes no negative "
+                             "feedback")
+        if largest <= 0:
+            raise ValueError("X has no positive entry: there is no interaction to fit")
+        executor = executor or self._fit_executor(int(per_user.sum()))
+        n_blocks = min(len(executor.workers), len(per_user), len(per_item))
+        user_edges = block_edges(len(per_user), n_blocks, per_user)
+        item_edges = block_edges(len(per_item), n_blocks, per_item)
+        program = BPRProgram(self.n_components, item_edges, self.learning_rate,
+                             self.regularization, seed=self._seed())
+        blocks = blocks_along(X, user_edges, _interactions_block, axis=0)
+        result = self._run_engine(program, blocks, executor, n_blocks * self.max_iter, (X,))
+        users, items = self._parameters(result), self._parameters(result, carried=True)
+
+        self._reset_features(X)
+        k = self.n_components
+        self.user_factors_ = users[:, :k]
+        self.components_ = items[:, :k].T
+        self.item_bias_ = items[:, k]
+        self.user_ids_ = ratings.user_ids if ratings is not None else np.arange(len(per_user))
+        self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(len(per_item))
+        result.history.records[:] = [{"round": r["round"], "iteration": r["round"] // n_blocks,
+                                      **r} for r in result.history.records]
+        self.history_ = result.history
+        self.n_iter_ = self.history_.last_round // n_blocks + 1
+        self._seen = seen_pattern(X, _positive, executor)
+        self._executor = executor
+        return self
+
+    def similar_items(self, items, n=10):
+        """The ``n`` items whose factors have the highest cosine similarity with those of each
+        of ``items`` (item ids), most similar first, the item itself left out (-1 or None where
+        fewer are left, as in ``recommend``)."""
+        check_is_fitted(self)
+        return similar_ids(self.item_ids_, self._in_memory(self.components_).T, items, n,
+                           "item")
+
+    def _rows_and_seen(self, users):
+        if is_triplet_frame(users):
+            raise ValueError("BayesianPersonalizedRanking folds in no new users: give fitted "
+                             "user ids, or refit with their interactions")
+        at = known_positions(self.user_ids_, users, "user")
+        return self._in_memory(self._scoring_rows()[0])[at], self._seen[at]
+
+    def _folded_in_users(self, matrix):
+        raise ValueError("BayesianPersonalizedRanking folds in no new users: refit with their "
+                         "interactions")
+
+    def _scoring_rows(self):
+        """User rows ``[w, 1]`` and item rows ``[h, b]``: their product is the score (Dask
+        arrays for factors kept on the cluster)."""
+        users = self.user_factors_
+        return (np.hstack([users, np.ones_like(users[:, :1])]),
+                np.hstack([self.components_.T, self.item_bias_[:, None]]))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
+
+
+def _interactions_block(part, lo, hi):
+    """A block of users' interactions: the positive entries of ``part``, as ones (CSR)."""
+    return _ones_where_positive(part)
+
+
+def _ones_where_positive(chunk):
+    ones = sp.csr_matrix(to_scipy_if_pydata(chunk), dtype=np.float64, copy=True)
+    ones.data = (ones.data > 0).astype(np.float64)
+    ones.eliminate_zeros()
+    return ones
+
+
+def _positive(chunk):
+    """``(indptr, indices)`` of the positive entries of a chunk, row by row."""
+    ones = _ones_where_positive(chunk)
+    return ones.indptr, ones.indices

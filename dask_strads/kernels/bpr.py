@@ -1,0 +1,75 @@
+"""Bayesian personalised ranking by stochastic gradient steps on sampled triples.
+
+A step samples one interaction (user u, item i) uniformly among the stored entries of a piece
+(users x the items of one item block, CSR with sorted indices local to the block), an item j
+of the block uniformly among those u did not interact with, and moves the rows up the gradient
+of ``ln sigmoid(x)``, ``x = w_u . (h_i - h_j)``, less an L2 penalty::
+
+    z = sigmoid(-x)
+    w_u += lr (z (h_i - h_j) - reg w_u)
+    h_i += lr (z w_u - reg h_i)
+    h_j += lr (-z w_u - reg h_j)
+
+The last ``fixed_user_columns`` columns of the user rows are constants (a column of ones, which
+makes the items' matching column their bias) and are not moved.
+"""
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def _interacted(indices, start, stop, item):
+    at = start + np.searchsorted(indices[start:stop], item)
+    return at < stop and indices[at] == item
+
+
+@njit(cache=True, nogil=True)
+def _log_sigmoid_loss(x):
+    """-ln sigmoid(x) without overflow."""
+    return np.log1p(np.exp(-x)) if x > 0 else -x + np.log1p(np.exp(x))
+
+
+@njit(cache=True, nogil=True)
+def _sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regularization,
+               fixed_user_columns):
+    np.random.seed(seed)
+    n_items, width = items.shape
+    moved = width - fixed_user_columns
+    nnz = indptr[-1]
+    loss, correct, taken = 0.0, 0, 0
+    if nnz == 0 or n_items < 2:
+        return loss, correct, taken
+    for _ in range(n_steps):
+        entry = np.random.randint(nnz)
+        u = np.searchsorted(indptr, entry, side="right") - 1
+        start, stop = indptr[u], indptr[u + 1]
+        if stop - start >= n_items:
+            continue  # the user interacted with every item of the block: no j
+        i = indices[entry]
+        j = np.random.randint(n_items)
+        while _interacted(indices, start, stop, j):
+            j = np.random.randint(n_items)
+        x = 0.0
+        for f in range(width):
+            x += users[u, f] * (items[i, f] - items[j, f])
+        z = 1.0 / (1.0 + np.exp(x))
+        loss += _log_sigmoid_loss(x)
+        correct += x > 0
+        taken += 1
+        for f in range(width):
+            w, hi, hj = users[u, f], items[i, f], items[j, f]
+            if f < moved:
+                users[u, f] = w + learning_rate * (z * (hi - hj) - regularization * w)
+            items[i, f] = hi + learning_rate * (z * w - regularization * hi)
+            items[j, f] = hj + learning_rate * (-z * w - regularization * hj)
+    return loss, correct, taken
+
+
+def sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regularization,
+              fixed_user_columns=0):
+    """``n_steps`` steps on triples of one piece, ``users`` and ``items`` (float64 rows)
+    updated in place; returns ``(sum of -ln sigmoid(x), steps with x > 0, steps taken)`` over
+    the triples, before their steps."""
+    return _sgd_steps(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
+                      users, items, int(n_steps), int(seed), float(learning_rate),
+                      float(regularization), int(fixed_user_columns))
