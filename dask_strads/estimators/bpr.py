@@ -51,6 +51,7 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOutInteractions, DaskEst
     Attributes
     ----------
     user_factors_ : ndarray (n_users, k)
+        float32, as the ``implicit`` library's (and so are the others).
     components_ : ndarray (k, n_items)
         The item factors.
     item_bias_ : ndarray (n_items,)
@@ -112,12 +113,12 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOutInteractions, DaskEst
         executor = executor or self._fit_executor(int(per_user.sum()))
         n_blocks = min(len(executor.workers), len(per_user), len(per_item))
         user_edges = block_edges(len(per_user), n_blocks, per_user)
-        item_edges = block_edges(len(per_item), n_blocks, per_item)
-        program = BPRProgram(self.n_components, item_edges, self.learning_rate,
+        program = BPRProgram(self.n_components, per_item, n_blocks, self.learning_rate,
                              self.regularization, seed=self._seed())
         blocks = blocks_along(X, user_edges, _interactions_block, axis=0)
         result = self._run_engine(program, blocks, executor, n_blocks * self.max_iter, (X,))
-        users, items = self._parameters(result), self._parameters(result, carried=True)
+        users = self._parameters(result)
+        items = program.in_item_order(self._parameters(result, carried=True))
 
         self._reset_features(X)
         k = self.n_components

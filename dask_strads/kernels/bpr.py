@@ -23,13 +23,7 @@ def _interacted(indices, start, stop, item):
     return at < stop and indices[at] == item
 
 
-@njit(cache=True, nogil=True)
-def _log_sigmoid_loss(x):
-    """-ln sigmoid(x) without overflow."""
-    return np.log1p(np.exp(-x)) if x > 0 else -x + np.log1p(np.exp(x))
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def _sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regularization,
                fixed_user_columns):
     np.random.seed(seed)
@@ -52,8 +46,9 @@ def _sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regu
         x = 0.0
         for f in range(width):
             x += users[u, f] * (items[i, f] - items[j, f])
-        z = 1.0 / (1.0 + np.exp(x))
-        loss += _log_sigmoid_loss(x)
+        e = np.exp(-abs(x))  # z = sigmoid(-x), loss -ln sigmoid(x), from one exponential
+        z = e / (1.0 + e) if x > 0 else 1.0 / (1.0 + e)
+        loss += np.log1p(e) + max(-x, 0.0)
         correct += x > 0
         taken += 1
         for f in range(width):

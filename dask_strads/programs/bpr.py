@@ -2,7 +2,10 @@
 steps on sampled (user, liked item, other item) triples, model-parallel by rotation.
 
 The users are cut into P blocks (the program's blocks, each with its users' interactions) and
-the items into P blocks (carried blocks: their factor rows, with a bias column). In round ``t``
+the items, shuffled (seeded), into P blocks (carried blocks: their factor rows, with a bias
+column). A step compares two items of one block: with blocks of contiguous item ids, popular and
+rare items would rarely meet and the ranking suffers (precision@10 on MovieLens 0.154 against
+0.172 for one block); shuffled, each block is a sample of all items (0.171). In round ``t``
 user block ``b`` takes item block ``(b + t) mod P``: the P pushes of a round touch disjoint
 users and disjoint items, so they run at once without conflicting writes, and every P rounds
 (an iteration) each user block has met every item block. A push takes as many steps as its
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels.bpr import sgd_steps
+from ..partition import block_edges
 from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, round_seed
 
@@ -46,19 +50,23 @@ class UserBlock:
 
 
 class BPRProgram(Program):
-    """``n_components`` factors a row; ``item_edges``: where the P item blocks start and end
-    (the user blocks come cut as the program's blocks)."""
+    """``n_components`` factors a row (float32, as the ``implicit`` library's); the items, of
+    ``item_counts`` interactions each, shuffled into ``n_blocks`` blocks of about equal
+    interactions (the user blocks come cut as the program's blocks)."""
 
     name = "bpr"
     kernels = ("bpr",)
     static_schedule = True
     updates_in_place = True  # rows change in place, one reader each round
 
-    def __init__(self, n_components, item_edges, learning_rate, regularization, seed=0,
-                 init_scale=0.01):
+    def __init__(self, n_components, item_counts, n_blocks, learning_rate, regularization,
+                 seed=0, init_scale=0.01):
         self.n_components = n_components
-        self.item_edges = np.asarray(item_edges)
-        self.n_carried = len(item_edges) - 1
+        #: block position -> item: items[item_order] are the blocks' rows, one after another
+        self.item_order = np.random.default_rng([seed, 2]).permutation(len(item_counts))
+        self.item_edges = block_edges(len(item_counts), n_blocks,
+                                      np.asarray(item_counts)[self.item_order])
+        self.n_carried = len(self.item_edges) - 1
         self.learning_rate = learning_rate
         self.regularization = regularization
         self.seed = seed
@@ -66,6 +74,7 @@ class BPRProgram(Program):
 
     def prepare_block(self, raw, block_id):
         """``raw``: the block's users' interactions with every item (CSR)."""
+        raw = raw.tocsc()[:, self.item_order]
         pieces = [raw[:, lo:hi].tocsr() for lo, hi in zip(self.item_edges[:-1],
                                                            self.item_edges[1:])]
         for piece in pieces:
@@ -79,7 +88,7 @@ class BPRProgram(Program):
     def init_block(self, data, block_id):
         rows = len(data.indptr[0]) - 1
         rng = np.random.default_rng([self.seed, 0, block_id])
-        users = np.ones((rows, self.n_components + 1))
+        users = np.ones((rows, self.n_components + 1), dtype=np.float32)
         users[:, :self.n_components] = rng.normal(0.0, self.init_scale,
                                                   (rows, self.n_components))
         return users, None
@@ -87,7 +96,7 @@ class BPRProgram(Program):
     def init_carried(self, carried_id):
         rows = int(self.item_edges[carried_id + 1] - self.item_edges[carried_id])
         rng = np.random.default_rng([self.seed, 1, carried_id])
-        items = np.zeros((rows, self.n_components + 1))
+        items = np.zeros((rows, self.n_components + 1), dtype=np.float32)
         items[:, :self.n_components] = rng.normal(0.0, self.init_scale,
                                                   (rows, self.n_components))
         return items
@@ -117,6 +126,10 @@ class BPRProgram(Program):
 
     def collect_carried(self, carried, carried_id):
         return carried
+
+    def in_item_order(self, rows):
+        """The carried blocks' rows, one after another (numpy or Dask), in the items' order."""
+        return rows[np.argsort(self.item_order)]
 
 
 register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)
