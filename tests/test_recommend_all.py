@@ -242,3 +242,46 @@ def test_partial_fit_users_refuses_unknown_items_and_other_input_keeping_the_mod
         est.partial_fit_users(train)
     np.testing.assert_array_equal(est.user_factors_, before)
     assert len(est.user_ids_) == 150
+
+
+def item_triplets(matrix, item_ids):
+    """The stored entries of ``matrix`` (items x users) as (user, item, rating) triplets."""
+    coo = matrix.tocoo()
+    return pd.DataFrame({"user": coo.col, "item": np.asarray(item_ids)[coo.row],
+                         "rating": coo.data})
+
+
+@pytest.mark.parametrize("model", [implicit_model, mf_model])
+def test_partial_fit_items_adds_new_items_from_fitted_users(model):
+    train, _ = interactions(16)
+    train = train[train.getnnz(axis=1) > 0]
+    by_item = train.T.tocsr()
+    kept = np.flatnonzero(by_item.getnnz(axis=1) > 0)
+    old, new = kept[:80], kept[80:]  # items from 80 on are new to the model
+    est = model().fit(triplets_of(train[:, old], np.arange(train.shape[0])).assign(
+        item=lambda t: old[t["item"]]))
+    users_before = est.user_factors_.copy()
+    assert est.partial_fit_items(item_triplets(by_item[new], new)) is est
+    np.testing.assert_array_equal(est.item_ids_, kept)
+    assert est.n_features_in_ == len(kept) == est.components_.shape[1]
+    np.testing.assert_array_equal(est.user_factors_, users_before)  # the users stay
+    at = np.searchsorted(kept, new)
+    if model is implicit_model:
+        # the model is symmetric: an item's rows solve as a user's, against the user factors
+        swapped = ImplicitMatrixFactorization(est.n_components, alpha=est.alpha,
+                                              regularization=est.regularization)
+        swapped.components_ = est.user_factors_.T
+        np.testing.assert_allclose(est.components_[:, at].T,
+                                   implicit_closed_form(swapped, by_item[new]), atol=1e-8)
+    else:
+        W, b = est.user_factors_, est.user_bias_
+        penalty = np.diag([est.alpha_W] * W.shape[1] + [est.alpha_bias])
+        for item, row in zip(at, by_item[new]):
+            design = np.hstack([W[row.indices], np.ones((row.nnz, 1))])
+            solved = np.linalg.solve(design.T @ design + penalty,
+                                     design.T @ (row.data - est.intercept_ - b[row.indices]))
+            np.testing.assert_allclose(est.components_[:, item], solved[:-1], atol=1e-6)
+            assert est.item_bias_[item] == pytest.approx(solved[-1], abs=1e-6)
+    # who interacted with a new item is what recommendations leave out for them
+    user = by_item[new[0]].indices[0]
+    assert new[0] not in est.recommend([user], n=len(kept))[0]

@@ -154,6 +154,10 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOutInteractions, DaskEst
         raise ValueError("BayesianPersonalizedRanking folds in no new users: refit with their "
                          "interactions")
 
+    def _folded_in_items(self, matrix):
+        raise ValueError("BayesianPersonalizedRanking folds in no new items: refit with their "
+                         "interactions")
+
     def _scoring_rows(self):
         """User rows ``[w, 1]`` and item rows ``[h, b]``: their product is the score (Dask
         arrays for factors kept on the cluster)."""

@@ -200,6 +200,14 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOutInteractions, DaskEst
         return ({"user_factors_": _fold_in(matrix, self._program, items)},
                 seen_pattern(matrix, _feedback, None))
 
+    def _folded_in_items(self, matrix):
+        """As :meth:`_folded_in_users`, for items (``matrix``: items x fitted users), the users
+        held fixed: the model is symmetric in users and items."""
+        announce_compiling("implicit_mf", emit=logger.info)
+        users = np.ascontiguousarray(self._in_memory(self.user_factors_))
+        return ({"components_": _fold_in(matrix, self._program, users)},
+                seen_pattern(matrix, _feedback, None))
+
     def _scoring_rows(self):
         """User and item factor rows, whose product is the score (Dask arrays for factors
         kept on the cluster)."""

@@ -277,6 +277,17 @@ class MatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePrefixFeatur
         factors, bias = self._program.split(rows, USERS)
         return {"user_factors_": factors, "user_bias_": bias}, seen
 
+    def _folded_in_items(self, matrix):
+        """As :meth:`_folded_in_users`, for items rated by fitted users (``matrix``: items x
+        users), the users held fixed."""
+        factors = self._factors()
+        user_rows = self._program.rows(factors.user_factors, factors.user_bias, USERS)
+        rows = self._program.fold_in(*observed(matrix, axis=0), user_rows, FOLD_IN_SWEEPS,
+                                     FOLD_IN_TOL, side=ITEMS)
+        factors, bias = self._program.split(rows, ITEMS)
+        return ({"components_": factors, "item_bias_": bias},
+                pattern(matrix.indptr, matrix.indices, matrix.shape[1]))
+
     def _scoring_rows(self):
         """User and item rows (Dask arrays for factors kept on the cluster) whose product is
         the predicted rating less ``intercept_``: ``[w, b_u, 1] . [h, 1, b_i]`` with biases,

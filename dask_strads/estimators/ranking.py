@@ -8,8 +8,10 @@ from ..ratings import RatingsMatrix
 from .inputs import check_positive_int, is_dask_array, to_scipy_if_pydata
 from .mf_pairs import ids_of, known_positions
 
-#: Rows of scores built at a time (rows x n_items floats).
+#: Rows of scores built at a time (rows x n_items floats), at most.
 RANKING_ROWS = 1024
+#: The bytes of scores a ranking builds at a time, at most: fewer rows for wide item blocks.
+SCORE_BYTES = 16 << 20
 
 
 def best(scores, n):
@@ -48,14 +50,15 @@ def block_best(user_rows, item_rows, seen, first, k, allowed=None):
     """``(positions, scores)`` of each user's ``k`` best items of one item block whose first
     item is at ``first`` (positions among all items), the items of ``seen`` (boolean CSR, users
     x all items; None: none) and those ``allowed`` (a mask over all items; None: all) leaves
-    out; -1 and -inf where the block has fewer. Scores are built ``RANKING_ROWS`` users at a
-    time."""
+    out; -1 and -inf where the block has fewer. Scores are built :func:`rows_at_a_time` users
+    at a time."""
     top = np.full((len(user_rows), k), -1, dtype=np.int64)
     kept = np.full((len(user_rows), k), -np.inf)
     n_block = len(item_rows)
     refused = None if allowed is None else ~allowed[first:first + n_block]
-    for lo in range(0, len(user_rows), RANKING_ROWS):
-        chunk = slice(lo, lo + RANKING_ROWS)
+    step = rows_at_a_time(n_block)
+    for lo in range(0, len(user_rows), step):
+        chunk = slice(lo, lo + step)
         scores = np.asarray(user_rows[chunk], dtype=np.float64) @ np.asarray(item_rows).T
         if seen is not None:
             rated = seen[chunk, first:first + n_block].tocoo()
@@ -68,6 +71,12 @@ def block_best(user_rows, item_rows, seen, first, k, allowed=None):
             best_here >= 0, np.take_along_axis(scores, np.maximum(best_here, 0), axis=1),
             -np.inf)
     return top, kept
+
+
+def rows_at_a_time(n_columns):
+    """How many rows of ``n_columns`` scores to build at once: ``RANKING_ROWS``, fewer when
+    they would take more than ``SCORE_BYTES``."""
+    return max(1, min(RANKING_ROWS, SCORE_BYTES // (8 * max(1, n_columns))))
 
 
 def merged_best(parts, k):
@@ -88,8 +97,9 @@ def most_similar(vectors, at, n):
     norms = np.linalg.norm(vectors, axis=1)
     unit = vectors / np.where(norms > 0, norms, 1.0)[:, None]
     top = np.full((len(at), n), -1, dtype=np.int64)
-    for lo in range(0, len(at), RANKING_ROWS):
-        chunk = at[lo:lo + RANKING_ROWS]
+    step = rows_at_a_time(len(vectors))
+    for lo in range(0, len(at), step):
+        chunk = at[lo:lo + step]
         scores = unit[chunk] @ unit.T
         scores[np.arange(len(chunk)), chunk] = -np.inf
         top[lo:lo + len(chunk), :min(n, len(vectors))] = best(scores, n)
@@ -110,12 +120,13 @@ def pattern(indptr, indices, n_columns):
                          shape=(len(indptr) - 1, n_columns))
 
 
-def triplet_rows(triplets, item_ids):
+def triplet_rows(triplets, item_ids, rows="user", columns="item"):
     """``(user_ids, matrix)``: the users of a table of ``user``, ``item``, ``rating`` triplets
     (sorted) and their ratings as a CSR matrix over the fitted items ``item_ids``; ratings of
-    unknown items are refused."""
-    items = known_positions(item_ids, triplets["item"].to_numpy(), "item")
-    ratings = RatingsMatrix.from_triplets(triplets["user"].to_numpy(), item_ids[items],
+    unknown items are refused. With ``rows="item", columns="user"``, the same for the items
+    of the triplets over fitted users ``item_ids``."""
+    known = known_positions(item_ids, triplets[columns].to_numpy(), columns)
+    ratings = RatingsMatrix.from_triplets(triplets[rows].to_numpy(), item_ids[known],
                                           triplets["rating"].to_numpy())
     matrix = sp.csr_matrix((ratings.matrix.data, item_ids.searchsorted(
         ratings.item_ids)[ratings.matrix.indices], ratings.matrix.indptr),

@@ -130,28 +130,55 @@ class Recommender:
         self
             With its fitted arrays in memory (factors kept on the cluster are gathered).
         """
+        return self._partial_fit(triplets, "user", "item")
+
+    def partial_fit_items(self, triplets):
+        """As ``partial_fit_users``, for items: fit the factors (and bias) of the items of
+        ``triplets`` from their interactions with fitted users alone, the user factors held
+        fixed; new items join ``item_ids_`` (and ``n_features_in_``), a known item's factors
+        and who interacted with it are replaced.
+
+        Parameters
+        ----------
+        triplets : DataFrame
+            ``user``, ``item``, ``rating`` rows: every interaction with each item it names, by
+            users of the fit only.
+
+        Returns
+        -------
+        self
+        """
+        return self._partial_fit(triplets, "item", "user")
+
+    def _partial_fit(self, triplets, side, other):
         check_is_fitted(self)
         if not is_triplet_frame(triplets):
-            raise TypeError("partial_fit_users takes a DataFrame of user, item, rating "
+            raise TypeError(f"partial_fit_{side}s takes a DataFrame of user, item, rating "
                             f"triplets, got {type(triplets).__name__}")
-        user_ids, matrix = triplet_rows(triplets, self.item_ids_)
-        folded, seen = self._folded_in_users(matrix)
+        ids, matrix = triplet_rows(triplets, getattr(self, f"{other}_ids_"), side, other)
+        folded, seen = (self._folded_in_users(matrix) if side == "user"
+                        else self._folded_in_items(matrix))
         for name, value in list(vars(self).items()):
             if name.endswith("_") and is_dask_array(value):
                 setattr(self, name, self._in_memory(value))
-        merged_ids = np.union1d(self.user_ids_, user_ids)
-        old_at = np.searchsorted(merged_ids, self.user_ids_)
-        new_at = np.searchsorted(merged_ids, user_ids)
-        for name, rows in folded.items():
-            current = np.asarray(self._in_memory(getattr(self, name)))
+        known = getattr(self, f"{side}_ids_")
+        merged_ids = np.union1d(known, ids)
+        old_at, new_at = np.searchsorted(merged_ids, known), np.searchsorted(merged_ids, ids)
+        for name, rows in folded.items():  # a row per user (item), or a column for components_
+            current = np.asarray(getattr(self, name))
+            current = current.T if name == "components_" else current
             merged = np.zeros((len(merged_ids),) + current.shape[1:], dtype=current.dtype)
             merged[old_at], merged[new_at] = current, rows
-            setattr(self, name, merged)
+            setattr(self, name, merged.T if name == "components_" else merged)
         source = np.empty(len(merged_ids), dtype=np.int64)
-        source[old_at] = np.arange(len(self.user_ids_))
-        source[new_at] = len(self.user_ids_) + np.arange(len(user_ids))
-        self._seen = sp.vstack([self._seen, seen], format="csr")[source]
-        self.user_ids_ = merged_ids
+        source[old_at] = np.arange(len(known))
+        source[new_at] = len(known) + np.arange(len(ids))
+        by_side = self._seen if side == "user" else self._seen.T.tocsr()
+        merged_seen = sp.vstack([by_side, seen], format="csr")[source]
+        self._seen = merged_seen if side == "user" else merged_seen.T.tocsr()
+        setattr(self, f"{side}_ids_", merged_ids)
+        if side == "item":
+            self.n_features_in_ = len(merged_ids)
         return self
 
     def _user_blocks(self, user_rows, item_rows):

@@ -406,12 +406,13 @@ class MFProgram(UserItemBlocks):
         bias = rows[:, self._bias_column(side)] if self.biases else np.zeros(len(rows))
         return np.ascontiguousarray(factors), np.ascontiguousarray(bias)
 
-    def fold_in(self, indptr, indices, values, item_rows, sweeps, tol):
-        """User rows fitted to ratings (CSR, not centred) with the item rows fixed, from zero."""
-        users = self.sides[USERS]
-        factor = self.blank(len(indptr) - 1, USERS)
-        update_rows(indptr, indices, values - self.mean, factor, item_rows, users.coords,
-                    users.lam, sweeps, tol)
+    def fold_in(self, indptr, indices, values, other_rows, sweeps, tol, side=USERS):
+        """Rows of ``side`` (users by default) fitted to their ratings (CSR, not centred) with
+        the other side's rows fixed, from zero."""
+        fitted = self.sides[side]
+        factor = self.blank(len(indptr) - 1, side)
+        update_rows(indptr, indices, values - self.mean, factor, other_rows, fitted.coords,
+                    fitted.lam, sweeps, tol)
         return factor
 
     # -- blocks -------------------------------------------------------------------------------
