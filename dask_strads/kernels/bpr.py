@@ -27,6 +27,8 @@ def _interacted(indices, start, stop, item):
 def _sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regularization,
                fixed_user_columns):
     np.random.seed(seed)
+    # constants of the rows' type: float32 rows are updated in float32 arithmetic throughout
+    zero, one = learning_rate - learning_rate, learning_rate / learning_rate
     n_items, width = items.shape
     moved = width - fixed_user_columns
     nnz = indptr[-1]
@@ -43,28 +45,33 @@ def _sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regu
         j = np.random.randint(n_items)
         while _interacted(indices, start, stop, j):
             j = np.random.randint(n_items)
-        x = 0.0
+        x = zero
         for f in range(width):
             x += users[u, f] * (items[i, f] - items[j, f])
         e = np.exp(-abs(x))  # z = sigmoid(-x), loss -ln sigmoid(x), from one exponential
-        z = e / (1.0 + e) if x > 0 else 1.0 / (1.0 + e)
-        loss += np.log1p(e) + max(-x, 0.0)
+        z = e / (one + e) if x > 0 else one / (one + e)
+        loss += np.log1p(e) + max(-x, zero)
         correct += x > 0
         taken += 1
-        for f in range(width):
+        step, shrink = learning_rate * z, one - learning_rate * regularization
+        for f in range(moved):  # the constant columns in a loop of their own: no branch
             w, hi, hj = users[u, f], items[i, f], items[j, f]
-            if f < moved:
-                users[u, f] = w + learning_rate * (z * (hi - hj) - regularization * w)
-            items[i, f] = hi + learning_rate * (z * w - regularization * hi)
-            items[j, f] = hj + learning_rate * (-z * w - regularization * hj)
+            users[u, f] = shrink * w + step * (hi - hj)
+            items[i, f] = shrink * hi + step * w
+            items[j, f] = shrink * hj - step * w
+        for f in range(moved, width):
+            w = users[u, f]
+            items[i, f] = shrink * items[i, f] + step * w
+            items[j, f] = shrink * items[j, f] - step * w
     return loss, correct, taken
 
 
 def sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regularization,
               fixed_user_columns=0):
-    """``n_steps`` steps on triples of one piece, ``users`` and ``items`` (float64 rows)
-    updated in place; returns ``(sum of -ln sigmoid(x), steps with x > 0, steps taken)`` over
-    the triples, before their steps."""
+    """``n_steps`` steps on triples of one piece, ``users`` and ``items`` (rows of one float
+    type, computed in it) updated in place; returns ``(sum of -ln sigmoid(x), steps with x > 0,
+    steps taken)`` over the triples, before their steps."""
+    real = users.dtype.type
     return _sgd_steps(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
-                      users, items, int(n_steps), int(seed), float(learning_rate),
-                      float(regularization), int(fixed_user_columns))
+                      users, items, int(n_steps), int(seed), real(learning_rate),
+                      real(regularization), int(fixed_user_columns))
