@@ -11,7 +11,7 @@ from .mf_pairs import ids_of, known_positions
 #: Rows of scores built at a time (rows x n_items floats), at most.
 RANKING_ROWS = 1024
 #: The bytes of scores a ranking builds at a time, at most: fewer rows for wide item blocks.
-SCORE_BYTES = 16 << 20
+SCORE_BYTES = 4 << 20
 
 
 def best(scores, n):

@@ -21,6 +21,8 @@ from .ranking import allowed_items, block_best, merged_best, top_items, triplet_
 
 #: Users a partition of :meth:`Recommender.recommend_all` holds when the factors are in memory.
 USERS_PER_PARTITION = 50_000
+#: Users whose recommendations a task builds (and writes, as a Parquet row group) at a time.
+USERS_PER_FRAME = 1 << 14
 
 
 class Recommender:
@@ -73,8 +75,10 @@ class Recommender:
         """The ``n`` best items of every fitted user, as ``recommend`` gives them, computed a
         block of users at a time where their factors are: on the workers holding them when the
         model keeps its factors on the cluster (``keep_on_cluster=True``), each task scoring its
-        users against the item blocks, so that no worker holds more than its users' block,
-        the item factors and the block's recommendations.
+        users against the item blocks: a worker holds its users' block, the item factors, at
+        most 4 MiB of scores (a few times that while ranking them) and the recommendations of
+        16,384 users at a time, written as one Parquet row group each. No factor comes to the
+        client.
 
         Parameters
         ----------
@@ -97,18 +101,18 @@ class Recommender:
         pandas = require_pandas("recommend_all")
         allowed = allowed_items(self.item_ids_, filter_items, items)
         user_rows, item_rows = self._scoring_rows()
-        parts = [dask.delayed(_recommendations)(rows, item_blocks, seen, user_ids,
-                                                self.item_ids_, n, exclude_seen, allowed,
-                                                self._score_offset())
-                 for rows, seen, user_ids, item_blocks in self._user_blocks(user_rows,
-                                                                            item_rows)]
+        blocks = [(rows, item_blocks, seen if exclude_seen else None, user_ids, self.item_ids_,
+                   n, allowed, self._score_offset())
+                  for rows, seen, user_ids, item_blocks in self._user_blocks(user_rows,
+                                                                             item_rows)]
         # the fit's cluster while it runs, else the client set, else as a fit of factors' size
         executor = self._data_executor(user_rows.size + item_rows.size)
         if path is None:
-            return pandas.concat(executor.compute(*parts), ignore_index=True)
+            frames = executor.compute(*[dask.delayed(_recommendations)(*b) for b in blocks])
+            return pandas.concat(frames, ignore_index=True)
         path = _empty_folder(path)
-        executor.compute(*[dask.delayed(_write)(part, f"{path}/part.{i:05d}.parquet")
-                                 for i, part in enumerate(parts)])
+        executor.compute(*[dask.delayed(_write_recommendations)(
+            f"{path}/part.{i:05d}.parquet", *block) for i, block in enumerate(blocks)])
         return None
 
     def partial_fit_users(self, triplets):
@@ -210,23 +214,42 @@ class Recommender:
         return 0.0
 
 
-def _recommendations(user_rows, item_blocks, seen, user_ids, item_ids, n, exclude_seen,
-                     allowed, offset):
-    """The recommendations of one block of users as a pandas DataFrame (see
-    ``recommend_all``)."""
+def _recommendation_frames(user_rows, item_blocks, seen, user_ids, item_ids, n, allowed,
+                           offset):
+    """The recommendations of one block of users as pandas DataFrames of ``USERS_PER_FRAME``
+    users each (see ``recommend_all``; ``seen`` None: nothing left out)."""
     pandas = require_pandas("recommend_all")
-    seen = seen if exclude_seen else None
-    top, scores = merged_best([block_best(user_rows, rows, seen, first, n, allowed)
-                               for rows, first in item_blocks], n)
-    found = top >= 0
-    return pandas.DataFrame({"user": np.repeat(user_ids, found.sum(axis=1)),
-                             "rank": np.nonzero(found)[1] + 1,
-                             "item": item_ids[top[found]],
-                             "score": scores[found] + offset})
+    for lo in range(0, len(user_ids), USERS_PER_FRAME):
+        chunk = slice(lo, lo + USERS_PER_FRAME)
+        top, scores = merged_best([block_best(user_rows[chunk], rows, None if seen is None
+                                              else seen[chunk], first, n, allowed)
+                                   for rows, first in item_blocks], n)
+        found = top >= 0
+        yield pandas.DataFrame({"user": np.repeat(user_ids[chunk], found.sum(axis=1)),
+                                "rank": np.nonzero(found)[1] + 1,
+                                "item": item_ids[top[found]],
+                                "score": scores[found] + offset})
 
 
-def _write(frame, path):
-    frame.to_parquet(path, index=False)
+def _recommendations(*block):
+    return require_pandas("recommend_all").concat(list(_recommendation_frames(*block)),
+                                                  ignore_index=True)
+
+
+def _write_recommendations(path, *block):
+    """Write a block's recommendations to ``path`` as one Parquet file, a row group per frame
+    of users: no more than a frame's recommendations is held at once."""
+    import pyarrow
+    import pyarrow.parquet
+
+    writer = None
+    with fsspec.open(path, "wb") as file:
+        for frame in _recommendation_frames(*block):
+            table = pyarrow.Table.from_pandas(frame, preserve_index=False)
+            writer = writer or pyarrow.parquet.ParquetWriter(file, table.schema)
+            writer.write_table(table)
+        if writer is not None:
+            writer.close()
 
 
 def _empty_folder(path):

@@ -1,0 +1,94 @@
+"""recommend_all on the workers: the memory each worker and the client take, against the blocks.
+
+One process run: a LocalCluster of ``--workers`` worker processes (one thread each), and an
+ImplicitMatrixFactorization of ``--users`` x ``--items`` factors of rank ``--rank`` kept on the
+cluster (random factors, a user block and an item block a worker, as a fit with
+``keep_on_cluster=True`` leaves them; 10 seen items a user), whose ``recommend_all(n=10, path=)``
+writes a Parquet file per user block, once untimed (importing pandas and pyarrow in the
+workers), then measured. The resident memory of every worker process and of this
+process is sampled every 20 ms from just before the call to its end: printed, the rise of each
+(its peak less its value before), beside a worker's user block, one item block, all item
+blocks, and 1.3 x (its user block + one item block); and the seconds.
+
+    python benchmarks/recommend_all.py --users 100000 --items 100000 --rank 64 --workers 4
+"""
+import os
+import tempfile
+import threading
+import time
+
+import dask.array as da
+import numpy as np
+import psutil
+import scipy.sparse as sp
+from distributed import Client, LocalCluster
+
+from _common import arguments
+
+from dask_strads import ImplicitMatrixFactorization
+from dask_strads.engine import DistributedExecutor
+
+MB = 1 << 20
+
+
+def model_on(client, n_users, n_items, rank, n_workers, seed=0):
+    """A fitted ImplicitMatrixFactorization's state with its factors on the workers."""
+    rng = da.random.RandomState(seed)
+    users = rng.standard_normal((n_users, rank), chunks=(-(-n_users // n_workers), rank))
+    items = rng.standard_normal((n_items, rank), chunks=(-(-n_items // n_workers), rank))
+    users, items = client.persist([users, items])
+    est = ImplicitMatrixFactorization(rank)
+    est.user_factors_, est.components_ = users, items.T
+    est.user_ids_, est.item_ids_ = np.arange(n_users), np.arange(n_items)
+    est.n_features_in_ = n_items
+    generator = np.random.default_rng(seed)
+    seen_items = generator.integers(0, n_items, size=(n_users, 10))
+    est._seen = sp.csr_matrix((np.ones(seen_items.size, dtype=bool), seen_items.ravel(),
+                               np.arange(0, seen_items.size + 1, 10)), shape=(n_users, n_items))
+    est._executor = DistributedExecutor(client)
+    return est, users.nbytes // n_workers, items.nbytes // n_workers
+
+
+def sample_peaks(processes, stop, peaks):
+    while not stop.is_set():
+        for pid, process in processes.items():
+            try:
+                peaks[pid] = max(peaks[pid], process.memory_info().rss)
+            except psutil.NoSuchProcess:
+                pass
+        time.sleep(0.02)
+
+
+def main():
+    args = arguments(__doc__, repeats=1, extra=[
+        ("--users", dict(type=int, default=100_000)), ("--items", dict(type=int, default=100_000)),
+        ("--rank", dict(type=int, default=64)), ("--workers", dict(type=int, default=4))])
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        est, user_block, item_block = model_on(client, args.users, args.items, args.rank,
+                                               args.workers)
+        with tempfile.TemporaryDirectory() as folder:  # warm-up: pandas, pyarrow in the workers
+            est.recommend_all(n=10, path=os.path.join(folder, "all.parquet"))
+        pids = client.run(os.getpid)
+        processes = {pid: psutil.Process(pid) for pid in [*pids.values(), os.getpid()]}
+        before = {pid: p.memory_info().rss for pid, p in processes.items()}
+        peaks, stop = dict(before), threading.Event()
+        sampler = threading.Thread(target=sample_peaks, args=(processes, stop, peaks))
+        sampler.start()
+        with tempfile.TemporaryDirectory() as folder:
+            start = time.perf_counter()
+            est.recommend_all(n=10, path=os.path.join(folder, "all.parquet"))
+            seconds = time.perf_counter() - start
+        stop.set()
+        sampler.join()
+    print(f"{args.users} users x {args.items} items, rank {args.rank}, {args.workers} workers: "
+          f"{seconds:.1f} s")
+    print(f"a worker's user block {user_block / MB:.1f} MB, one item block "
+          f"{item_block / MB:.1f} MB, all item blocks {args.workers * item_block / MB:.1f} MB; "
+          f"1.3 x (user block + item block) = {1.3 * (user_block + item_block) / MB:.1f} MB")
+    for name, pid in [*pids.items(), ("client", os.getpid())]:
+        print(f"  {name}: rose {(peaks[pid] - before[pid]) / MB:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
