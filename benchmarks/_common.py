@@ -1,8 +1,10 @@
-"""What the benchmark scripts share: their command line and the load they start under."""
+"""What the benchmark scripts share: their command line and the load they start under, and
+how the recommender benchmarks score a ranking."""
 import argparse
 import os
 import warnings
 
+import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 
@@ -18,3 +20,13 @@ def arguments(doc, repeats, extra=()):
     warnings.simplefilter("ignore", ConvergenceWarning)
     print(f"load average at start: {os.getloadavg()}")
     return args
+
+
+def precision_at_k(user_rows, item_rows, seen, held_out, k=10):
+    """precision@k of the scores ``user_rows @ item_rows.T``: the held-out items among each
+    user's top ``k`` items not ``seen``, over the sum of min(k, held-out count)."""
+    scores = user_rows @ item_rows.T
+    scores[seen.nonzero()] = -np.inf
+    top = np.argsort(-scores, axis=1)[:, :k]
+    hits = np.take_along_axis(held_out.toarray() > 0, top, axis=1).sum()
+    return float(hits / np.minimum(k, held_out.getnnz(axis=1)).sum())

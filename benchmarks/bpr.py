@@ -19,7 +19,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from _common import arguments
+from _common import arguments, precision_at_k as precision
 
 # implicit.py beside this script would shadow the implicit package: look for it elsewhere
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
@@ -29,7 +29,6 @@ from implicit.cpu.bpr import BayesianPersonalizedRanking as ImplicitBPR  # noqa:
 from dask_strads import BayesianPersonalizedRanking  # noqa: E402
 from dask_strads.datasets import load_movielens  # noqa: E402
 
-K = 10
 
 
 def split(seed):
@@ -39,14 +38,6 @@ def split(seed):
     coo = X.tocoo()
     return (sp.csr_matrix((coo.data[m], (coo.row[m], coo.col[m])), shape=X.shape)
             for m in (~held, held))
-
-
-def precision(users, items, train, test):
-    scores = users @ items.T
-    scores[train.nonzero()] = -np.inf
-    top = np.argsort(-scores, axis=1)[:, :K]
-    hits = np.take_along_axis(test.toarray() > 0, top, axis=1).sum()
-    return float(hits / np.minimum(K, test.getnnz(axis=1)).sum())
 
 
 def ours(train, seed):

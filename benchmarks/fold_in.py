@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from _common import arguments
+from _common import arguments, precision_at_k as precision
 
 # implicit.py beside this script would shadow the implicit package: look for it elsewhere
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
@@ -36,7 +36,7 @@ from implicit.cpu.als import AlternatingLeastSquares  # noqa: E402
 from dask_strads import ImplicitMatrixFactorization  # noqa: E402
 from dask_strads.datasets import load_movielens  # noqa: E402
 
-FACTORS, ITERATIONS, K = 64, 15, 10
+FACTORS, ITERATIONS = 64, 15
 
 
 def interactions():
@@ -54,14 +54,6 @@ def split(X, seed):
     train, test = (sp.csr_matrix((coo.data[m], (coo.row[m], coo.col[m])), shape=X.shape)
                    for m in (~held, held))
     return train[~new], train[new], test[new]
-
-
-def precision(user_factors, item_factors, seen, held_out):
-    scores = user_factors @ item_factors.T
-    scores[seen.nonzero()] = -np.inf
-    top = np.argsort(-scores, axis=1)[:, :K]
-    hits = np.take_along_axis(held_out.toarray() > 0, top, axis=1).sum()
-    return float(hits / np.minimum(K, held_out.getnnz(axis=1)).sum())
 
 
 def triplets(X, first_id):

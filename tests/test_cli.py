@@ -124,13 +124,23 @@ def test_quiet_silences_the_command_and_not_the_process_after_it(tmp_path):
     assert said == ["a notice after the command"]
 
 
-def test_implicit_feedback_recommends_as_the_estimator_does(tmp_path):
+def fitted_from_clicks(tmp_path, kind, suffix=".csv", max_iter=4):
+    """``(table, model path)``: a table of clicks written to ``tmp_path`` and a model of
+    ``kind`` (4 components, ``max_iter`` iterations, seed 0) fitted on it by the command."""
     table = triplet_table()
-    table.to_csv(tmp_path / "clicks.csv", index=False)
-    model_path = tmp_path / "implicit.npz"
-    assert main(["fit", "implicit", str(tmp_path / "clicks.csv"), "-o", str(model_path),
-                 "-p", "n_components=4", "-p", "max_iter=4", "-p", "random_state=0",
-                 "--quiet"]) == 0
+    clicks = tmp_path / f"clicks{suffix}"
+    if suffix == ".csv":
+        table.to_csv(clicks, index=False)
+    else:
+        table.to_parquet(clicks, index=False)
+    model_path = tmp_path / f"{kind}.npz"
+    assert main(["fit", kind, str(clicks), "-o", str(model_path), "-p", "n_components=4",
+                 "-p", f"max_iter={max_iter}", "-p", "random_state=0", "--quiet"]) == 0
+    return table, model_path
+
+
+def test_implicit_feedback_recommends_as_the_estimator_does(tmp_path):
+    table, model_path = fitted_from_clicks(tmp_path, "implicit")
     users = ["u00003", "u00011"]
     (tmp_path / "users.txt").write_text("\n".join(users) + "\n")
     assert main(["recommend", str(model_path), "--users", str(tmp_path / "users.txt"), "-n", "5",
@@ -148,12 +158,7 @@ def test_implicit_feedback_recommends_as_the_estimator_does(tmp_path):
 
 
 def test_bpr_fits_and_recommends_as_the_estimator_does(tmp_path):
-    table = triplet_table()
-    table.to_parquet(tmp_path / "clicks.parquet", index=False)
-    model_path = tmp_path / "bpr.npz"
-    assert main(["fit", "bpr", str(tmp_path / "clicks.parquet"), "-o", str(model_path),
-                 "-p", "n_components=4", "-p", "max_iter=5", "-p", "random_state=0",
-                 "--quiet"]) == 0
+    table, model_path = fitted_from_clicks(tmp_path, "bpr", ".parquet", max_iter=5)
     (tmp_path / "users.txt").write_text("u00003\nu00011\n")
     assert main(["recommend", str(model_path), "--users", str(tmp_path / "users.txt"), "-n", "4",
                  "-o", str(tmp_path / "top.csv"), "--quiet"]) == 0
@@ -167,12 +172,7 @@ def test_bpr_fits_and_recommends_as_the_estimator_does(tmp_path):
 
 
 def test_recommend_all_writes_every_users_best_items_as_parquet(tmp_path):
-    table = triplet_table()
-    table.to_csv(tmp_path / "clicks.csv", index=False)
-    model_path = tmp_path / "implicit.npz"
-    assert main(["fit", "implicit", str(tmp_path / "clicks.csv"), "-o", str(model_path),
-                 "-p", "n_components=4", "-p", "max_iter=4", "-p", "random_state=0",
-                 "--quiet"]) == 0
+    table, model_path = fitted_from_clicks(tmp_path, "implicit")
     out = tmp_path / "all.parquet"
     assert main(["recommend", str(model_path), "--all", "-n", "5", "-o", str(out),
                  "--quiet"]) == 0
