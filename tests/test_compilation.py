@@ -113,8 +113,8 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     # the kernel sets list only kernels that every fit of its kind calls
     result, _ = run("""
         import scipy.sparse as sp
-        from dask_strads import (Lasso, LatentDirichletAllocation, LogisticRegression,
-                                 MatrixFactorization)
+        from dask_strads import (BayesianPersonalizedRanking, Lasso, LatentDirichletAllocation,
+                                 LogisticRegression, MatrixFactorization)
         rng = np.random.default_rng(0)
         X = sp.random(60, 30, density=0.3, format="csc", random_state=0)
         Lasso(alpha=0.01).fit(X, rng.standard_normal(60))
@@ -126,6 +126,7 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
         lda.transform(counts)
         ratings = sp.random(30, 20, density=0.3, format="csr", random_state=0)
         MatrixFactorization(n_components=2, max_iter=3).fit(ratings)
+        BayesianPersonalizedRanking(n_components=2, max_iter=2).fit(ratings)
         out["messages"] = messages()
     """, tmp_path)
     assert result["after_lda_fit"]["lda"] is None
