@@ -1,11 +1,11 @@
-"""What the factorization estimators share to recommend: the best items for some users, or for
-every user on the workers holding their factors, as ids with their scores; and new or changed
-users folded into the model.
+"""What the recommenders share: the best items for some users, or for every user on the workers
+holding their factors, as ids with their scores; and new or changed users or items folded into
+the model.
 
 An estimator using :class:`Recommender` scores a user and an item by the product of their rows
 (:meth:`Recommender._scoring_rows`, plus :meth:`Recommender._score_offset`) and finds the rows of
-the users it is asked about (:meth:`Recommender._rows_and_seen`) or given the interactions of
-(:meth:`Recommender._folded_in_users`)."""
+the users it is asked about (:meth:`Recommender._rows_and_seen`), and fits the users or items
+it is given the interactions of (``_folded_in_users``, ``_folded_in_items``)."""
 import os
 
 import dask
@@ -26,8 +26,9 @@ USERS_PER_FRAME = 1 << 14
 
 
 class Recommender:
-    """``recommend`` and ``recommend_all`` for an estimator with fitted ``user_ids_``,
-    ``item_ids_`` and ``_seen`` (the interactions of the fit: a boolean CSR matrix)."""
+    """``recommend``, ``recommend_all``, ``partial_fit_users`` and ``partial_fit_items`` for an
+    estimator with fitted ``user_ids_``, ``item_ids_`` and ``_seen`` (the interactions of the
+    fit: a boolean CSR matrix, users x items)."""
 
     def recommend(self, users, n=10, exclude_seen=True, *, filter_items=None, items=None,
                   return_scores=False):
