@@ -7,6 +7,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..io.triplets import is_triplet_frame
+from ..kernels.bpr import sgd_steps
+from ..kernels.compilation import announce_compiling
+from ..log import logger
 from ..partition import block_edges
 from ..programs.bpr import BPRProgram
 from ..ratings import RatingsMatrix
@@ -14,7 +17,7 @@ from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .inputs import (blocks_along, check_magnitude, check_user_item_matrix,
                      nonzero_counts, ratings_of_triplets, to_scipy_if_pydata, value_range_stats)
 from .mf_pairs import known_positions, pairs_of
-from .ranking import seen_pattern, similar_ids
+from .ranking import pattern, seen_pattern, similar_ids, triplet_rows
 from .ranking_metrics import RanksHeldOutInteractions
 from .recommender import Recommender
 
@@ -32,6 +35,8 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOutInteractions, DaskEst
     every user block takes a different item block (they rotate: an iteration is one round per
     block), so the blocks' steps run at once on disjoint rows (see
     :mod:`dask_strads.programs.bpr`). Each iteration takes about one step per interaction.
+    New users are folded in (``recommend`` of triplets, ``partial_fit_users``) by the same
+    steps on their rows alone, ``max_iter`` an interaction, the items fixed.
 
     Parameters
     ----------
@@ -145,14 +150,29 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOutInteractions, DaskEst
 
     def _rows_and_seen(self, users):
         if is_triplet_frame(users):
-            raise ValueError("BayesianPersonalizedRanking folds in no new users: give fitted "
-                             "user ids, or refit with their interactions")
+            folded, seen = self._folded_in_users(triplet_rows(users, self.item_ids_)[1])
+            factors = folded["user_factors_"]
+            return np.hstack([factors, np.ones_like(factors[:, :1])]), seen
         at = known_positions(self.user_ids_, users, "user")
         return self._in_memory(self._scoring_rows()[0])[at], self._seen[at]
 
     def _folded_in_users(self, matrix):
-        raise ValueError("BayesianPersonalizedRanking folds in no new users: refit with their "
-                         "interactions")
+        """``({"user_factors_": rows}, seen)`` of users fitted to their interactions ``matrix``
+        (CSR over the fitted items) by the fit's steps on their triples, ``max_iter`` steps an
+        interaction, the item factors and biases held fixed."""
+        announce_compiling("bpr", emit=logger.info)
+        positive = _ones_where_positive(matrix)
+        positive.sort_indices()
+        items = np.ascontiguousarray(self._in_memory(self._scoring_rows()[1]))
+        k = self.n_components
+        users = np.ones((positive.shape[0], k + 1), dtype=items.dtype)
+        users[:, :k] = np.random.default_rng(self._seed()).normal(0.0, 0.01,
+                                                                  (positive.shape[0], k))
+        sgd_steps(positive.indptr, positive.indices, users, items, positive.nnz * self.max_iter,
+                  self._seed(), self.learning_rate, self.regularization, fixed_user_columns=1,
+                  move_items=False)
+        return ({"user_factors_": users[:, :k]},
+                pattern(positive.indptr, positive.indices, positive.shape[1]))
 
     def _folded_in_items(self, matrix):
         raise ValueError("BayesianPersonalizedRanking folds in no new items: refit with their "

@@ -10,7 +10,8 @@ of ``ln sigmoid(x)``, ``x = w_u . (h_i - h_j)``, less an L2 penalty::
     h_i += lr (z w_u - reg h_i)
     h_j += lr (-z w_u - reg h_j)
 
-The last ``fixed_user_columns`` columns of the user rows are constants (a column of ones, which
+A fold-in takes the same steps on the user rows alone, the items fixed. The last
+``fixed_user_columns`` columns of the user rows are constants (a column of ones, which
 makes the items' matching column their bias) and are not moved.
 """
 import numpy as np
@@ -25,7 +26,7 @@ def _interacted(indices, start, stop, item):
 
 @njit(cache=True, nogil=True, fastmath=True)
 def _sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regularization,
-               fixed_user_columns):
+               fixed_user_columns, move_items):
     np.random.seed(seed)
     # constants of the rows' type: float32 rows are updated in float32 arithmetic throughout
     zero, one = learning_rate - learning_rate, learning_rate / learning_rate
@@ -54,6 +55,10 @@ def _sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regu
         correct += x > 0
         taken += 1
         step, shrink = learning_rate * z, one - learning_rate * regularization
+        if not move_items:  # a fold-in: the users' rows alone
+            for f in range(moved):
+                users[u, f] = shrink * users[u, f] + step * (items[i, f] - items[j, f])
+            continue
         for f in range(moved):  # the constant columns in a loop of their own: no branch
             w, hi, hj = users[u, f], items[i, f], items[j, f]
             users[u, f] = shrink * w + step * (hi - hj)
@@ -67,11 +72,12 @@ def _sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regu
 
 
 def sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regularization,
-              fixed_user_columns=0):
+              fixed_user_columns=0, move_items=True):
     """``n_steps`` steps on triples of one piece, ``users`` and ``items`` (rows of one float
-    type, computed in it) updated in place; returns ``(sum of -ln sigmoid(x), steps with x > 0,
+    type, computed in it) updated in place (``move_items`` False: the users alone, a fold-in);
+    returns ``(sum of -ln sigmoid(x), steps with x > 0,
     steps taken)`` over the triples, before their steps."""
     real = users.dtype.type
     return _sgd_steps(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
                       users, items, int(n_steps), int(seed), real(learning_rate),
-                      real(regularization), int(fixed_user_columns))
+                      real(regularization), int(fixed_user_columns), bool(move_items))
