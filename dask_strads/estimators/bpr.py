@@ -18,11 +18,11 @@ from .inputs import (blocks_along, check_magnitude, check_user_item_matrix,
                      nonzero_counts, ratings_of_triplets, to_scipy_if_pydata, value_range_stats)
 from .mf_pairs import known_positions, pairs_of
 from .ranking import pattern, seen_pattern, similar_ids, triplet_rows
-from .ranking_metrics import RanksHeldOutInteractions
+from .ranking_metrics import RanksHeldOut
 from .recommender import Recommender
 
 
-class BayesianPersonalizedRanking(Recommender, RanksHeldOutInteractions, DaskEstimatorMixin,
+class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
                                   BaseEstimator):
     """Bayesian personalised ranking (Rendle et al. 2009): implicit feedback ``X`` (users x
     items; a positive entry is an interaction) ranked by learning that each user prefers an item

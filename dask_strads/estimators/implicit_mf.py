@@ -21,11 +21,11 @@ from .factor_blocks import block_layout, per_iteration, user_item_blocks
 from .mf import _contiguous
 from .mf_pairs import known_positions, pairs_of
 from .ranking import seen_pattern, similar_ids, triplet_rows
-from .ranking_metrics import RanksHeldOutInteractions
+from .ranking_metrics import RanksHeldOut
 from .recommender import Recommender
 
 #: The k of ``score``: precision at 10.
-class ImplicitMatrixFactorization(Recommender, RanksHeldOutInteractions, DaskEstimatorMixin,
+class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
                                   ClassNamePrefixFeaturesOutMixin,
                                   TransformerMixin, BaseEstimator):
     """Implicit-feedback matrix factorization (Hu, Koren & Volinsky 2008): clicks, plays or

@@ -17,12 +17,12 @@ from ..programs.mf import ITEMS, USERS, MFProgram, observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .factor_blocks import block_layout, per_iteration, user_item_blocks
-from .inputs import (check_dask_matrix, check_magnitude, check_positive_int,
-                     check_user_item_matrix, is_dask_array, ratings_of_triplets, stored_values,
+from .inputs import (check_dask_matrix, check_magnitude, check_user_item_matrix,
+                     is_dask_array, ratings_of_triplets, stored_values,
                      to_scipy_if_pydata)
 from .mf_pairs import check_pairs, known_positions, pairs_of, positions
 from .ranking import pattern, seen_pattern, similar_ids, triplet_rows
-from .ranking_metrics import checked_user_matrix, held_out_pattern, ranking_metrics
+from .ranking_metrics import RanksHeldOut, checked_user_matrix
 from .recommender import Recommender
 
 #: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
@@ -36,8 +36,8 @@ def _fitted_on_pairs(estimator):
     return estimator.fitted_on_pairs_
 
 
-class MatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
-                          BaseEstimator):
+class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
+                          ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Matrix completion: ratings ``X ≈ mu + b_i + c_j + W H`` fitted to the stored entries of X.
 
     Only the stored entries of X are observations: those of a sparse matrix (explicit zeros
@@ -302,6 +302,10 @@ class MatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePrefixFeatur
     def _score_offset(self):
         return float(self.intercept_)
 
+    def _held_out_entries(self):
+        """Every stored rating of held-out data is a relevant item (see ``ranking_metrics``)."""
+        return _stored_entries, "stored entry"
+
     def similar_items(self, items, n=10):
         """The ``n`` items whose factors have the highest cosine similarity with those of each
         of ``items`` (item ids), most similar first, the item itself left out: an array
@@ -345,19 +349,6 @@ class MatrixFactorization(Recommender, DaskEstimatorMixin, ClassNamePrefixFeatur
         if count == 0:
             raise ValueError("X stores no entries: there is no rating to score")
         return -float(np.sqrt(squared / count))
-
-    def ranking_metrics(self, X, k=10):
-        """Precision, recall, MAP, NDCG and AUC at ``k`` of the recommendations (items ranked
-        by predicted rating, those rated in the fit left out) against the held-out ratings X (a
-        matrix of the fitted users and items; every stored entry is a relevant item: keep the
-        ratings that count as liked, e.g. ``X_test >= 4``), as a dict, with the definitions of
-        the ``implicit`` library's ``ranking_metrics_at_k`` (see
-        :mod:`dask_strads.estimators.ranking_metrics`). Factors kept on the cluster are scored
-        there, block against block."""
-        check_is_fitted(self)
-        check_positive_int(k, "k")
-        held_out = held_out_pattern(self, X, _stored_entries, "stored entry")
-        return ranking_metrics(*self._scoring_rows(), self._seen, held_out, k, self._executor)
 
     def _factors(self):
         return Factors(self.intercept_, *map(self._in_memory, (

@@ -120,25 +120,31 @@ def held_out_pattern(estimator, X, entries, kind):
     return held_out
 
 
-class RanksHeldOutInteractions:
-    """``ranking_metrics``, ``precision_at_k`` and ``score`` of a recommender of interactions
-    (implicit feedback), whose held-out interactions are the positive entries of a matrix."""
+class RanksHeldOut:
+    """``ranking_metrics`` and ``precision_at_k`` (and, as the ``score`` of a recommender of
+    interactions, precision at 10) of a recommender: which entries of a held-out matrix are the
+    relevant items is :meth:`_held_out_entries`: by default the positive ones (interactions)."""
+
+    def _held_out_entries(self):
+        """``(entries(chunk), what they are called)``: the relevant entries of held-out data."""
+        return _interactions, "positive entry"
 
     def ranking_metrics(self, X, k=SCORE_K):
         """Precision, recall, MAP, NDCG and AUC at ``k`` of the recommendations on held-out
-        interactions X (a matrix of the fitted users and items whose positive entries are the
-        held-out interactions; numpy, scipy.sparse or Dask), as a dict: each user with
-        held-out interactions gets the top ``k`` items not seen in the fit (the definitions of
-        the ``implicit`` library's ``ranking_metrics_at_k``, see
+        data X (a matrix of the fitted users and items whose relevant entries, the positive
+        ones for interactions and the stored ones for ratings, are the held-out items; keep
+        the ratings that count as liked, e.g. ``X_test >= 4``; numpy, scipy.sparse or Dask),
+        as a dict: each user with held-out items gets the top ``k`` items not seen in the fit
+        (the definitions of the ``implicit`` library's ``ranking_metrics_at_k``, see
         :mod:`dask_strads.estimators.ranking_metrics`). Factors kept on the cluster are scored
         there, block against block."""
         check_is_fitted(self)
         check_positive_int(k, "k")
-        held_out = held_out_pattern(self, X, _interactions, "positive entry")
+        held_out = held_out_pattern(self, X, *self._held_out_entries())
         return ranking_metrics(*self._scoring_rows(), self._seen, held_out, k, self._executor)
 
     def precision_at_k(self, X, k=SCORE_K):
-        """Precision at ``k`` of the recommendations on held-out interactions X (see
+        """Precision at ``k`` of the recommendations on held-out data X (see
         ``ranking_metrics``): the number of held-out items among each user's top ``k`` unseen
         ones, summed over users, divided by the sum over users of ``min(k, their held-out
         count)`` (the ``implicit`` library's definition: 1 is perfect even for users with fewer
@@ -149,7 +155,6 @@ class RanksHeldOutInteractions:
         """Precision at 10 (``precision_at_k(X, k=10)``) on the held-out interactions X: higher
         is better, as scikit-learn's model selection expects; y is ignored."""
         return self.precision_at_k(X, SCORE_K)
-
 
 
 def _interactions(chunk):
