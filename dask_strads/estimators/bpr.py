@@ -6,7 +6,6 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..io.triplets import is_triplet_frame
 from ..kernels.bpr import sgd_steps
 from ..kernels.compilation import announce_compiling
 from ..log import logger
@@ -14,11 +13,11 @@ from ..partition import block_edges
 from ..programs.bpr import BPRProgram
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .inputs import (blocks_along, check_magnitude, check_user_item_matrix,
-                     nonzero_counts, ratings_of_triplets, to_scipy_if_pydata, value_range_stats)
-from .mf_pairs import known_positions, pairs_of
-from .ranking import pattern, seen_pattern, similar_ids, triplet_rows
-from .ranking_metrics import RanksHeldOut
+from .inputs import (blocks_along, checked_interactions, ratings_of_triplets,
+                     to_scipy_if_pydata)
+from .mf_pairs import pairs_of
+from .ranking import pattern, seen_pattern, similar_ids
+from .ranking_metrics import RanksHeldOut, positive_pattern
 from .recommender import Recommender
 
 
@@ -104,11 +103,7 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
         ratings = (RatingsMatrix.from_triplets(*pairs, y) if pairs is not None
                    else ratings_of_triplets(X, self._client))
         X = ratings.matrix if ratings is not None else X
-        X, (lowest, largest), per_user, per_item, executor = check_user_item_matrix(
-            X, self, value_range_stats, 3,
-            lambda stats: [stats[..., 0].min(), stats[..., 1].min(), stats[..., 2].max()],
-            nonzero_counts)
-        check_magnitude(max(largest, -lowest), "X")
+        X, lowest, largest, per_user, per_item, executor = checked_interactions(X, self)
         if lowest < 0:
             raise ValueError("Negative values in data passed to BayesianPersonalizedRanking: it "
                              "ranks interactions (positive entries) and takes no negative "
@@ -136,7 +131,7 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
                                       **r} for r in result.history.records]
         self.history_ = result.history
         self.n_iter_ = self.history_.last_round // n_blocks + 1
-        self._seen = seen_pattern(X, _positive, executor)
+        self._seen = seen_pattern(X, positive_pattern, executor)
         self._executor = executor
         return self
 
@@ -148,14 +143,6 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
         return similar_ids(self.item_ids_, self._in_memory(self.components_).T, items, n,
                            "item")
 
-    def _rows_and_seen(self, users):
-        if is_triplet_frame(users):
-            folded, seen = self._folded_in_users(triplet_rows(users, self.item_ids_)[1])
-            factors = folded["user_factors_"]
-            return np.hstack([factors, np.ones_like(factors[:, :1])]), seen
-        at = known_positions(self.user_ids_, users, "user")
-        return self._in_memory(self._scoring_rows()[0])[at], self._seen[at]
-
     def _folded_in_users(self, matrix):
         """``({"user_factors_": rows}, seen)`` of users fitted to their interactions ``matrix``
         (CSR over the fitted items) by the fit's steps on their triples, ``max_iter`` steps an
@@ -164,12 +151,11 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
         positive = _ones_where_positive(matrix)
         positive.sort_indices()
         items = np.ascontiguousarray(self._in_memory(self._scoring_rows()[1]))
-        k = self.n_components
+        k, seed = self.n_components, self._seed()
         users = np.ones((positive.shape[0], k + 1), dtype=items.dtype)
-        users[:, :k] = np.random.default_rng(self._seed()).normal(0.0, 0.01,
-                                                                  (positive.shape[0], k))
+        users[:, :k] = np.random.default_rng(seed).normal(0.0, 0.01, (positive.shape[0], k))
         sgd_steps(positive.indptr, positive.indices, users, items, positive.nnz * self.max_iter,
-                  self._seed(), self.learning_rate, self.regularization, fixed_user_columns=1,
+                  seed, self.learning_rate, self.regularization, fixed_user_columns=1,
                   move_items=False)
         return ({"user_factors_": users[:, :k]},
                 pattern(positive.indptr, positive.indices, positive.shape[1]))
@@ -181,9 +167,12 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
     def _scoring_rows(self):
         """User rows ``[w, 1]`` and item rows ``[h, b]``: their product is the score (Dask
         arrays for factors kept on the cluster)."""
-        users = self.user_factors_
-        return (np.hstack([users, np.ones_like(users[:, :1])]),
+        return (self._user_scoring_rows(self.user_factors_),
                 np.hstack([self.components_.T, self.item_bias_[:, None]]))
+
+    @staticmethod
+    def _user_scoring_rows(user_factors_):
+        return np.hstack([user_factors_, np.ones_like(user_factors_[:, :1])])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -198,13 +187,5 @@ def _interactions_block(part, lo, hi):
 
 
 def _ones_where_positive(chunk):
-    ones = sp.csr_matrix(to_scipy_if_pydata(chunk), dtype=np.float64, copy=True)
-    ones.data = (ones.data > 0).astype(np.float64)
-    ones.eliminate_zeros()
-    return ones
-
-
-def _positive(chunk):
-    """``(indptr, indices)`` of the positive entries of a chunk, row by row."""
-    ones = _ones_where_positive(chunk)
-    return ones.indptr, ones.indices
+    indptr, indices = positive_pattern(to_scipy_if_pydata(chunk))
+    return sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=chunk.shape)

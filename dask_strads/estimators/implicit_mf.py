@@ -7,20 +7,18 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..io.triplets import is_triplet_frame
 from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..programs.implicit_mf import ImplicitMFProgram, feedback_entries
 from ..programs.mf import observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .inputs import (check_dask_matrix, check_magnitude, check_user_item_matrix, is_dask_array,
-                     nonzero_counts, ratings_of_triplets, to_scipy_if_pydata,
-                     value_range_stats)
 from .factor_blocks import block_layout, per_iteration, user_item_blocks
+from .inputs import (check_dask_matrix, checked_interactions, is_dask_array,
+                     ratings_of_triplets, to_scipy_if_pydata)
 from .mf import _contiguous
-from .mf_pairs import known_positions, pairs_of
-from .ranking import seen_pattern, similar_ids, triplet_rows
+from .mf_pairs import pairs_of
+from .ranking import seen_pattern, similar_ids
 from .ranking_metrics import RanksHeldOut
 from .recommender import Recommender
 
@@ -108,11 +106,7 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
     def _check_interactions(self, X):
         """X checked without touching the estimator, its interactions counted per user and per
         item, and the executor a dask X was checked on (else None)."""
-        X, (lowest, largest), per_user, per_item, executor = check_user_item_matrix(
-            X, self, value_range_stats, 3,
-            lambda stats: [stats[..., 0].min(), stats[..., 1].min(), stats[..., 2].max()],
-            nonzero_counts)
-        check_magnitude(max(largest, -lowest), "X")
+        X, _, largest, per_user, per_item, executor = checked_interactions(X, self)
         if largest <= 0:
             raise ValueError("X has no positive entry: there is no interaction to fit")
         return X, per_user, per_item, executor
@@ -183,15 +177,6 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
                           accept_sparse=["csr", "csc"], dtype=np.float64)
         return _fold_in(X, self._program, items)
 
-    def _rows_and_seen(self, users):
-        """The factor rows of ``users`` (ids, or triplets folded in) and the items they
-        interacted with (see :class:`.recommender.Recommender`)."""
-        if is_triplet_frame(users):
-            folded, seen = self._folded_in_users(triplet_rows(users, self.item_ids_)[1])
-            return folded["user_factors_"], seen
-        at = known_positions(self.user_ids_, users, "user")
-        return self._in_memory(self.user_factors_)[at], self._seen[at]
-
     def _folded_in_users(self, matrix):
         """``({"user_factors_": rows}, seen)`` of users fitted to their interactions ``matrix``
         (CSR over the fitted items), the items held fixed."""
@@ -212,6 +197,10 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         """User and item factor rows, whose product is the score (Dask arrays for factors
         kept on the cluster)."""
         return self.user_factors_, self.components_.T
+
+    @staticmethod
+    def _user_scoring_rows(user_factors_):
+        return user_factors_
 
     def similar_items(self, items, n=10):
         """The ``n`` items whose factors have the highest cosine similarity with those of each

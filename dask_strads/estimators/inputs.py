@@ -272,6 +272,18 @@ def ratings_of_triplets(X, client=None, duplicates="error"):
     return None
 
 
+def checked_interactions(X, estimator):
+    """A users x items matrix of interaction strengths checked as :func:`check_user_item_matrix`
+    does, its magnitude too: ``(X, smallest value, largest value, interactions per user, per
+    item, the executor a dask X was checked on or None)``."""
+    X, (lowest, largest), per_user, per_item, executor = check_user_item_matrix(
+        X, estimator, value_range_stats, 3,
+        lambda stats: [stats[..., 0].min(), stats[..., 1].min(), stats[..., 2].max()],
+        nonzero_counts)
+    check_magnitude(max(largest, -lowest), "X")
+    return X, lowest, largest, per_user, per_item, executor
+
+
 def value_range_stats(block):
     """[[[finite, smallest value, largest value]]] of the stored entries of a chunk."""
     values = stored_values(block)

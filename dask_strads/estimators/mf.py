@@ -3,14 +3,12 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..io.triplets import is_triplet_frame
 from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..programs.mf import ITEMS, USERS, MFProgram, observed
@@ -20,8 +18,8 @@ from .factor_blocks import block_layout, per_iteration, user_item_blocks
 from .inputs import (check_dask_matrix, check_magnitude, check_user_item_matrix,
                      is_dask_array, ratings_of_triplets, stored_values,
                      to_scipy_if_pydata)
-from .mf_pairs import check_pairs, known_positions, pairs_of, positions
-from .ranking import pattern, seen_pattern, similar_ids, triplet_rows
+from .mf_pairs import check_pairs, pairs_of, positions
+from .ranking import pattern, seen_pattern, similar_ids
 from .ranking_metrics import RanksHeldOut, checked_user_matrix
 from .recommender import Recommender
 
@@ -262,42 +260,49 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
             raise ValueError(f"rows and cols differ in shape: {rows.shape} and {cols.shape}")
         return self._factors().predict(rows, cols)
 
-    def _rows_and_seen(self, users):
-        """The scoring rows of ``users`` (ids, or triplets folded in) and the items they rated
-        (see :class:`.recommender.Recommender`)."""
-        if is_triplet_frame(users):
-            return self._fold_in(triplet_rows(users, self.item_ids_)[1])
-        at = known_positions(self.user_ids_, users, "user")
-        return self._in_memory(self._scoring_rows()[0])[at], self._seen[at]
-
     def _folded_in_users(self, matrix):
         """``({fitted per-user array: rows}, seen)`` of users fitted to their ratings ``matrix``
         (CSR over the fitted items), the items held fixed."""
-        rows, seen = self._fold_in(matrix)
-        factors, bias = self._program.split(rows, USERS)
+        factors, bias, seen = self._fold_in(matrix, USERS)
         return {"user_factors_": factors, "user_bias_": bias}, seen
 
     def _folded_in_items(self, matrix):
         """As :meth:`_folded_in_users`, for items rated by fitted users (``matrix``: items x
         users), the users held fixed."""
+        factors, bias, seen = self._fold_in(matrix, ITEMS)
+        return {"components_": factors, "item_bias_": bias}, seen
+
+    def _fold_in(self, matrix, side):
+        """``(factors, biases, seen)`` of rows of ``side`` fitted to their ratings ``matrix``
+        (CSR over the other side's fitted rows), the other side held fixed; ``seen``: the
+        entries rated (a boolean CSR matrix)."""
+        announce_compiling("mf", emit=logger.info)
         factors = self._factors()
-        user_rows = self._program.rows(factors.user_factors, factors.user_bias, USERS)
-        rows = self._program.fold_in(*observed(matrix, axis=0), user_rows, FOLD_IN_SWEEPS,
-                                     FOLD_IN_TOL, side=ITEMS)
-        factors, bias = self._program.split(rows, ITEMS)
-        return ({"components_": factors, "item_bias_": bias},
+        other = (self._program.rows(factors.components.T, factors.item_bias, ITEMS)
+                 if side == USERS else
+                 self._program.rows(factors.user_factors, factors.user_bias, USERS))
+        rows = self._program.fold_in(*observed(matrix, axis=0), other, FOLD_IN_SWEEPS,
+                                     FOLD_IN_TOL, side=side)
+        return (*self._program.split(rows, side),
                 pattern(matrix.indptr, matrix.indices, matrix.shape[1]))
 
     def _scoring_rows(self):
         """User and item rows (Dask arrays for factors kept on the cluster) whose product is
         the predicted rating less ``intercept_``: ``[w, b_u, 1] . [h, 1, b_i]`` with biases,
         the kernels' layout."""
-        users, items = self.user_factors_, self.components_.T
+        items = self.components_.T
+        users = self._user_scoring_rows(self.user_factors_, self.user_bias_)
         if not self.biases:
             return users, items
-        user_bias, item_bias = self.user_bias_[:, None], self.item_bias_[:, None]
-        return (np.hstack([users, user_bias, np.ones_like(user_bias)]),
-                np.hstack([items, np.ones_like(item_bias), item_bias]))
+        item_bias = self.item_bias_[:, None]
+        return users, np.hstack([items, np.ones_like(item_bias), item_bias])
+
+    def _user_scoring_rows(self, user_factors_, user_bias_):
+        """Users' rows ``[w, b_u, 1]`` from their fitted arrays (``w`` without biases)."""
+        if not self.biases:
+            return user_factors_
+        bias = user_bias_[:, None]
+        return np.hstack([user_factors_, bias, np.ones_like(bias)])
 
     def _score_offset(self):
         return float(self.intercept_)
@@ -317,16 +322,6 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         """As ``similar_items``, for users: user ids in, user ids out."""
         check_is_fitted(self)
         return similar_ids(self.user_ids_, self._factors().user_factors, users, n, "user")
-
-    def _fold_in(self, matrix):
-        """The rows of users fitted to their ratings ``matrix`` (CSR over the fitted items), the
-        items held fixed, and the items they rated (a boolean CSR matrix)."""
-        announce_compiling("mf", emit=logger.info)
-        factors = self._factors()
-        item_rows = self._program.rows(factors.components.T, factors.item_bias, ITEMS)
-        rows = self._program.fold_in(*observed(matrix, axis=0), item_rows, FOLD_IN_SWEEPS,
-                                     FOLD_IN_TOL)
-        return FoldedIn(rows, pattern(matrix.indptr, matrix.indices, matrix.shape[1]))
 
     def score(self, X, y=None):
         """For a model fitted on pairs: R² of the predictions of the ratings ``y`` of the
@@ -362,11 +357,6 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
     @property
     def _n_features_out(self):
         return self.components_.shape[0]
-
-
-class FoldedIn(NamedTuple):
-    rows: np.ndarray
-    seen: sp.csr_matrix
 
 
 class Factors(NamedTuple):

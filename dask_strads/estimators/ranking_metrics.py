@@ -127,7 +127,7 @@ class RanksHeldOut:
 
     def _held_out_entries(self):
         """``(entries(chunk), what they are called)``: the relevant entries of held-out data."""
-        return _interactions, "positive entry"
+        return positive_pattern, "positive entry"
 
     def ranking_metrics(self, X, k=SCORE_K):
         """Precision, recall, MAP, NDCG and AUC at ``k`` of the recommendations on held-out
@@ -157,6 +157,6 @@ class RanksHeldOut:
         return self.precision_at_k(X, SCORE_K)
 
 
-def _interactions(chunk):
-    """The positive entries of a chunk: held-out interactions."""
+def positive_pattern(chunk):
+    """``(indptr, indices)`` of the positive entries of a chunk, row by row: interactions."""
     return positive_entries(*observed(chunk, axis=0))[:2]

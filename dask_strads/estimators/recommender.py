@@ -4,8 +4,9 @@ the model.
 
 An estimator using :class:`Recommender` scores a user and an item by the product of their rows
 (:meth:`Recommender._scoring_rows`, plus :meth:`Recommender._score_offset`) and finds the rows of
-the users it is asked about (:meth:`Recommender._rows_and_seen`), and fits the users or items
-it is given the interactions of (``_folded_in_users``, ``_folded_in_items``)."""
+the users it is asked about (:meth:`Recommender._rows_and_seen`; a user's row from its fitted
+arrays: ``_user_scoring_rows``), and fits the users or items it is given the interactions of
+(``_folded_in_users``, ``_folded_in_items``)."""
 import os
 
 import dask
@@ -16,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..io.triplets import is_triplet_frame, require_pandas
 from .inputs import check_positive_int, is_dask_array
-from .mf_pairs import ids_of
+from .mf_pairs import ids_of, known_positions
 from .ranking import allowed_items, block_best, merged_best, top_items, triplet_rows
 
 #: Users a partition of :meth:`Recommender.recommend_all` holds when the factors are in memory.
@@ -154,6 +155,15 @@ class Recommender:
         self
         """
         return self._partial_fit(triplets, "item", "user")
+
+    def _rows_and_seen(self, users):
+        """The scoring rows of ``users`` (fitted ids, or triplets whose users are folded in)
+        and the items they interacted with (a boolean CSR matrix)."""
+        if is_triplet_frame(users):
+            folded, seen = self._folded_in_users(triplet_rows(users, self.item_ids_)[1])
+            return self._user_scoring_rows(**folded), seen
+        at = known_positions(self.user_ids_, users, "user")
+        return self._in_memory(self._scoring_rows()[0])[at], self._seen[at]
 
     def _partial_fit(self, triplets, side, other):
         check_is_fitted(self)
