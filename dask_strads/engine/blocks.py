@@ -1,6 +1,7 @@
 """Placing data blocks on the workers of a cluster and keeping them there."""
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
+from functools import cache
 
 import uuid
 
@@ -196,8 +197,13 @@ def _scattered(client, graph):
 
 def _held(value):
     """The array a graph entry holds, or None for a task."""
+    value = value.value if isinstance(value, DataNode) else value
+    return value if isinstance(value, _data_types()) else None
+
+
+@cache
+def _data_types():
+    """The arrays a graph may hold (pydata sparse imported when a placement first asks)."""
     import sparse
 
-    value = value.value if isinstance(value, DataNode) else value
-    return value if isinstance(value, (np.ndarray, sp.spmatrix, sp.sparray,
-                                       sparse.SparseArray)) else None
+    return np.ndarray, sp.spmatrix, sp.sparray, sparse.SparseArray

@@ -193,7 +193,8 @@ class DistributedExecutor:
         the workers in ``owners`` are alive (else :class:`ClusterError`, as :meth:`result`);
         ``watch``: called every :data:`WATCH_SECONDS` meanwhile."""
         stalls = Stalls(self.round_seconds, self._held_bytes)
-        unheard: dict[str, float] = {}  # key -> when the scheduler was first seen holding it, unknown to us
+        # key -> when the scheduler was first seen holding it, unknown to us
+        unheard: dict[str, float] = {}
         pending = [h for h in handles if not h.done()]
         checked = monotonic()
         while pending:
