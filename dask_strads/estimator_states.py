@@ -11,7 +11,7 @@ FLOATS, INTEGERS, STRINGS = "f", "iu", "UO"
 IDS = "biufUO"  # user and item ids keep the type they were given
 
 HISTORY = Instance(History, records=Rows(), stats=Instance(
-    FitStats, rounds=Int(), tasks_per_round=Real(), recoveries=Rows(),
+    FitStats, added={"graphs": Int()}, rounds=Int(), tasks_per_round=Real(), recoveries=Rows(),
     resumed_from=Optional(Int()), wall_seconds=Real(), compute_seconds=Real(),
     converged=Bool()))
 FEATURES = {"n_features_in_": Int(1, dim="n_features_in_")}

@@ -162,21 +162,24 @@ class Mapping(Spec):
 
 class Instance(Spec):
     """An instance of exactly ``cls`` (a dataclass or an object of storage.STORABLE) whose
-    attributes are exactly ``fields``, each of its spec."""
+    attributes are exactly ``fields``, each of its spec, and any of ``added`` (attributes
+    newer than some model files, which then take the class's default)."""
 
-    def __init__(self, cls, **fields):
-        self.cls, self.fields = cls, fields
+    def __init__(self, cls, added=None, **fields):
+        self.cls, self.fields, self.added = cls, fields, added or {}
         self.classes = frozenset({f"{cls.__module__}:{cls.__qualname__}"}).union(
-            *(spec.classes for spec in fields.values()))
+            *(spec.classes for spec in [*fields.values(), *self.added.values()]))
 
     def check(self, value, dims):
         if type(value) is not self.cls:
             raise Invalid(f"is {_kind(value)}, expected a {self.cls.__name__}")
-        if set(vars(value)) != set(self.fields):
+        names = set(vars(value))
+        if not set(self.fields) <= names <= set(self.fields) | set(self.added):
             raise Invalid(f"has the attributes {sorted(vars(value))}, expected "
                           f"{sorted(self.fields)}")
-        for name, spec in self.fields.items():
-            _check_in(spec, getattr(value, name), dims, f".{name}")
+        for name, spec in {**self.fields, **self.added}.items():
+            if name in names:
+                _check_in(spec, getattr(value, name), dims, f".{name}")
 
 
 class State:

@@ -248,11 +248,12 @@ def test_blocks_stay_pinned_and_parameters_are_a_dask_array(request, client_fact
 
 
 def test_a_round_is_one_graph_with_readable_keys(client_factory, system):
-    """A round: one push per block, one pull, one report; keys name program, kind, block, round."""
+    """A round graph (the reference path, F = 1): one push per block, one pull, one report;
+    keys name program, kind, block, round."""
     _, _, program, raw = system
     client = client_factory(2, processes=False)
     graphs = []
-    engine = Engine(program, client=client, max_rounds=3)
+    engine = Engine(program, client=client, max_rounds=3, max_epoch_rounds=1)
     submit = engine.executor.submit
     engine.executor.submit = lambda graph: graphs.append(graph) or submit(graph)
     engine.run(raw)

@@ -9,8 +9,10 @@ import pytest
 
 from dask_strads import Engine, run_sequential
 from dask_strads.engine import runner, streams
+from dask_strads.engine.run import Run
 from dask_strads.engine.runner import epoch_length
 from dask_strads.programs import BlockJacobi, StopRule, jacobi_blocks
+from dask_strads.programs.elastic_net import ElasticNetProgram
 from dask_strads.programs.mf import MFProgram
 
 from test_implicit_mf import in_sub_rounds, tiny
@@ -75,8 +77,9 @@ def test_fused_epochs_give_the_sequential_loops_model_in_a_few_graphs(client_fac
                          max_epoch_rounds=8)
     reference = run_sequential(program, raw, ROUNDS)
     rounds = len(reference[1])
-    # the first rounds measure a graph's cost; then epochs of up to 8 rounds
-    assert len(graphs) <= 5 + (rounds - 5 + 7) // 8 < rounds
+    # epochs of up to 8 rounds from the first round on; at most one submitted behind the stop
+    assert len(graphs) <= (rounds + 7) // 8 + 1 < rounds
+    assert result.history.stats.graphs == len(graphs)
     for ours, expected in zip(client.gather(result.params), reference[0]):
         np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-12)
     if program.n_carried:
@@ -88,6 +91,35 @@ def test_fused_epochs_give_the_sequential_loops_model_in_a_few_graphs(client_fac
     assert [o for o in kept if o is not None] == pytest.approx(
         [o for o in expected if o is not None], rel=1e-12)
     assert [r["round"] for r in result.history] == list(range(len(result.history)))
+
+
+def test_a_graphs_cost_is_measured_between_consecutive_epochs_on_the_hub():
+    run = Run("toy", "id", ["w0", "w1"], 0, 0.0, local=False)
+    try:
+        run.timed_epoch(0, [0.5, 0.1, 0.1], started=10.0, ended=10.7)
+        assert run.graph_seconds is None  # nothing before it to measure against
+        # waited 0.05 s after the epoch before, and its first round took 0.2 s more than typical
+        run.timed_epoch(3, [0.3, 0.1, 0.1, 0.1], started=10.75, ended=11.35)
+        assert run.graph_seconds == pytest.approx(0.05 + 0.2)
+        run.timed_epoch(9, [0.1, 0.1], started=20.0, ended=20.2)  # not the round after 6
+        assert run.graph_seconds == pytest.approx(0.25)
+    finally:
+        run.end()
+
+
+def test_a_short_fit_runs_in_one_graph_on_a_cluster(client_factory):
+    """Without a measured graph cost the first epoch is as long as allowed, and the next is
+    submitted only when the streamed rounds come within the pipeline's depth of its end: a
+    fit that stops in fewer rounds than an epoch runs costs the scheduler one graph."""
+    client = client_factory(2)
+    unstopped, raw, _ = problem("elastic_net")
+    program = ElasticNetProgram(unstopped.widths, unstopped.y_centred, 1e-3, 0.5, False, 1e-6)
+    result, graphs = fit(client, program, raw, None)
+    params, reports = run_sequential(program, raw, ROUNDS)
+    assert len(reports) < runner.CHECKPOINT_INTERVAL  # a fit shorter than the first epoch
+    assert graphs == [graphs[0]] and result.history.stats.graphs == 1
+    for ours, expected in zip(client.gather(result.params), params):
+        np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-12)
 
 
 def test_epochs_end_at_checkpoints_and_a_stop_inside_one_is_exact(client_factory):

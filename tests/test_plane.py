@@ -100,7 +100,9 @@ def three_processes():
 def test_a_worker_dying_while_it_sends_a_message_is_recovered(three_processes, tmp_path):
     """The worker answering a push's request for a message exits mid-answer after round 4:
     the push fails naming it, the scheduler drops it, and the fit goes on from the checkpoint
-    of round 3 on the two workers left, ending with the factors of the sequential loop."""
+    of round 3 on the two workers left, ending with the factors of the sequential loop. Round
+    graphs, so that the answer after round 4 comes before the next checkpoint (a worker lost
+    inside a fused epoch: test_epochs)."""
     armed = tmp_path / "armed"
     program, raw = setup(RATINGS, 3, 3, program_class=DiesWhileAnswering, armed=str(armed))
     rounds = 12
@@ -110,7 +112,7 @@ def test_a_worker_dying_while_it_sends_a_message_is_recovered(three_processes, t
             armed.touch()
 
     result = Engine(program, three_processes, max_rounds=rounds, checkpoint_interval=4,
-                    callback=arm).run(raw)
+                    max_epoch_rounds=1, callback=arm).run(raw)
     assert Path(f"{armed}.taken").exists(), "no worker answered a request after round 4"
     (recovery,) = result.history.stats.recoveries
     assert recovery["round"] == 3 and len(recovery["lost"]) == 1

@@ -51,12 +51,15 @@ class EpochPlan:
 
 @dataclass(frozen=True)
 class EpochEnd:
-    """What the hub's task returns: each round's report, the seconds between the hub's pulls,
-    and the last round's pull."""
+    """What the hub's task returns: each round's report, the seconds between the hub's pulls
+    (the first from the task's start), the last round's pull, and when the task started and
+    ended (``perf_counter`` on the hub)."""
 
     reports: list
     seconds: list
     pulled: object
+    started: float
+    ended: float
 
 
 def epoch(program, plan, cells, pulled, carried, *after):
@@ -70,6 +73,7 @@ def epoch(program, plan, cells, pulled, carried, *after):
     board.post(done=plan.first - 1)  # what the epoch follows has run, here
     holders = dict(carried)
     reports, seconds, start = [], [], perf_counter()
+    started = start
     last_run = plan.first - 1  # the newest round whose pull ran (not behind a stop)
     for t in range(plan.first, plan.first + plan.rounds):
         instructions = checked_instructions(program, program.schedule(t, []))
@@ -104,7 +108,9 @@ def epoch(program, plan, cells, pulled, carried, *after):
         else:
             pulled = plane.posted([plan.hub], plan.run_id, ("pulled", t), None,
                                   plan.timeout)[plan.hub]
-    return EpochEnd(reports, seconds, pulled) if worker.address == plan.hub else None
+    if worker.address != plan.hub:
+        return None
+    return EpochEnd(reports, seconds, pulled, started, perf_counter())
 
 
 def _pull(program, plan, pulled, instructions, t):
@@ -136,7 +142,7 @@ def last_pull(end):
 
 
 def reports(end):
-    return end.reports, end.seconds
+    return end.reports, end.seconds, (end.started, end.ended)
 
 
 def first_takers(instructions_by_round):

@@ -78,8 +78,11 @@ class Executor(Protocol):
     def done(self, handle: Any) -> bool:
         """Whether ``handle``'s value is computed."""
 
-    def wait(self, handles: Sequence[Any], owners: Sequence[str] = ()) -> None:
-        """Wait until ``handles`` are computed, their values left where they are."""
+    def wait(self, handles: Sequence[Any], owners: Sequence[str] = (),
+             watch: Callable[[], None] | None = None,
+             until: Callable[[], bool] | None = None) -> bool:
+        """Wait until ``handles`` are computed, their values left where they are (True), or
+        until ``until()`` is true (False), calling ``watch`` meanwhile."""
 
     def gather(self, handles: Sequence[Any], owners: Sequence[str] = (),
                watch: Callable[[], None] | None = None) -> list:
@@ -188,10 +191,11 @@ class DistributedExecutor:
     def done(self, handle):
         return handle.done()
 
-    def wait(self, handles, owners=(), watch=None):
+    def wait(self, handles, owners=(), watch=None, until=None):
         """Wait until ``handles`` are computed, their values left where they are, as long as
         the workers in ``owners`` are alive (else :class:`ClusterError`, as :meth:`result`);
-        ``watch``: called every :data:`WATCH_SECONDS` meanwhile."""
+        ``watch``: called every :data:`WATCH_SECONDS` meanwhile. Returns True, or False as
+        soon as ``until()`` (asked after each ``watch``) is true."""
         stalls = Stalls(self.round_seconds, self._held_bytes)
         # key -> when the scheduler was first seen holding it, unknown to us
         unheard: dict[str, float] = {}
@@ -204,6 +208,8 @@ class DistributedExecutor:
             except Exception as error:  # timed out, or a future cancelled (a key forgotten)
                 if watch is not None:
                     watch()
+                if until is not None and until():
+                    return False
                 timed_out = isinstance(error, TimeoutError)
                 if not timed_out or monotonic() - checked >= POLL_SECONDS:
                     checked = monotonic()
@@ -219,6 +225,7 @@ class DistributedExecutor:
                     self._await_loss(owners, failure)
                 self.check(owners, failure)
                 raise failure
+        return True
 
     def _await_loss(self, owners, error):
         """A push found a worker of ``owners`` gone or deaf before the scheduler did: give the
@@ -369,8 +376,9 @@ class LocalExecutor:
     def done(self, handle):
         return True
 
-    def wait(self, handles, owners=()):
+    def wait(self, handles, owners=(), watch=None, until=None):
         """Values here are computed when their handle exists."""
+        return True
 
     def gather(self, handles, owners=(), watch=None):
         return [h.value for h in handles]

@@ -39,7 +39,8 @@ class Run:
         self.losses = {}  # block -> times its worker was lost
         self.collected = []  # the handles of the result, once collected
         self.gang = None  # the lock over its workers for fused epochs: None untried, False none
-        self.graph_seconds = None  # what a round graph costs beyond its compute, once measured
+        self.graph_seconds = None  # what a graph costs beyond its compute, once measured
+        self._epoch_end = None  # (last round, when it ended on the hub) of the newest epoch read
         self.stream = None  # the rounds its fused epochs stream (see .streams), on a cluster
 
     def key(self, kind, *parts):
@@ -105,6 +106,19 @@ class Run:
         takes it) now live on those pushes' workers."""
         for c, held in hand_offs.items():
             self.home[c] = held.worker
+
+    def timed_epoch(self, first, seconds, started, ended):
+        """Measure what a graph costs beyond its compute from the epoch of rounds ``first``
+        on, which started and ended at ``started`` and ``ended`` on the hub (``seconds``: between
+        its pulls, the first from its start), when the epoch before it on the same hub ran the
+        round before: the hub's wait between the two (the scheduler ending one graph and
+        starting the next) plus what the first round took beyond a typical one (the epoch's
+        tasks on other workers starting later)."""
+        if self._epoch_end is not None and self._epoch_end[0] == first - 1:
+            rest = sorted(seconds[1:])
+            late = max(0.0, seconds[0] - rest[len(rest) // 2]) if rest else 0.0
+            self.graph_seconds = max(0.0, started - self._epoch_end[1]) + late
+        self._epoch_end = (first + len(seconds) - 1, ended)
 
     def going_on_from(self, lost):
         """Take over what the ``lost`` run (the one a lost worker ended) knew: its start, its

@@ -41,8 +41,6 @@ LINEAGE_ROUNDS = 64
 #: graph's cost may take (F is chosen so): see :mod:`.epochs`.
 MAX_EPOCH_ROUNDS = 32
 EPOCH_OVERHEAD_SHARE = 0.05
-#: Rounds run one graph each before a fit measures what a graph costs.
-MEASURED_ROUNDS = 3
 
 
 def epoch_length(graph_seconds: float, compute_seconds: float, bounds: Sequence[int]) -> int:
@@ -389,6 +387,7 @@ class Engine:
         checkpoint, writes = self._add_checkpoint(graph, run, t, pushes, hand_offs, pull)
         if checkpoint is None and not writes:
             run.history.stats.tasks_per_round = graph.n_tasks
+        run.history.stats.graphs += 1
         run.submitted_round(t, self.executor.submit(graph.layers), pushes, hand_offs, pull,
                             report, checkpoint, writes)
         self._forget_pulls(run, t)
@@ -428,6 +427,7 @@ class Engine:
         checkpoint, writes = self._add_checkpoint(graph, run, last, pushes, hand_offs, pull)
         if checkpoint is None and not writes:
             run.history.stats.tasks_per_round = graph.n_tasks / n_rounds
+        run.history.stats.graphs += 1
         run.submitted_round(last, self.executor.submit(graph.layers), pushes, hand_offs, pull,
                             report, checkpoint, writes, first)
         self._forget_pulls(run, last)
@@ -454,24 +454,24 @@ class Engine:
         epoch's compute, up to ``max_epoch_rounds``, the rounds left and the next checkpoint
         or lineage cut."""
         program = self.program
-        # a callback's stop inside an epoch leaves carried blocks where that round left them,
-        # not where the epoch's plan (which the engine follows) leaves them
-        stops_early = self.callback is not None and program.n_carried
+        # a callback's stop reaches an epoch rounds late: carried blocks are then where a later
+        # round left them, not where the epoch's plan (which the engine follows) has them at
+        # the stop, and a program keeping earlier states may have dropped the stop's own
+        stops_early = self.callback is not None and (program.n_carried
+                                                     or not program.updates_in_place)
         if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness or stops_early
                 or _reads_the_fit(self.callback) or not program.static_schedule
-                or len(run.history) < MEASURED_ROUNDS
-                or not all(isinstance(c, Source) for c in run.carried)  # not yet in cells
                 or not self._gang(run)):
             return 1
-        records = run.history.records[-10:]
-        compute = sorted(r.get("compute_seconds", 0.0) for r in records)[len(records) // 2]
-        if run.graph_seconds is None:  # measured on the round graphs run so far
-            run.graph_seconds = max(run.history.typical_round_seconds() - compute, 0.0)
         bounds = [self.max_epoch_rounds, self.max_rounds - first]
         if self.checkpoint_interval:
             bounds.append(self.checkpoint_interval - first % self.checkpoint_interval)
         if not program.n_carried:
             bounds.append(LINEAGE_ROUNDS - first % LINEAGE_ROUNDS)
+        if run.graph_seconds is None:  # not measured yet: as long as allowed
+            return max(1, min(bounds))
+        records = run.history.records[-10:]
+        compute = sorted(r.get("compute_seconds", 0.0) for r in records)[len(records) // 2]
         return epoch_length(run.graph_seconds, compute, bounds)
 
     def _gang(self, run):
@@ -547,16 +547,27 @@ class Engine:
         streamed = None if run.stream is None else (lambda: self._read_streamed(run, watching))
         if streamed:
             streamed()
-        while run.pending and (len(run.pending) > keep_pending
-                               or executor.done(run.pending[0][1])):
+
+        def caught_up():  # rounds submitted and not yet recorded (streamed ones are)
+            return run.submitted - run.history.last_round <= keep_pending
+
+        while run.pending:
             if run.final_round is not None and not self.program.updates_in_place:
                 run.pending.clear()
                 break
-            first, handle = run.pending.popleft()
-            reports, seconds = _rounds_of(executor.result(handle, run.owners, streamed))
+            first, handle = run.pending[0]
+            if not executor.done(handle) and (
+                    caught_up() or not executor.wait([handle], run.owners, streamed, caught_up)):
+                break
+            run.pending.popleft()
+            reports, seconds, timing = _rounds_of(executor.result(handle, run.owners, streamed))
             executor.release([handle])  # read once
+            if timing is not None:
+                run.timed_epoch(first, seconds, *timing)
             now = perf_counter() - run.start
             for i, report in enumerate(reports):
+                if run.final_round is not None and not self.program.updates_in_place:
+                    break  # rounds behind the stop, which change nothing of the result
                 if first + i > run.history.last_round:  # not streamed
                     # each at the time the hub pulled it
                     self._record(run, first + i, now - sum(seconds[i + 1:]), report, watching)
@@ -675,9 +686,10 @@ class _RunningFit:
 
 
 def _rounds_of(value):
-    """``(reports, seconds between them)`` of a round's report or an epoch's."""
+    """``(reports, seconds between them, an epoch's (start, end) on its hub or None)`` of a
+    round's report or an epoch's."""
     if isinstance(value, tasks.RoundReport):
-        return [value], [0.0]
+        return [value], [0.0], None
     return value
 
 
