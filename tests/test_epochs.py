@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dask_strads import Engine, run_sequential
-from dask_strads.engine import runner, streams
+from dask_strads.engine import epochs, runner, streams
 from dask_strads.engine.run import Run
 from dask_strads.engine.runner import epoch_length
 from dask_strads.programs import BlockJacobi, StopRule, jacobi_blocks
@@ -91,6 +91,42 @@ def test_fused_epochs_give_the_sequential_loops_model_in_a_few_graphs(client_fac
     assert [o for o in kept if o is not None] == pytest.approx(
         [o for o in expected if o is not None], rel=1e-12)
     assert [r["round"] for r in result.history] == list(range(len(result.history)))
+
+
+@pytest.mark.parametrize("name", ["mf", "lda", "elastic_net"])
+def test_partials_and_pulls_travel_a_tree_of_five_workers(client_factory, name, monkeypatch):
+    """Five worker threads: the hub, two children, and two grandchildren under the first (the
+    tree's three levels); every round's partials go up and its pull comes down it, and the
+    model is the sequential loop's."""
+    monkeypatch.setattr(runner, "EPOCH_OVERHEAD_SHARE", 1e-9)
+    client = client_factory(5, processes=False)
+    slots = None
+    if name == "mf":
+        program, raw = setup_mf(RATINGS, 5, 5)
+        slots = list(range(5)) * 2
+    elif name == "lda":
+        _, _, raw, program, _ = setup_lda(n_shards=5, n_blocks=5)
+    else:
+        program, raw = linear_program(name, 5)
+    result, graphs = fit(client, program, raw, slots, checkpoint_interval=0, max_epoch_rounds=8)
+    assert len(set(result.param_workers)) == 5  # every level of the tree holds blocks
+    reference = run_sequential(program, raw, ROUNDS)
+    assert len(graphs) < len(reference[1])  # fused
+    for ours, expected in zip(client.gather(result.params), reference[0]):
+        np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-12)
+    if program.n_carried:
+        for ours, expected in zip(result.gather_carried(), reference[2]):
+            np.testing.assert_array_equal(ours, expected)
+
+
+def test_the_tree_puts_the_hub_at_its_root_and_two_children_under_each_worker():
+    plan = epochs.EpochPlan("id", ("w3", "w1", "w2", "w1", "w0", "w4"), (), "w2", 0, 1, 0, 1.0)
+    trees = {w: epochs.Tree.of(plan, w) for w in ["w0", "w1", "w2", "w3", "w4"]}
+    # the hub first, then the others as their blocks come: w2, w3, w1, w0, w4
+    assert trees["w2"] == (None, ["w3", "w1"])
+    assert trees["w3"] == ("w2", ["w0", "w4"])
+    assert trees["w1"] == ("w2", [])
+    assert trees["w0"] == ("w3", []) and trees["w4"] == ("w3", [])
 
 
 def test_a_graphs_cost_is_measured_between_consecutive_epochs_on_the_hub():

@@ -6,11 +6,14 @@ the scheduler's work falls F-fold. Each epoch task runs, round by round, what th
 would have run on its worker: it asks the program for the round's instructions (a static
 schedule: every task computes the same), pushes its blocks (:func:`.tasks.push`, fetching
 messages and carried blocks over the message plane), and posts on its board (:mod:`.boards`)
-that the round's pushes are done, with their partials. The hub's task gathers the partials of
-the round's pushes (in the schedule's order, as the round graph's pull lists them), pulls
-(:func:`.tasks.pull`, with the engine's stopping test) and posts the pull, which the other
-tasks fetch before their next round: the rounds stay bulk-synchronous, and the results are the
-round graphs' (and :func:`~dask_strads.programs.base.run_sequential`'s). A stop found at any
+that the round's pushes are done. The partials go up a binary tree of the run's workers with
+the hub at its root (:class:`Tree`): each task posts its own with those of its children's
+subtrees, so the hub's task gets every partial of the round in two requests, lists them in the
+schedule's order (as the round graph's pull does), pulls (:func:`.tasks.pull`, with the
+engine's stopping test) and posts the pull, which comes down the same tree before the next
+round: no worker answers more than two requests for a round's partials or pull, whatever P, and
+a round's collective takes 2 log2(P) hops. The rounds stay bulk-synchronous, and the results
+are the round graphs' (and :func:`~dask_strads.programs.base.run_sequential`'s). A stop found at any
 round reaches every task with that round's pull, and the rounds left in the epoch then run
 nothing of the program, as rounds submitted behind a stop do. The hub streams each round's
 report to the client as it pulls it (:mod:`.streams`); a stop the client asks for (its
@@ -18,6 +21,7 @@ callback's) reaches the hub's board, and the hub stops at the next round it pull
 """
 from dataclasses import dataclass, replace
 from time import perf_counter
+from typing import NamedTuple
 
 from ..programs.base import checked_instructions
 from . import boards, plane, streams, tasks
@@ -72,6 +76,7 @@ def epoch(program, plan, cells, pulled, carried, *after):
     board = boards.board(worker, plan.run_id)
     board.post(done=plan.first - 1)  # what the epoch follows has run, here
     holders = dict(carried)
+    tree = Tree.of(plan, worker.address)
     reports, seconds, start = [], [], perf_counter()
     started = start
     last_run = plan.first - 1  # the newest round whose pull ran (not behind a stop)
@@ -87,11 +92,13 @@ def epoch(program, plan, cells, pulled, carried, *after):
         for b, instruction in instructions.items():
             if instruction.carried is not None:
                 holders[instruction.carried] = plan.source(b, t)
-        board.post(("partials", t) if pushed else None, pushed, done=t)
+        board.post(done=t)  # the round's messages and carried blocks can be read
+        gathered = _gathered(plan, t, pushed, tree)
         if worker.address == plan.hub:
             if not pulled.stopped:
                 last_run = t
-            pulled = _pull(program, plan, pulled, instructions, t)
+            ids = [b for b in instructions if b in gathered]  # in the schedule's order
+            pulled = tasks.pull(program, pulled, ids, *(gathered[b] for b in ids))
             if boards.STOP in board.values and not pulled.stopped:  # the client stopped the fit
                 pulled = replace(pulled, stopped=True)
             # every task has read the pull before (they posted t); the last keep_behind + 1
@@ -106,22 +113,41 @@ def epoch(program, plan, cells, pulled, carried, *after):
             seconds.append(perf_counter() - start)
             start = perf_counter()
         else:
-            pulled = plane.posted([plan.hub], plan.run_id, ("pulled", t), None,
-                                  plan.timeout)[plan.hub]
+            board.post(("partials", t), gathered)
+            # the children have read the pull before: they posted this round's partials
+            board.values.pop(("pulled", t - 1), None)
+            pulled = plane.posted([tree.parent], plan.run_id, ("pulled", t), None,
+                                  plan.timeout)[tree.parent]
+            if tree.children:
+                board.post(("pulled", t), pulled)
     if worker.address != plan.hub:
         return None
     return EpochEnd(reports, seconds, pulled, started, perf_counter())
 
 
-def _pull(program, plan, pulled, instructions, t):
-    """Round ``t``'s pull on the hub, once every worker has posted the round done (so that
-    every task has read the pull before), from the partials its pushes posted."""
-    gathered: dict[int, object] = {}
-    for partials in plane.posted(list(dict.fromkeys(plan.owners)), plan.run_id,
-                                 ("partials", t), t, plan.timeout, take=True).values():
-        gathered.update(partials or {})
-    ids = [b for b in instructions if b in gathered]
-    return tasks.pull(program, pulled, ids, *(gathered[b] for b in ids))
+class Tree(NamedTuple):
+    """A worker's place in the run's binary tree over its workers, the hub at the root: a
+    round's partials go up it and its pull comes down it, so no worker (the hub included)
+    answers more than its two children and asks more than its parent, whatever P."""
+
+    parent: str | None
+    children: list
+
+    @classmethod
+    def of(cls, plan, address):
+        workers = [plan.hub, *(w for w in dict.fromkeys(plan.owners) if w != plan.hub)]
+        i = workers.index(address)
+        return cls(workers[(i - 1) // 2] if i else None, workers[2 * i + 1:2 * i + 3])
+
+
+def _gathered(plan, t, pushed, tree):
+    """``{block: partial}`` of round ``t``'s pushes on this worker and below it in the tree:
+    its own and those its children posted (each once its own children's were in)."""
+    gathered = dict(pushed)
+    for partials in plane.posted(tree.children, plan.run_id, ("partials", t), None,
+                                 plan.timeout, take=True).values():
+        gathered.update(partials)
+    return gathered
 
 
 def posted_pull(run_id, round_index):
