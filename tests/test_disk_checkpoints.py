@@ -311,3 +311,15 @@ def test_checkpoint_dir_may_be_an_fsspec_url():
         assert_same_model(resumed, make(max_iter=30).fit(X, y), ["coef_"])
     finally:
         fsspec.filesystem("memory").rm("/dask-strads-checkpoints", recursive=True)
+
+
+def test_an_estimators_checkpoint_interval_counts_its_iterations(tmp_path):
+    """``checkpoint_interval`` counts ``max_iter``'s unit: for LDA, an iteration's rounds (one
+    per vocabulary block); a checkpoint every 2 iterations of 3 is one, after round 2U - 1."""
+    X, _, _ = make_lda_corpus(n_docs=60, n_words=80, n_topics=3, doc_length=30, random_state=0)
+    est = LatentDirichletAllocation(3, max_iter=3, n_vocab_blocks=3, checkpoint_interval=2,
+                                    checkpoint_dir=tmp_path, random_state=0).fit(X)
+    per_iteration = est.history_.stats.rounds // 3
+    assert per_iteration == 3
+    written = sorted(int(p.name[len("round-"):]) for p in tmp_path.glob("round-*"))
+    assert written == [2 * per_iteration - 1]

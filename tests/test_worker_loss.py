@@ -96,9 +96,11 @@ def _killer(client, after_round, prefix="-block-0-"):
 CASES = {  # fits of a fixed number of rounds, so that a clean run and a recovered one compare
     "lasso": (lambda: Lasso(alpha=1e-4, tol=0.0, max_iter=30, random_state=0, n_blocks=3),
               lambda: make_correlated_regression(100, 300, 10, random_state=0)[:2]),
-    "lda": (lambda: LatentDirichletAllocation(5, max_iter=10, random_state=0),
+    "lda": (lambda: LatentDirichletAllocation(5, max_iter=10, random_state=0,
+                                              checkpoint_interval=2),
             lambda: (make_lda_corpus(n_docs=300, n_words=400, n_topics=5, random_state=0)[0],)),
-    "mf": (lambda: MatrixFactorization(4, max_iter=15, tol=0.0, random_state=0),
+    "mf": (lambda: MatrixFactorization(4, max_iter=15, tol=0.0, random_state=0,
+                                       checkpoint_interval=5),
            lambda: (make_ratings(n_users=600, n_items=300, n_ratings=20000,
                                  random_state=0)[0],)),
 }
@@ -111,7 +113,8 @@ FITTED = {"lasso": ["coef_", "intercept_"], "lda": ["components_", "doc_topic_"]
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_fit_goes_on_after_a_killed_worker(three_workers, name, after_round):
     """SIGKILL the worker of block 0: the fit goes on with the two workers left, from the last
-    checkpoint (every 10 rounds) or from the start, and ends with the clean run's model."""
+    checkpoint (every ``checkpoint_interval`` iterations) or from the start, and ends with the
+    clean run's model."""
     client = three_workers
     make, data = CASES[name]
     args = data()
@@ -126,7 +129,12 @@ def test_a_fit_goes_on_after_a_killed_worker(three_workers, name, after_round):
     assert len(worker_info(client)) == 2  # the scheduler's own view, not the client's cache
     (recovery,) = recovered.history_.stats.recoveries
     assert recovery["lost"] == [state["killed"]] and recovery["blocks_moved"] >= 1
-    assert recovery["round"] == (9 if after_round == 14 else -1)
+    every = clean.checkpoint_interval * (clean.history_.stats.rounds // clean.max_iter)
+    assert every < 14  # a checkpoint comes before the kill "after-one"
+    # the newest checkpoint before the kill, or one taken while the kill was noticed (a fused
+    # epoch's rounds run ahead of the records)
+    newest_before = (after_round + 1) // every * every - 1
+    assert recovery["round"] >= newest_before and (recovery["round"] + 1) % every == 0
     assert recovered.n_iter_ == clean.n_iter_
     for attribute in FITTED[name]:
         np.testing.assert_allclose(getattr(recovered, attribute), getattr(clean, attribute),

@@ -77,6 +77,7 @@ def epoch(program, plan, cells, pulled, carried, *after):
     board.post(done=plan.first - 1)  # what the epoch follows has run, here
     holders = dict(carried)
     tree = Tree.of(plan, worker.address)
+    outbox = streams.Outbox(plan.run_id)
     reports, seconds, start = [], [], perf_counter()
     started = start
     last_run = plan.first - 1  # the newest round whose pull ran (not behind a stop)
@@ -109,7 +110,8 @@ def epoch(program, plan, cells, pulled, carried, *after):
                 board.values.pop(("pulled", t - 1), None)
             board.post(("pulled", t), pulled)
             reports.append(tasks.report(pulled))
-            streams.post_round(plan.run_id, t, reports[-1])
+            outbox.add(t, reports[-1], now=(pulled.stopped and last_run == t)  # the stop
+                       or t == plan.first + plan.rounds - 1)
             seconds.append(perf_counter() - start)
             start = perf_counter()
         else:

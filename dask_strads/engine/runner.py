@@ -39,7 +39,7 @@ MAX_LOSSES_PER_BLOCK = 3
 LINEAGE_ROUNDS = 64
 #: The most rounds one fused epoch runs (by default), and the share of an epoch's compute its
 #: graph's cost may take (F is chosen so): see :mod:`.epochs`.
-MAX_EPOCH_ROUNDS = 32
+MAX_EPOCH_ROUNDS = 256
 EPOCH_OVERHEAD_SHARE = 0.05
 
 
@@ -133,7 +133,7 @@ class Engine:
         has carried blocks and a callback). The rounds an
         epoch runs are chosen so that a graph's cost (measured on the first rounds) stays
         within 5% of the epoch's compute, and epochs end at checkpoints. 1: a graph a round.
-        By default ``dask.config``'s ``dask-strads.max-epoch-rounds``, else 32: a fit by an
+        By default ``dask.config``'s ``dask-strads.max-epoch-rounds``, else 256: a fit by an
         estimator runs round graphs under ``dask.config.set({"dask-strads.max-epoch-rounds":
         1})``.
     """
@@ -461,6 +461,9 @@ class Engine:
                                                      or not program.updates_in_place)
         if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness or stops_early
                 or _reads_the_fit(self.callback) or not program.static_schedule
+                # not yet in cells: as an epoch's inputs, a worker's carried blocks all at once
+                # could pass its memory limit, which Dask then refuses the task for
+                or not all(isinstance(c, Source) for c in run.carried)
                 or not self._gang(run)):
             return 1
         bounds = [self.max_epoch_rounds, self.max_rounds - first]

@@ -142,8 +142,9 @@ class DaskEstimatorMixin:
         """Run ``program`` on ``blocks`` (cut from ``data``, the fit's arguments): a
         ``distributed.span`` named after the estimator on a cluster, watched as ``progress``
         asks (an iteration being ``max_rounds / max_iter`` rounds) and by the cluster's STRADS
-        page. ``stopping``: the estimator's own stop test, a function of the user's callback
-        (or None) giving the engine's callback, which must call it."""
+        page, with a checkpoint every ``checkpoint_interval`` iterations. ``stopping``: the
+        estimator's own stop test, a function of the user's callback (or None) giving the
+        engine's callback, which must call it."""
         name = type(self).__name__
         rounds_per_iteration = max(1, max_rounds // self.max_iter)
         watching = watchers(self.progress, name, max_rounds, rounds_per_iteration, program)
@@ -163,7 +164,7 @@ class DaskEstimatorMixin:
             callback = stopping(callback)
         engine = Engine(program, staleness=staleness, max_rounds=max_rounds,
                         progress=watching, callback=callback, executor=executor,
-                        checkpoint_interval=self.checkpoint_interval,
+                        checkpoint_interval=self.checkpoint_interval * rounds_per_iteration,
                         checkpoint_dir=self.checkpoint_dir,
                         fingerprint=partial(self._fingerprint, data, program.seed, len(blocks)))
         with on_cluster:

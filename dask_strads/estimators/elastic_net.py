@@ -76,9 +76,11 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     keep_on_cluster : bool
         Keep ``coef_`` as a Dask array whose chunks stay on the workers instead of gathering it.
     checkpoint_interval : int
-        On a cluster, copy the blocks' state every this many rounds (in the workers' memory, with
-        a replica on another worker), so that the fit goes on from there when a worker is lost;
-        0 turns it off (a lost worker then stops the fit with a ``ClusterError``).
+        On a cluster, copy the blocks' state every this many iterations, ``max_iter``'s unit
+        (rounds for the linear models; an iteration's rounds for LDA, the factorizations and
+        BPR), in the workers' memory with a replica on another worker, so that the fit goes on
+        from there when a worker is lost; 0 turns it off (a lost worker then stops the fit with
+        a ``ClusterError``). Fused epochs end at checkpoints.
     checkpoint_dir : str, path or None
         Also write the checkpoints to this directory (without pickle; on a cluster it must be
         reachable by the workers). A fit of the same data, hyperparameters (``max_iter`` aside)
