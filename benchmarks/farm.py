@@ -28,7 +28,10 @@ s x tasks`` over every program and P and per program; over both engines the same
 ``q x P x wall seconds a round`` (see pooled_fit); the two targets of docs/scaling.md. A fit or
 farm that fails is reported as failed and the run goes on.
 
-Without ``--fused`` the fits run a graph a round (``dask-strads.max-epoch-rounds`` 1). With
+Without ``--fused`` the fits run a graph a round (``dask-strads.max-epoch-rounds`` 1), or with
+``--epoch-rounds F`` fused epochs of at most F rounds, measured the same way (then "graphs" is
+how many the fit ran, for the cost model's prediction of CPU per round, ``(graphs x a + rounds
+x tasks x s) / rounds``). With
 ``--fused N`` they run in fused epochs (see docs/engine.md): the CPU per round is then the
 difference between a fit
 of ``N`` iterations and one of the usual length, over the difference of their rounds, so that
@@ -37,6 +40,7 @@ placing the data and collecting the model, which both do, cancel; idle-corrected
 Usage
   python benchmarks/farm.py --before ../before --repeats 3 --markdown
   python benchmarks/farm.py --programs mf,lda --workers 16,32 --fused 30 --repeats 1
+  python benchmarks/farm.py --programs mf --workers 4,16 --epoch-rounds 4 --repeats 1
   python benchmarks/farm.py --before ../before --workers 16,32 --repeats 1 --markdown
   python benchmarks/farm.py --before ../before --programs mf --workers 64 --repeats 1
 """
@@ -69,6 +73,9 @@ SCHEDULER_START_SECONDS = 60
 #: MF per round at P = 64 at most this (seconds); LDA per iteration at P = 32 at most this
 #: share of the engine's before the plane.
 MF_TARGET, LDA_TARGET = 0.150, 0.40
+#: The cost model's scheduler CPU a graph and a task (seconds; docs/scaling.md, fitted to the
+#: round graphs of farms at P = 16 and 32), for the "predicted" column.
+GRAPH_CPU, TASK_CPU = 11.4e-3, 0.29e-3
 
 
 # -- the scheduler's CPU -----------------------------------------------------------------------
@@ -97,15 +104,16 @@ class RoundClock:
         self.marks.append((time.perf_counter(), scheduler_cpu(self.process)))
 
 
-def measure_fit(client, process, fit, data):
+def measure_fit(client, process, fit, data, epoch_rounds=1):
     """One fit's rounds, tasks and transitions per round, and the scheduler's CPU and the wall
-    time from its first round's record to its last (not yet idle-corrected)."""
+    time from its first round's record to its last (not yet idle-corrected); at most
+    ``epoch_rounds`` rounds a graph."""
     # imported by measure_farm, after the engine measured
     from scaling import transitions
 
     clock = RoundClock(process)
     before = client.run_on_scheduler(transitions)
-    with dask.config.set({"dask-strads.max-epoch-rounds": 1}):
+    with dask.config.set({"dask-strads.max-epoch-rounds": epoch_rounds}):
         est = fit(data, client, warm_up=False, callback=clock)
     stats = est.history_.stats
     (first_time, first_cpu), (last_time, last_cpu) = clock.marks[0], clock.marks[-1]
@@ -114,7 +122,7 @@ def measure_fit(client, process, fit, data):
              "transitions": (client.run_on_scheduler(transitions) - before) / stats.rounds,
              "timed rounds": len(clock.marks) - 1, "cpu": (last_cpu - first_cpu).sum(),
              "system share": (last_cpu - first_cpu)[1] / max((last_cpu - first_cpu).sum(), 1e-9),
-             "wall": last_time - first_time,
+             "wall": last_time - first_time, "graphs": stats.graphs,
              "rounds / iteration": stats.rounds / iterations if np.ndim(iterations) == 0
              and iterations else 1.0}
     return {key: float(value) for key, value in found.items()}  # numpy integers: not JSON
@@ -138,6 +146,7 @@ def measure_fused(client, process, fit, data, iterations):
     rounds = long.history_.stats.rounds - short.history_.stats.rounds
     spent = cpu - cpu_short
     found = {"rounds": rounds, "tasks": long.history_.stats.tasks_per_round,
+             "graphs": long.history_.stats.graphs - short.history_.stats.graphs,
              "transitions": (moves - moves_short) / rounds, "timed rounds": rounds,
              "cpu": spent.sum(), "system share": spent[1] / max(spent.sum(), 1e-9),
              "wall": wall - wall_short,
@@ -150,8 +159,10 @@ def per_round(run, idle):
     """``run`` with its CPU per round and per task, idle-corrected, and its wall per round."""
     rounds = max(run["timed rounds"], 1)
     cpu = (run["cpu"] - idle * run["wall"]) / rounds
+    predicted = (run["graphs"] * GRAPH_CPU + run["rounds"] * run["tasks"] * TASK_CPU) / max(
+        run["rounds"], 1)
     return {**run, "cpu / round": cpu, "cpu / task": cpu / run["tasks"],
-            "wall / round": run["wall"] / rounds}
+            "predicted cpu / round": predicted, "wall / round": run["wall"] / rounds}
 
 
 # -- the processes of a farm --------------------------------------------------------------------
@@ -188,7 +199,7 @@ def measure_farm(args):
                 data = make_data()
                 fit(data, client, warm_up=True)
                 runs = [measure_fused(client, process, fit, data, args.fused) if args.fused
-                        else measure_fit(client, process, fit, data)
+                        else measure_fit(client, process, fit, data, args.epoch_rounds)
                         for _ in range(args.repeats)]
                 results.append({"program": name, "runs": runs})
             except Exception as error:  # noqa: BLE001  a fit the farm could not finish: say so, go on
@@ -242,7 +253,7 @@ def run_farm(checkout, n, args):
                      scheduler_file, "--scheduler-pid", str(processes[0].pid), "--workers",
                      str(n), "--programs", args.programs, "--repeats", str(args.repeats),
                      "--idle-seconds", str(args.idle_seconds), "--output", output,
-                     "--fused", str(args.fused)],
+                     "--fused", str(args.fused), "--epoch-rounds", str(args.epoch_rounds)],
                     env=farm_env(checkout), check=True, timeout=args.timeout, cwd=tmp)
                 with open(output) as out:
                     found = json.load(out)
@@ -260,8 +271,9 @@ def run_farm(checkout, n, args):
 
 
 # -- the report --------------------------------------------------------------------------------
-COLUMNS = (("rounds", "{:.0f}"), ("rounds / iteration", "{:.0f}"), ("tasks", "{:.0f}"),
-           ("transitions", "{:.0f}"), ("cpu / round", "{:.4f}"), ("cpu / task", "{:.6f}"),
+COLUMNS = (("rounds", "{:.0f}"), ("rounds / iteration", "{:.0f}"), ("tasks", "{:.1f}"),
+           ("graphs", "{:.0f}"), ("transitions", "{:.0f}"), ("cpu / round", "{:.4f}"),
+           ("predicted cpu / round", "{:.4f}"), ("cpu / task", "{:.6f}"),
            ("system share", "{:.2f}"), ("wall / round", "{:.3f}"))
 
 
@@ -357,6 +369,8 @@ def main():
              ("--idle-seconds", {"type": float, "default": 5.0}),
              ("--fused", {"type": int, "default": 0,
                           "help": "iterations of the longer fit (0: round graphs)"}),
+             ("--epoch-rounds", {"type": int, "default": 1,
+                                 "help": "without --fused: at most this many rounds a graph"}),
              ("--timeout", {"type": float, "default": 3600.0,
                             "help": "seconds a farm's fits may take"}),
              ("--role", {"default": "run", "help": argparse.SUPPRESS}),

@@ -238,6 +238,25 @@ def test_a_worker_lost_inside_an_epoch_is_recovered(three_processes, tmp_path): 
     assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
 
 
+@pytest.mark.parametrize("reads_the_fit", [False, True])
+def test_an_estimators_callback_keeps_epochs_unless_it_reads_the_fit(client_factory,
+                                                                    reads_the_fit):
+    """An estimator wraps the user's callback (to mark a stop in the history); the wrapper
+    takes the running fit, but the fit fuses unless the user's callback takes it too. Either
+    way the callback sees every round, in order."""
+    from dask_strads import MatrixFactorization
+
+    seen = []
+    callback = ((lambda record, run: seen.append(record["round"])) if reads_the_fit
+                else (lambda record: seen.append(record["round"])))
+    est = MatrixFactorization(4, max_iter=6, tol=0, random_state=0, callback=callback)
+    est.client = client_factory(2)
+    est.fit(RATINGS)
+    stats = est.history_.stats
+    assert seen == list(range(stats.rounds))
+    assert (stats.graphs == stats.rounds) if reads_the_fit else (stats.graphs < stats.rounds)
+
+
 def test_the_configuration_turns_epochs_off_for_estimators(client_factory):
     """``dask-strads.max-epoch-rounds`` = 1: an estimator's fit on a cluster runs a graph of
     P pushes, a pull and a report a round, with the same model as when it fuses."""

@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import psutil
+import pytest
 
 
 def _module(path):
@@ -28,7 +29,8 @@ def farm_processes():
 
 
 def test_a_farm_measures_the_scheduler_per_round():
-    args = argparse.Namespace(programs="mf", repeats=1, idle_seconds=1.0, timeout=300, fused=0)
+    args = argparse.Namespace(programs="mf", repeats=1, idle_seconds=1.0, timeout=300, fused=0,
+                              epoch_rounds=1)
     others = farm_processes()  # other tests' clusters
     found = farm.run_farm(farm.HERE, P, args)
     assert "failed" not in found, found.get("failed")
@@ -38,8 +40,9 @@ def test_a_farm_measures_the_scheduler_per_round():
     (run,) = result["runs"]
     assert run["rounds"] == 10  # scaling.py's MF: 5 iterations of two rounds at c = 1
     assert run["timed rounds"] == run["rounds"] - 1
-    assert run["tasks"] == P + 2
+    assert run["tasks"] == P + 2 and run["graphs"] == run["rounds"]  # a graph a round
     assert run["cpu / round"] > 0 and run["cpu / task"] > 0
+    assert run["predicted cpu / round"] == pytest.approx(farm.GRAPH_CPU + (P + 2) * farm.TASK_CPU)
     assert run["wall / round"] > 0
 
 
@@ -47,7 +50,8 @@ def test_a_farm_measures_fused_epochs_by_the_difference_of_two_fits():
     """Without a callback MF's rounds run as fused epochs: the longer fit's 30 extra rounds
     (20 iterations against 5) cost the scheduler a few transitions each, where a round graph
     of P + 2 tasks costs it some 4 a task."""
-    args = argparse.Namespace(programs="mf", repeats=1, idle_seconds=1.0, timeout=300, fused=20)
+    args = argparse.Namespace(programs="mf", repeats=1, idle_seconds=1.0, timeout=300, fused=20,
+                              epoch_rounds=1)
     found = farm.run_farm(farm.HERE, P, args)
     assert "failed" not in found, found.get("failed")
     (result,) = found["results"]

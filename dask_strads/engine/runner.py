@@ -696,9 +696,9 @@ def _rounds_of(value):
     return value
 
 
-def _reads_the_fit(callback):
-    """Whether ``callback`` takes the running fit as well as the record (``callback(record,
-    run)``), from which it may read the parameters between rounds."""
+def _takes_the_fit(callback):
+    """Whether ``callback`` is called with the running fit as well as the record
+    (``callback(record, run)``)."""
     if callback is None:
         return False
     try:
@@ -708,5 +708,13 @@ def _reads_the_fit(callback):
     return True
 
 
+def _reads_the_fit(callback):
+    """Whether ``callback`` may read the parameters between rounds: it takes the running fit,
+    unless it says otherwise (``reads_the_fit``: an estimator's wrapper of a user's callback,
+    which passes the fit on only to a callback that takes it)."""
+    declared = getattr(callback, "reads_the_fit", None)
+    return _takes_the_fit(callback) if declared is None else declared
+
+
 def _call(callback, record, running):
-    return callback(record, running) if _reads_the_fit(callback) else callback(record)
+    return callback(record, running) if _takes_the_fit(callback) else callback(record)

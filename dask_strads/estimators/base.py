@@ -16,6 +16,7 @@ from ..engine import Engine
 from ..engine.disk import check_writable
 from ..engine.progress import watchers
 from ..engine.runner import _call as call_back
+from ..engine.runner import _reads_the_fit as reads_the_fit
 from ..engine.runtime import executor_for
 from .inputs import is_dask_array
 
@@ -221,6 +222,7 @@ class StopNoting:
 
     def __init__(self, callback):
         self.callback = callback
+        self.reads_the_fit = reads_the_fit(callback)  # fused epochs unless it does
 
     def __call__(self, record, running):
         stop = call_back(self.callback, record, running)
