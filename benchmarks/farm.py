@@ -30,8 +30,8 @@ farm that fails is reported as failed and the run goes on.
 
 Without ``--fused`` the fits run a graph a round (``dask-strads.max-epoch-rounds`` 1), or with
 ``--epoch-rounds F`` fused epochs of at most F rounds, measured the same way (then "graphs" is
-how many the fit ran, for the cost model's prediction of CPU per round, ``(graphs x a + rounds
-x tasks x s) / rounds``). With
+how many the fit ran, for the cost model's prediction of CPU per round, ``graphs x (a + s x
+the tasks of a graph) / rounds``, F rounds a graph but the last). With
 ``--fused N`` they run in fused epochs (see docs/engine.md): the CPU per round is then the
 difference between a fit
 of ``N`` iterations and one of the usual length, over the difference of their rounds, so that
@@ -123,6 +123,9 @@ def measure_fit(client, process, fit, data, epoch_rounds=1):
              "timed rounds": len(clock.marks) - 1, "cpu": (last_cpu - first_cpu).sum(),
              "system share": (last_cpu - first_cpu)[1] / max((last_cpu - first_cpu).sum(), 1e-9),
              "wall": last_time - first_time, "graphs": stats.graphs,
+             # every graph's tasks: the last graph's, which ran what the forced epochs left
+             "graph tasks": stats.tasks_per_round * (
+                 stats.rounds - epoch_rounds * (stats.graphs - 1)),
              "rounds / iteration": stats.rounds / iterations if np.ndim(iterations) == 0
              and iterations else 1.0}
     return {key: float(value) for key, value in found.items()}  # numpy integers: not JSON
@@ -159,8 +162,8 @@ def per_round(run, idle):
     """``run`` with its CPU per round and per task, idle-corrected, and its wall per round."""
     rounds = max(run["timed rounds"], 1)
     cpu = (run["cpu"] - idle * run["wall"]) / rounds
-    predicted = (run["graphs"] * GRAPH_CPU + run["rounds"] * run["tasks"] * TASK_CPU) / max(
-        run["rounds"], 1)
+    graph_tasks = run.get("graph tasks", run["tasks"])
+    predicted = run["graphs"] * (GRAPH_CPU + graph_tasks * TASK_CPU) / max(run["rounds"], 1)
     return {**run, "cpu / round": cpu, "cpu / task": cpu / run["tasks"],
             "predicted cpu / round": predicted, "wall / round": run["wall"] / rounds}
 
