@@ -94,7 +94,10 @@ def idle_rate(process, seconds):
 
 
 class RoundClock:
-    """A fit's callback: the time and the scheduler's CPU at each round's record."""
+    """A fit's callback: the time and the scheduler's CPU at each round's record. It only
+    watches, so the fit may run fused epochs (``--epoch-rounds``)."""
+
+    round_graphs = False
 
     def __init__(self, process):
         self.process = process

@@ -160,6 +160,18 @@ def test_a_short_fit_runs_in_one_graph_on_a_cluster(client_factory):
         np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("max_epoch_rounds", [1, 4])
+def test_tasks_per_round_leave_a_checkpoints_copies_out(client_factory, max_epoch_rounds):
+    """Every graph of a fit checkpointing every round holds copies; the tasks a round counts
+    what a fit without checkpoints runs a round."""
+    client = client_factory(2)
+    program, raw, slots = problem("mf")
+    counted = [fit(client, program, raw, slots, checkpoint_interval=interval,
+                   max_epoch_rounds=max_epoch_rounds)[0].history.stats.tasks_per_round
+               for interval in (0, 4)]
+    assert counted[0] > 0 and counted[1] == counted[0]
+
+
 def test_epochs_end_at_checkpoints_and_a_stop_inside_one_is_exact(client_factory):
     """Epochs end where checkpoints are taken (every 5 rounds here); MF meeting its tolerance
     inside an epoch stops every worker at that round: the factors are the sequential loop's."""
@@ -238,23 +250,35 @@ def test_a_worker_lost_inside_an_epoch_is_recovered(three_processes, tmp_path): 
     assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
 
 
-@pytest.mark.parametrize("reads_the_fit", [False, True])
-def test_an_estimators_callback_keeps_epochs_unless_it_reads_the_fit(client_factory,
-                                                                    reads_the_fit):
-    """An estimator wraps the user's callback (to mark a stop in the history); the wrapper
-    takes the running fit, but the fit fuses unless the user's callback takes it too. Either
-    way the callback sees every round, in order."""
+class Watching:
+    """A callback that only watches: it needs no round graphs."""
+
+    round_graphs = False
+
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, record):
+        self.seen.append(record["round"])
+
+
+@pytest.mark.parametrize("watching_only", [False, True])
+def test_an_estimators_callback_runs_round_graphs_unless_it_only_watches(client_factory,
+                                                                         watching_only):
+    """An estimator's callback may stop the fit, exactly at its round: the fit runs a graph a
+    round, unless the callback says it needs none (``round_graphs = False``); either way it
+    sees every round, in order."""
     from dask_strads import MatrixFactorization
 
-    seen = []
-    callback = ((lambda record, run: seen.append(record["round"])) if reads_the_fit
-                else (lambda record: seen.append(record["round"])))
+    callback = Watching()
+    if not watching_only:
+        callback = callback.__call__  # a plain function of the record
     est = MatrixFactorization(4, max_iter=6, tol=0, random_state=0, callback=callback)
     est.client = client_factory(2)
     est.fit(RATINGS)
     stats = est.history_.stats
-    assert seen == list(range(stats.rounds))
-    assert (stats.graphs == stats.rounds) if reads_the_fit else (stats.graphs < stats.rounds)
+    assert getattr(callback, "__self__", callback).seen == list(range(stats.rounds))
+    assert (stats.graphs < stats.rounds) if watching_only else (stats.graphs == stats.rounds)
 
 
 def test_the_configuration_turns_epochs_off_for_estimators(client_factory):

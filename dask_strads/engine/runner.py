@@ -384,9 +384,8 @@ class Engine:
         pull = graph.add(run.hub, run.key("pull", t, run.id), tasks.pull, run.program,
                          run.pulled[t - 1], list(pushes), *pushes.values())
         report = graph.add(run.hub, run.key("report", t, run.id), tasks.report, pull)
+        run.history.stats.tasks_per_round = graph.n_tasks  # a checkpoint's copies left out
         checkpoint, writes = self._add_checkpoint(graph, run, t, pushes, hand_offs, pull)
-        if checkpoint is None and not writes:
-            run.history.stats.tasks_per_round = graph.n_tasks
         run.history.stats.graphs += 1
         run.submitted_round(t, self.executor.submit(graph.layers), pushes, hand_offs, pull,
                             report, checkpoint, writes)
@@ -424,9 +423,8 @@ class Engine:
         pushes = {b: tasks_of[w] for b, w in enumerate(run.owners)}
         hand_offs = {c: run.source(b, pushes[b], timeout) for c, b in holders.items()}
         run.carried_moved(hand_offs)
+        run.history.stats.tasks_per_round = graph.n_tasks / n_rounds  # no checkpoint's copies
         checkpoint, writes = self._add_checkpoint(graph, run, last, pushes, hand_offs, pull)
-        if checkpoint is None and not writes:
-            run.history.stats.tasks_per_round = graph.n_tasks / n_rounds
         run.history.stats.graphs += 1
         run.submitted_round(last, self.executor.submit(graph.layers), pushes, hand_offs, pull,
                             report, checkpoint, writes, first)
@@ -460,7 +458,7 @@ class Engine:
         stops_early = self.callback is not None and (program.n_carried
                                                      or not program.updates_in_place)
         if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness or stops_early
-                or _reads_the_fit(self.callback) or not program.static_schedule
+                or _needs_round_graphs(self.callback) or not program.static_schedule
                 # not yet in cells: as an epoch's inputs, a worker's carried blocks all at once
                 # could pass its memory limit, which Dask then refuses the task for
                 or not all(isinstance(c, Source) for c in run.carried)
@@ -708,11 +706,10 @@ def _takes_the_fit(callback):
     return True
 
 
-def _reads_the_fit(callback):
-    """Whether ``callback`` may read the parameters between rounds: it takes the running fit,
-    unless it says otherwise (``reads_the_fit``: an estimator's wrapper of a user's callback,
-    which passes the fit on only to a callback that takes it)."""
-    declared = getattr(callback, "reads_the_fit", None)
+def _needs_round_graphs(callback):
+    """Whether ``callback`` needs a graph a round: it says so (``round_graphs``), else whether
+    it takes the running fit, from which it may read the parameters between rounds."""
+    declared = getattr(callback, "round_graphs", None)
     return _takes_the_fit(callback) if declared is None else declared
 
 

@@ -16,7 +16,6 @@ from ..engine import Engine
 from ..engine.disk import check_writable
 from ..engine.progress import watchers
 from ..engine.runner import _call as call_back
-from ..engine.runner import _reads_the_fit as reads_the_fit
 from ..engine.runtime import executor_for
 from .inputs import is_dask_array
 
@@ -218,11 +217,14 @@ class DaskEstimatorMixin:
 
 class StopNoting:
     """A fit's callback (called as the engine calls one) that marks the round's record
-    ``stopped_by_callback`` when it returns True."""
+    ``stopped_by_callback`` when it returns True. The fit runs a graph a round, so that the
+    stop is exact (a fused epoch's hub hears of it rounds late), unless the user's callback
+    says it needs no round graphs (an attribute ``round_graphs = False``: a callback that only
+    watches)."""
 
     def __init__(self, callback):
         self.callback = callback
-        self.reads_the_fit = reads_the_fit(callback)  # fused epochs unless it does
+        self.round_graphs = getattr(callback, "round_graphs", True)
 
     def __call__(self, record, running):
         stop = call_back(self.callback, record, running)

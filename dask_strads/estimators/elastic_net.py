@@ -90,7 +90,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         Show a progress bar (tqdm): the way from the first duality gap to ``tol``, on a log
         scale; ``"plot"`` redraws a convergence plot in Jupyter (a bar elsewhere).
     callback : callable or None
-        Called with each round's record (a dict); returning True stops the fit.
+        Called with each round's record (a dict); returning True stops the fit at that round.
+        On a cluster the fit then runs a graph a round, unless the callback has an attribute
+        ``round_graphs = False`` (it only watches: its stop may come rounds later).
 
     Attributes
     ----------

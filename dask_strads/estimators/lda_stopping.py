@@ -2,7 +2,6 @@
 import numpy as np
 
 from ..engine.runner import _call as call_back
-from ..engine.runner import _reads_the_fit as reads_the_fit
 
 
 def held_out_perplexity(records):
@@ -24,7 +23,6 @@ class HeldOutStopping:
         self.n_blocks = n_blocks
         self.n_iter_no_change = n_iter_no_change
         self.callback = callback
-        self.reads_the_fit = reads_the_fit(callback)
         self.iteration = []
         self.best = np.inf
         self.since_best = 0
