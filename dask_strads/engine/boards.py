@@ -14,6 +14,9 @@ import threading
 
 #: The key of the client's request that the run stop (see :func:`ask_to_stop`).
 STOP = ("stop",)
+#: The key of the exception that ended this worker's epoch task: a wait on the board ends with
+#: it at once, rather than at its timeout.
+FAILED = ("failed",)
 #: Boards of this process's workers: (worker address, run id) -> Board.
 _BOARDS: dict[tuple[str, str], "Board"] = {}
 _LOCK = threading.Lock()

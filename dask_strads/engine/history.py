@@ -29,9 +29,9 @@ class FitStats:
     ``compute_seconds`` adds, round by round, the slowest block's push plus the pull: the time the
     round would take with no Dask latency. ``overhead_share`` is the rest of the wall time.
     ``tasks_per_round``: the tasks of the last graph over the rounds it ran (a fused epoch's
-    graph runs many rounds, so it may be a fraction), a checkpoint's copies left out. ``graphs``: the graphs submitted to run
-    rounds (round graphs and fused epochs; placing the data and collecting the model left
-    out). ``recoveries``: one dict
+    graph runs many rounds, so it may be a fraction), a checkpoint's copies left out.
+    ``graphs``: the graphs submitted to run rounds (round graphs and fused epochs; placing the
+    data and collecting the model left out). ``recoveries``: one dict
     per lost worker the fit went on after (round resumed from, lost workers, blocks moved,
     seconds). ``resumed_from``: the first round run after resuming from a checkpoint on disk
     (None for a fresh fit).

@@ -143,6 +143,8 @@ def _ask_all(asked):
                 f"({type(answer).__name__}: {answer})", [address]) from None
         if isinstance(answer, BaseException):
             raise answer
+        if answer["status"] == "failed":  # the worker's epoch task failed with this
+            raise answer["value"]
         if answer["status"] != "OK":
             raise PeerUnreachable(f"worker {address} no longer holds {what} "
                                   f"({answer['status']})", [address])

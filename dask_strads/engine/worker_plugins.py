@@ -41,13 +41,18 @@ class ServePlane(WorkerPlugin):
                     key=None, take=False, **what):
         if run_id is not None:  # a fused epoch's request, answered once its round is posted
             board = boards.board(self.worker, run_id)
+            failed = boards.FAILED
             try:  # answered before the asker's own timeout, so that it learns what is missing
                 if ready is not None:
-                    await board.until(lambda: board.done >= ready, 0.9 * timeout)
+                    await board.until(lambda: board.done >= ready or failed in board.values,
+                                      0.9 * timeout)
                 if kind == "posted":
                     key = tuple(key)
                     if ready is None:
-                        await board.until(lambda: key in board.values, 0.9 * timeout)
+                        await board.until(lambda: key in board.values or failed in board.values,
+                                          0.9 * timeout)
+                if failed in board.values:  # its epoch task failed: the asker fails with it
+                    return {"status": "failed", "value": to_serialize(board.values[failed])}
             except asyncio.TimeoutError:
                 return {"status": f"waiting for round {ready} or {key}; rounds posted done up "
                                   f"to {board.done}"}
