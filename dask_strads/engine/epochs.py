@@ -76,56 +76,61 @@ def epoch(program, plan, cells, pulled, carried, *after):
     board = boards.board(worker, plan.run_id)
     board.post(done=plan.first - 1)  # what the epoch follows has run, here
     try:
-        holders = dict(carried)
-        tree = Tree.of(plan, worker.address)
-        outbox = streams.Outbox(plan.run_id)
-        reports, seconds, start = [], [], perf_counter()
-        started = start
-        last_run = plan.first - 1  # the newest round whose pull ran (not behind a stop)
-        for t in range(plan.first, plan.first + plan.rounds):
-            instructions = checked_instructions(program, program.schedule(t, []))
-            pushed = {}
-            for b, instruction in instructions.items():
-                if b in cells:
-                    c = instruction.carried
-                    pushed[b] = tasks.push(program, cells[b], None, pulled, instruction, t,
-                                           t - plan.keep_behind, None if c is None else holders[c],
-                                           [plan.source(s, t - 1) for s in instruction.reads])
-            for b, instruction in instructions.items():
-                if instruction.carried is not None:
-                    holders[instruction.carried] = plan.source(b, t)
-            board.post(done=t)  # the round's messages and carried blocks can be read
-            gathered = _gathered(plan, t, pushed, tree)
-            if worker.address == plan.hub:
-                if not pulled.stopped:
-                    last_run = t
-                ids = [b for b in instructions if b in gathered]  # in the schedule's order
-                pulled = tasks.pull(program, pulled, ids, *(gathered[b] for b in ids))
-                if boards.STOP in board.values and not pulled.stopped:  # the client stopped the fit
-                    pulled = replace(pulled, stopped=True)
-                # every task has read the pull before (they posted t); the last keep_behind + 1
-                # pulls that ran stay, for a result taken from before a stop (see posted_pull)
-                if last_run == t:
-                    board.values.pop(("pulled", t - 1 - plan.keep_behind), None)
-                elif t - 1 > last_run:  # a pull behind the stop
-                    board.values.pop(("pulled", t - 1), None)
-                board.post(("pulled", t), pulled)
-                reports.append(tasks.report(pulled))
-                outbox.add(t, reports[-1], now=(pulled.stopped and last_run == t)  # the stop
-                           or t == plan.first + plan.rounds - 1)
-                seconds.append(perf_counter() - start)
-                start = perf_counter()
-            else:
-                board.post(("partials", t), gathered)
-                # the children have read the pull before: they posted this round's partials
-                board.values.pop(("pulled", t - 1), None)
-                pulled = plane.posted([tree.parent], plan.run_id, ("pulled", t), None,
-                                      plan.timeout)[tree.parent]
-                if tree.children:
-                    board.post(("pulled", t), pulled)
+        return _rounds(program, plan, cells, pulled, carried, worker, board)
     except BaseException as error:  # the others' waits on this board end with it now
         board.post(boards.FAILED, error)
         raise
+
+
+def _rounds(program, plan, cells, pulled, carried, worker, board):
+    """The epoch's rounds on this worker (see :func:`epoch`)."""
+    holders = dict(carried)
+    tree = Tree.of(plan, worker.address)
+    outbox = streams.Outbox(plan.run_id)
+    reports, seconds, start = [], [], perf_counter()
+    started = start
+    last_run = plan.first - 1  # the newest round whose pull ran (not behind a stop)
+    for t in range(plan.first, plan.first + plan.rounds):
+        instructions = checked_instructions(program, program.schedule(t, []))
+        pushed = {}
+        for b, instruction in instructions.items():
+            if b in cells:
+                c = instruction.carried
+                pushed[b] = tasks.push(program, cells[b], None, pulled, instruction, t,
+                                       t - plan.keep_behind, None if c is None else holders[c],
+                                       [plan.source(s, t - 1) for s in instruction.reads])
+        for b, instruction in instructions.items():
+            if instruction.carried is not None:
+                holders[instruction.carried] = plan.source(b, t)
+        board.post(done=t)  # the round's messages and carried blocks can be read
+        gathered = _gathered(plan, t, pushed, tree)
+        if worker.address == plan.hub:
+            if not pulled.stopped:
+                last_run = t
+            ids = [b for b in instructions if b in gathered]  # in the schedule's order
+            pulled = tasks.pull(program, pulled, ids, *(gathered[b] for b in ids))
+            if boards.STOP in board.values and not pulled.stopped:  # the client stopped the fit
+                pulled = replace(pulled, stopped=True)
+            # every task has read the pull before (they posted t); the last keep_behind + 1
+            # pulls that ran stay, for a result taken from before a stop (see posted_pull)
+            if last_run == t:
+                board.values.pop(("pulled", t - 1 - plan.keep_behind), None)
+            elif t - 1 > last_run:  # a pull behind the stop
+                board.values.pop(("pulled", t - 1), None)
+            board.post(("pulled", t), pulled)
+            reports.append(tasks.report(pulled))
+            outbox.add(t, reports[-1], now=(pulled.stopped and last_run == t)  # the stop
+                       or t == plan.first + plan.rounds - 1)
+            seconds.append(perf_counter() - start)
+            start = perf_counter()
+        else:
+            board.post(("partials", t), gathered)
+            # the children have read the pull before: they posted this round's partials
+            board.values.pop(("pulled", t - 1), None)
+            pulled = plane.posted([tree.parent], plan.run_id, ("pulled", t), None,
+                                  plan.timeout)[tree.parent]
+            if tree.children:
+                board.post(("pulled", t), pulled)
     if worker.address != plan.hub:
         return None
     return EpochEnd(reports, seconds, pulled, started, perf_counter())

@@ -12,6 +12,7 @@ import html
 import importlib
 import io
 from dataclasses import dataclass, field
+from statistics import median_high
 from typing import Any
 
 #: The keys every record starts with, in this order (``iteration`` and ``gap`` where they exist).
@@ -76,8 +77,8 @@ class History:
     def typical_round_seconds(self, last: int = 10) -> float:
         """The median time between the ``last`` newest records (0 before the second)."""
         times = [r["time"] for r in self.records[-last - 1:]]
-        gaps = sorted(b - a for a, b in zip(times, times[1:]))
-        return gaps[len(gaps) // 2] if gaps else 0.0
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        return median_high(gaps) if gaps else 0.0
 
     def truncate(self, last_round: int) -> None:
         """Forget the records after ``last_round`` (rounds that will run again)."""

@@ -2,6 +2,7 @@
 of its cells, pushes, pulls, carried blocks and checkpoints, and its history. The engine and its
 checkpoints read it through the methods here; only this class changes it."""
 from collections import deque
+from statistics import median_high
 
 from .cells import CellRef
 from .history import History
@@ -115,8 +116,7 @@ class Run:
         starting the next) plus what the first round took beyond a typical one (the epoch's
         tasks on other workers starting later)."""
         if self._epoch_end is not None and self._epoch_end[0] == first - 1:
-            rest = sorted(seconds[1:])
-            late = max(0.0, seconds[0] - rest[len(rest) // 2]) if rest else 0.0
+            late = max(0.0, seconds[0] - median_high(seconds[1:])) if seconds[1:] else 0.0
             self.graph_seconds = max(0.0, started - self._epoch_end[1]) + late
         self._epoch_end = (first + len(seconds) - 1, ended)
 

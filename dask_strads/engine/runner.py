@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from statistics import median_high
 from time import perf_counter
 from typing import Any
 
@@ -131,8 +132,9 @@ class Engine:
         per worker running consecutive rounds (see :mod:`.epochs`), for programs with a static
         schedule, at staleness 0, unless the callback takes the running fit (or the program
         has carried blocks and a callback). The rounds an
-        epoch runs are chosen so that a graph's cost (measured on the first rounds) stays
-        within 5% of the epoch's compute, and epochs end at checkpoints. 1: a graph a round.
+        epoch runs are chosen so that a graph's cost (measured between consecutive epochs; as
+        many as allowed before) stays within 5% of the epoch's compute, and epochs end at
+        checkpoints. 1: a graph a round.
         By default ``dask.config``'s ``dask-strads.max-epoch-rounds``, else 256: a fit by an
         estimator runs round graphs under ``dask.config.set({"dask-strads.max-epoch-rounds":
         1})``.
@@ -471,8 +473,7 @@ class Engine:
             bounds.append(LINEAGE_ROUNDS - first % LINEAGE_ROUNDS)
         if run.graph_seconds is None:  # not measured yet: as long as allowed
             return max(1, min(bounds))
-        records = run.history.records[-10:]
-        compute = sorted(r.get("compute_seconds", 0.0) for r in records)[len(records) // 2]
+        compute = median_high(r.get("compute_seconds", 0.0) for r in run.history.records[-10:])
         return epoch_length(run.graph_seconds, compute, bounds)
 
     def _gang(self, run):

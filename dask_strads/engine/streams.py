@@ -13,8 +13,8 @@ did not arrive.
 import pickle
 import threading
 from collections import deque
-from time import perf_counter
 from functools import partial
+from time import perf_counter
 
 from .compat import current_worker
 
