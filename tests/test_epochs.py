@@ -99,7 +99,8 @@ def test_fused_epochs_give_the_sequential_loops_model_in_a_few_graphs(client_fac
 def test_partials_and_pulls_travel_a_tree_of_five_workers(client_factory, name, monkeypatch):
     """Five worker threads: the hub, two children, and two grandchildren under the first (the
     tree's three levels); every round's partials go up and its pull comes down it, and the
-    model is the sequential loop's."""
+    model is the sequential loop's. Partials that add up (MF's objectives, LDA's topic totals)
+    reach the pull as one."""
     monkeypatch.setattr(runner, "EPOCH_OVERHEAD_SHARE", 1e-9)
     client = client_factory(5, processes=False)
     slots = None
@@ -110,8 +111,15 @@ def test_partials_and_pulls_travel_a_tree_of_five_workers(client_factory, name, 
         _, _, raw, program, _ = setup_lda(n_shards=5, n_blocks=5)
     else:
         program, raw = linear_program(name, 5)
+    pulled, pull = [], type(program).pull  # how many partials each pull is given
+    monkeypatch.setattr(type(program), "pull", lambda self, partials, shared: (
+        pulled.append(len(partials)) or pull(self, partials, shared)))
     result, graphs = fit(client, program, raw, slots, checkpoint_interval=0, max_epoch_rounds=8)
     assert len(set(result.param_workers)) == 5  # every level of the tree holds blocks
+    if name == "elastic_net":  # the hub's pull takes every block's partial: they travel
+        assert set(pulled) == {5}
+    else:  # added up on their way (after the first pull, and LDA's first round graph)
+        assert set(pulled[2:]) == {1} and len(pulled) > 20
     reference = run_sequential(program, raw, ROUNDS)
     assert len(graphs) < len(reference[1])  # fused
     for ours, expected in zip(client.gather(result.params), reference[0]):
@@ -247,7 +255,9 @@ def test_a_worker_lost_inside_an_epoch_is_recovered(three_processes, tmp_path): 
     params, reports = run_sequential(program, raw, ROUNDS)
     for ours, expected in zip(result.gather(), params):
         np.testing.assert_array_equal(ours, expected)
-    assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
+    # an epoch adds the partials up the workers' tree: in another order than the loop
+    assert [r["objective"] for r in result.history] == pytest.approx(
+        [r["objective"] for r in reports], rel=1e-12)
 
 
 class Watching:

@@ -117,7 +117,9 @@ def test_engine_matches_the_sequential_loop(client_factory, ratings, n_workers):
     params, reports = run_sequential(program, raw, rounds)
     for ours, reference in zip(client.gather(result.params), params):
         np.testing.assert_array_equal(ours, reference)
-    assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
+    # a fused epoch adds the partials up the workers' tree: in another order than the loop
+    assert [r["objective"] for r in result.history] == pytest.approx(
+        [r["objective"] for r in reports], rel=1e-12)
 
 
 @pytest.mark.parametrize("n_workers", [1, 2, 4, "synchronous"])
@@ -180,7 +182,8 @@ def test_engine_stops_where_the_sequential_loop_does_with_sub_rounds(client_fact
     for ours, reference in zip(client.gather(result.params), params):
         np.testing.assert_array_equal(ours, reference)
     ran = [r for r in result.history if "objective" in r]
-    assert [r["objective"] for r in ran] == [r["objective"] for r in reports if "objective" in r]
+    assert [r["objective"] for r in ran] == pytest.approx(
+        [r["objective"] for r in reports if "objective" in r], rel=1e-12)  # summation order
     assert all(r.get("after_stop") for r in result.history.records[len(reports):])
 
 

@@ -8,8 +8,9 @@ schedule: every task computes the same), pushes its blocks (:func:`.tasks.push`,
 messages and carried blocks over the message plane), and posts on its board (:mod:`.boards`)
 that the round's pushes are done. The partials go up a binary tree of the run's workers with
 the hub at its root (:class:`Tree`): each task posts its own with those of its children's
-subtrees, so the hub's task gets every partial of the round in two requests, lists them in the
-schedule's order (as the round graph's pull does), pulls (:func:`.tasks.pull`, with the
+subtrees (added up into one, for a program whose partials add up: a reduction, every link then
+carrying one partial whatever P), so the hub's task gets every partial of the round in two
+requests, lists them in the schedule's order (as the round graph's pull does), pulls (:func:`.tasks.pull`, with the
 engine's stopping test) and posts the pull, which comes down the same tree before the next
 round: no worker answers more than two requests for a round's partials or pull, whatever P, and
 a round's collective takes 2 log2(P) hops. The rounds stay bulk-synchronous, and the results
@@ -23,7 +24,7 @@ from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import NamedTuple
 
-from ..programs.base import checked_instructions
+from ..programs.base import checked_instructions, combines
 from . import boards, plane, streams, tasks
 from .cells import CellRef
 from .compat import current_worker
@@ -103,7 +104,7 @@ def _rounds(program, plan, cells, pulled, carried, worker, board):
             if instruction.carried is not None:
                 holders[instruction.carried] = plan.source(b, t)
         board.post(done=t)  # the round's messages and carried blocks can be read
-        gathered = _gathered(plan, t, pushed, tree)
+        gathered = _gathered(program, plan, t, pushed, tree)
         if worker.address == plan.hub:
             if not pulled.stopped:
                 last_run = t
@@ -151,13 +152,18 @@ class Tree(NamedTuple):
         return cls(workers[(i - 1) // 2] if i else None, workers[2 * i + 1:2 * i + 3])
 
 
-def _gathered(plan, t, pushed, tree):
+def _gathered(program, plan, t, pushed, tree):
     """``{block: partial}`` of round ``t``'s pushes on this worker and below it in the tree:
-    its own and those its children posted (each once its own children's were in)."""
+    its own and those its children posted (each once its own children's were in). A program
+    whose partials add up gets them as one, under the first block's id, added up in the
+    tree's order (this worker's, then its first child's, then its second's)."""
     gathered = dict(pushed)
-    for partials in plane.posted(tree.children, plan.run_id, ("partials", t), None,
-                                 plan.timeout, take=True).values():
-        gathered.update(partials)
+    posted = plane.posted(tree.children, plan.run_id, ("partials", t), None, plan.timeout,
+                          take=True)
+    for child in tree.children:
+        gathered.update(posted[child])
+    if len(gathered) > 1 and combines(program):
+        return {next(iter(gathered)): tasks.combined(program, list(gathered.values()))}
     return gathered
 
 

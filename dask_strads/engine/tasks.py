@@ -172,6 +172,13 @@ def pull(program, previous, block_ids, *pushed):
     return Pulled(shared, record, stopped)
 
 
+def combined(program, pushed):
+    """One :class:`Pushed` standing for ``pushed`` (in the schedule's order), for a program whose
+    partials add up (:meth:`~dask_strads.programs.base.Program.combine`)."""
+    return Pushed(program.combine([p.partial for p in pushed]), max(p.seconds for p in pushed),
+                  sum(p.messages for p in pushed), sum(p.message_bytes for p in pushed))
+
+
 def uses_plane(program):
     """Whether a program's pushes fetch messages or carried blocks."""
     return bool(program.n_carried) or type(program).message is not Program.message

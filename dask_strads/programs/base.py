@@ -173,6 +173,15 @@ class Program(ABC):
         """Aggregate ``{block_id: partial}`` and commit: return ``(new_shared, report)``, the
         report a :class:`Report`."""
 
+    def combine(self, partials: list[Any]) -> Any:
+        """One partial standing for ``partials`` (of different blocks, in the schedule's order):
+        ``pull`` given it in their place commits the same, up to the order of floating-point
+        sums. A program whose partials add up (topic totals, objectives, counts) defines it,
+        and a fused epoch then adds them up on their way to the pull: every link of its tree
+        carries one partial, whatever the number of workers. By default partials do not add up
+        (the pull needs each block's own) and travel to the pull as they are."""
+        raise NotImplementedError(f"{type(self).__name__}'s partials do not add up")
+
     def retained(self, state: Any) -> Any:
         """What the engine keeps of a block's state once the block has a newer one: whatever
         ``collect`` and ``message`` read of it (by default all of it). A program whose state
@@ -290,6 +299,11 @@ def settled_pull(program: Program, partials: dict[int, Any],
                         f"{type(report).__name__} report")
     stopped = program.converged(report)
     return (program.at_stop(shared, new_shared) if stopped else new_shared), report, stopped
+
+
+def combines(program: Program) -> bool:
+    """Whether ``program``'s partials add up (it defines :meth:`Program.combine`)."""
+    return type(program).combine is not Program.combine
 
 
 def round_seed(seed: int, round_index: int, block_id: int) -> int:

@@ -113,9 +113,13 @@ class BPRProgram(Program):
                          self.learning_rate, self.regularization, fixed_user_columns=1)
         return state, sums, items
 
+    def combine(self, partials):
+        sums = [p for p in partials if p is not None]  # none from init_block
+        return np.sum(sums, axis=0) if sums else None
+
     def pull(self, partials, shared):
-        sums = [p for p in partials.values() if p is not None]  # none from init_block
-        loss, correct, taken = np.sum(sums, axis=0) if sums else (0.0, 0, 0)
+        total = self.combine(list(partials.values()))
+        loss, correct, taken = (0.0, 0, 0) if total is None else total
         if not taken:
             return shared, RankingReport()
         return shared, RankingReport(objective=float(loss / taken),

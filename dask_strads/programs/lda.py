@@ -49,7 +49,7 @@ from ..kernels.lda_inference import sample_held_out, score_held_out
 from ..partition import block_edges
 from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, round_seed
-from .lda_priors import prior_counts, updated_priors
+from .lda_priors import PriorCounts, prior_counts, updated_priors
 
 
 @dataclass(frozen=True)
@@ -341,31 +341,39 @@ class LDAProgram(Program):
             scored.doc[tokens], scored.word[tokens], state.held_out_n_dk, data.held_out.lengths,
             block.n_wk, n_k, shared.alpha, shared.beta, self.n_vocab, *self._seeds(u))
 
+    def combine(self, partials):
+        counts = [p.prior_counts for p in partials if p.prior_counts is not None]
+        return Sampled(
+            np.sum([p.n_k_change for p in partials], axis=0),
+            tokens=sum(p.tokens for p in partials),
+            log_likelihood=sum(p.log_likelihood for p in partials),
+            sampling_seconds=max((p.sampling_seconds for p in partials), default=0.0),
+            held_out_tokens=sum(p.held_out_tokens for p in partials),
+            held_out_log_likelihood=sum(p.held_out_log_likelihood for p in partials),
+            prior_counts=PriorCounts.merged(counts) if counts else None,
+            publishes=all(p.publishes for p in partials))
+
     def pull(self, partials, shared):
-        reports = list(partials.values())
-        n_k, unpublished = shared.n_k, shared.unpublished
-        change = np.sum([r.n_k_change for r in reports], axis=0)
+        total = self.combine(list(partials.values()))
+        n_k, unpublished, change = shared.n_k, shared.unpublished, total.n_k_change
         if unpublished is not None:
             unpublished = unpublished + change
             change = unpublished
-        if all(r.publishes for r in reports):
+        if total.publishes:
             n_k = n_k + change
             unpublished = None if unpublished is None else np.zeros_like(unpublished)
-        tokens = sum(r.tokens for r in reports)
-        log_likelihood = sum(r.log_likelihood for r in reports)
-        counts = [r.prior_counts for r in reports if r.prior_counts is not None]
-        alpha, beta = updated_priors(shared.alpha, shared.beta, counts) if counts else (
-            shared.alpha, shared.beta)
+        counts = total.prior_counts
+        alpha, beta = (shared.alpha, shared.beta) if counts is None else updated_priors(
+            shared.alpha, shared.beta, [counts])
         # objective: the sub-round's negative per-token log-likelihood, for live views
-        held_out = sum(r.held_out_tokens for r in reports)  # 0 without validation data
+        held_out = total.held_out_tokens  # 0 without validation data
         return TopicTotals(n_k, alpha, beta, unpublished), SamplingReport(
-            tokens=tokens, log_likelihood=log_likelihood,
-            objective=-log_likelihood / tokens if tokens else None,
-            sampling_seconds=max((r.sampling_seconds for r in reports), default=0.0),
-            held_out_tokens=held_out or None,
-            held_out_log_likelihood=(sum(r.held_out_log_likelihood for r in reports)
-                                     if held_out else None),
-            alpha=alpha.tolist() if counts else None, beta=beta if counts else None)
+            tokens=total.tokens, log_likelihood=total.log_likelihood,
+            objective=-total.log_likelihood / total.tokens if total.tokens else None,
+            sampling_seconds=total.sampling_seconds, held_out_tokens=held_out or None,
+            held_out_log_likelihood=total.held_out_log_likelihood if held_out else None,
+            alpha=None if counts is None else alpha.tolist(),
+            beta=None if counts is None else beta)
 
     def collect(self, data, state, shared):
         """The shard's document-topic counts (a copy: the state changes in place)."""

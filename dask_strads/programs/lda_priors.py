@@ -53,8 +53,14 @@ class CountHistogram:
 
     @classmethod
     def merged(cls, histograms):
-        return cls(*(np.concatenate([getattr(h, f) for h in histograms])
-                     for f in ("rows", "values", "multiplicity")))
+        """One histogram of the tables of ``histograms``, its entries in (row, value) order
+        whatever theirs: merging in any grouping gives the same histogram."""
+        rows, values, multiplicity = (np.concatenate([getattr(h, f) for h in histograms])
+                                      for f in ("rows", "values", "multiplicity"))
+        n_max = int(values.max(initial=0)) + 1
+        keys, where = np.unique(rows.astype(np.int64) * n_max + values, return_inverse=True)
+        return cls(keys // n_max, keys % n_max,
+                   np.bincount(where, weights=multiplicity, minlength=len(keys)).astype(np.int64))
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,15 @@ class PriorCounts:
     word_topic: CountHistogram
     block_topic_totals: np.ndarray
     block_words: int
+
+
+    @classmethod
+    def merged(cls, counts):
+        """The counts of all the shards and blocks of ``counts``, as one."""
+        return cls(*(CountHistogram.merged([getattr(c, f) for c in counts])
+                     for f in ("doc_topic", "doc_length", "word_topic")),
+                   np.sum([c.block_topic_totals for c in counts], axis=0),
+                   sum(c.block_words for c in counts))
 
 
 def prior_counts(n_dk, n_wk):
@@ -113,11 +128,9 @@ def optimize_beta(beta, word_topic, topic_totals, n_words, steps=FIXED_POINT_STE
 
 def updated_priors(alpha, beta, counts):
     """``(alpha, beta)`` after one update from the :class:`PriorCounts` of every shard."""
-    alpha = optimize_alpha(alpha, CountHistogram.merged([c.doc_topic for c in counts]),
-                           CountHistogram.merged([c.doc_length for c in counts]))
-    beta = optimize_beta(beta, CountHistogram.merged([c.word_topic for c in counts]),
-                         np.sum([c.block_topic_totals for c in counts], axis=0),
-                         sum(c.block_words for c in counts))
+    total = PriorCounts.merged(counts)
+    alpha = optimize_alpha(alpha, total.doc_topic, total.doc_length)
+    beta = optimize_beta(beta, total.word_topic, total.block_topic_totals, total.block_words)
     return alpha, beta
 
 

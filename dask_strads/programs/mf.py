@@ -312,14 +312,16 @@ class UserItemBlocks(Program):
             raise RuntimeError(f"{self.title} alternates users and items and needs the other "
                                "side's rows of the previous round: run it with staleness 0")
 
+    def combine(self, partials):
+        """The sum of the partials (a block that sat the round out sent None)."""
+        added = [p for p in partials if p is not None]
+        return sum(added[1:], added[0]) if added else None
+
     def pull(self, partials, shared):
         """Adds up a side's :class:`BlockObjective` over its sub-rounds; the round that completes
         the side reports the objective (the initial pull completes the users)."""
         side, sub_round = self.following(shared.side, shared.sub_round)
-        blocks = [p for p in partials.values() if p is not None]
-        if shared.so_far is not None:
-            blocks.append(shared.so_far)
-        total = sum(blocks[1:], blocks[0])
+        total = self.combine([*partials.values(), shared.so_far])
         if sub_round < self.sub_rounds - 1:
             return (replace(shared, side=side, sub_round=sub_round, so_far=total),
                     FactorReport(side=side, sub_round=sub_round))
