@@ -17,6 +17,7 @@ version.
 """
 import os
 import warnings
+from typing import Any
 
 import fsspec
 
@@ -33,7 +34,7 @@ class ModelFileError(ValueError):
     """A model file that cannot be loaded: not a model, damaged or modified, or newer."""
 
 
-def save(estimator, path):
+def save(estimator: Any, path: str | os.PathLike) -> None:
     """Write a dask_strads estimator (fitted or not) to ``path`` (a local path or an fsspec
     URL; ``.npz`` by convention).
 
@@ -78,7 +79,7 @@ def check_model_path(path):
                                 f"write, e.g. {os.path.join(os.fspath(path), 'model.npz')}")
 
 
-def load(path):
+def load(path: str | os.PathLike) -> Any:
     """The estimator saved at ``path`` by :func:`save`, ready to predict in any process.
 
     Raises :class:`ModelFileError` (a ValueError) for a file that is no model, was modified

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 __all__ = ["RatingsMatrix"]
 
@@ -111,11 +112,11 @@ class RatingsMatrix:
             matrix.data /= counts.data  # the same cells in the same order
         return cls(matrix=matrix, user_ids=user_ids, item_ids=item_ids)
 
-    def user_index(self, ids):
+    def user_index(self, ids: ArrayLike) -> np.ndarray | np.integer:
         """Rows of the given user ids (KeyError for an id that has no row)."""
         return _lookup(self.user_ids, ids, "user")
 
-    def item_index(self, ids):
+    def item_index(self, ids: ArrayLike) -> np.ndarray | np.integer:
         """Columns of the given item ids (KeyError for an id that has no column)."""
         return _lookup(self.item_ids, ids, "item")
 

@@ -5,6 +5,7 @@ import warnings
 from contextlib import nullcontext
 from functools import partial
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 from dask.base import tokenize
@@ -77,18 +78,18 @@ class DaskEstimatorMixin:
     """
 
     @property
-    def client(self):
+    def client(self) -> Any:
         """The client set with ``est.client = client``; else, after a fit on a cluster, the
         client it ran on (its dashboard: ``est.client.dashboard_link``)."""
         explicit = self._client
         return explicit if explicit is not None else getattr(self._executor, "client", None)
 
     @client.setter
-    def client(self, client):
+    def client(self, client: Any) -> None:
         self._client = client
 
     @property
-    def dashboard_link(self):
+    def dashboard_link(self) -> str | None:
         """The STRADS page of the cluster the last fit ran on (the fits on that cluster, their
         rounds, objective and gap, and what each worker computed; Dask's own dashboard is
         beside it, at ``status``); None for a fit in this process."""

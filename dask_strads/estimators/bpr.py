@@ -1,8 +1,12 @@
 """Bayesian personalised ranking of implicit feedback, model-parallel by rotating item blocks."""
+import os
+from collections.abc import Callable
 from numbers import Integral, Real
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
@@ -78,9 +82,13 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
         "regularization": [NumberInterval(Real, 0, None, closed="left")],
     }
 
-    def __init__(self, n_components=100, *, learning_rate=0.01, regularization=0.01,
-                 max_iter=100, random_state=None, keep_on_cluster=False, checkpoint_interval=10,
-                 checkpoint_dir=None, progress=False, callback=None):
+    def __init__(self, n_components: int = 100, *, learning_rate: float = 0.01,
+                 regularization: float = 0.01, max_iter: int = 100,
+                 random_state: int | np.random.RandomState | None = None,
+                 keep_on_cluster: bool = False, checkpoint_interval: int = 10,
+                 checkpoint_dir: str | os.PathLike | None = None,
+                 progress: bool | Literal["plot"] = False,
+                 callback: Callable[..., Any] | None = None) -> None:
         self.n_components = n_components
         self.learning_rate = learning_rate
         self.regularization = regularization
@@ -92,7 +100,7 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
         self.progress = progress
         self.callback = callback
 
-    def fit(self, X, y=None):
+    def fit(self, X: Any, y: ArrayLike | None = None) -> "BayesianPersonalizedRanking":
         """Fit to the interactions X (users x items; numpy, scipy.sparse, Dask; positive
         entries are interactions), or to a pandas or Dask DataFrame of ``user``, ``item``,
         ``rating`` triplets, or to (user, item) pairs X with their strengths ``y`` (as
@@ -135,7 +143,7 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
         self._executor = executor
         return self
 
-    def similar_items(self, items, n=10):
+    def similar_items(self, items: ArrayLike, n: int = 10) -> np.ndarray:
         """The ``n`` items whose factors have the highest cosine similarity with those of each
         of ``items`` (item ids), most similar first, the item itself left out (-1 or None where
         fewer are left, as in ``recommend``)."""

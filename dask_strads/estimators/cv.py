@@ -3,9 +3,11 @@ over regularisation paths, then a refit on the whole data."""
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
@@ -27,6 +29,8 @@ from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
 #: The shared parameters a CV estimator takes (a checkpoint directory or a callback would mix
 #: the fits of every fold).
 _SHARED = ("max_iter", "random_state", "keep_on_cluster", "checkpoint_interval", "progress")
+
+_ElasticNetCVT = TypeVar("_ElasticNetCVT", bound="ElasticNetCV")
 
 
 class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
@@ -93,10 +97,15 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, *, l1_ratio=0.5, eps=1e-3, fit_intercept=True, tol=1e-4, cv=None,
-                 positive=False, random_state=None, alphas=100, precompute="auto", copy_X=True,
-                 selection="cyclic", verbose=0, max_iter=1000, n_jobs=None, n_blocks=None,
-                 keep_on_cluster=False, checkpoint_interval=10, progress=False):
+    def __init__(self, *, l1_ratio: float | ArrayLike = 0.5, eps: float = 1e-3,
+                 fit_intercept: bool = True, tol: float = 1e-4, cv: Any = None,
+                 positive: bool = False, random_state: int | np.random.RandomState | None = None,
+                 alphas: int | ArrayLike = 100,
+                 precompute: bool | Literal["auto"] | ArrayLike = "auto", copy_X: bool = True,
+                 selection: Literal["cyclic", "random"] = "cyclic",
+                 verbose: bool | int = 0, max_iter: int = 1000, n_jobs: int | None = None,
+                 n_blocks: int | None = None, keep_on_cluster: bool = False,
+                 checkpoint_interval: int = 10, progress: bool | Literal["plot"] = False) -> None:
         self.l1_ratio = l1_ratio
         self.eps = eps
         self.alphas = alphas
@@ -126,7 +135,8 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def fit(self, X, y, sample_weight=None, groups=None):
+    def fit(self: _ElasticNetCVT, X: Any, y: ArrayLike, sample_weight: ArrayLike | None = None,
+            groups: ArrayLike | None = None) -> _ElasticNetCVT:
         """Cross-validate the paths on X (numpy, scipy.sparse, or a dask array, gathered into
         this process from the cluster it is on: the folds' errors are computed here) and y,
         then refit. ``sample_weight`` as for :meth:`ElasticNet.fit`, on every fold (the
@@ -244,10 +254,15 @@ class LassoCV(ElasticNetCV):
                               in ElasticNetCV._parameter_constraints.items()
                               if name != "l1_ratio"}
 
-    def __init__(self, *, eps=1e-3, fit_intercept=True, tol=1e-4, cv=None, positive=False,
-                 random_state=None, alphas=100, precompute="auto", copy_X=True,
-                 selection="cyclic", verbose=False, max_iter=1000, n_jobs=None, n_blocks=None,
-                 keep_on_cluster=False, checkpoint_interval=10, progress=False):
+    def __init__(self, *, eps: float = 1e-3, fit_intercept: bool = True, tol: float = 1e-4,
+                 cv: Any = None, positive: bool = False,
+                 random_state: int | np.random.RandomState | None = None,
+                 alphas: int | ArrayLike = 100,
+                 precompute: bool | Literal["auto"] | ArrayLike = "auto", copy_X: bool = True,
+                 selection: Literal["cyclic", "random"] = "cyclic",
+                 verbose: bool | int = False, max_iter: int = 1000, n_jobs: int | None = None,
+                 n_blocks: int | None = None, keep_on_cluster: bool = False,
+                 checkpoint_interval: int = 10, progress: bool | Literal["plot"] = False) -> None:
         super().__init__(l1_ratio=1.0, eps=eps, alphas=alphas, fit_intercept=fit_intercept,
                          precompute=precompute, max_iter=max_iter, tol=tol, cv=cv,
                          copy_X=copy_X, verbose=verbose, n_jobs=n_jobs, positive=positive,

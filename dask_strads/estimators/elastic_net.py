@@ -1,9 +1,13 @@
 """``dask_strads.ElasticNet``: scikit-learn's ElasticNet, fitted by a STRADS program on Dask."""
+import os
 import warnings
+from collections.abc import Callable
 from numbers import Integral, Real
+from typing import Any, Final, Literal, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils._param_validation import Options, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
@@ -15,15 +19,17 @@ from ..programs.elastic_net import ElasticNetProgram
 from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
-from .inputs import (blocks_along, check_dask_design, check_dask_matrix, check_finite_block,
-                     check_in_memory_design, column_means, fitted_dtype, is_dask_array,
-                     is_sparse, to_scipy_if_pydata)
+from .inputs import (DaskArray, blocks_along, check_dask_design, check_dask_matrix,
+                     check_finite_block, check_in_memory_design, column_means, fitted_dtype,
+                     is_dask_array, is_sparse, to_scipy_if_pydata)
 
 #: The default schedule; the others are the STRADS sampling schedules (Lasso only).
-WORKING_SET = "working_set"
+WORKING_SET: Final = "working_set"
 #: scikit-learn's parameters that change nothing here (see the class docstring).
 SKLEARN_ONLY = {"precompute": ["boolean", StrOptions({"auto"}), "array-like"],
                 "copy_X": ["boolean"], "selection": [StrOptions({"cyclic", "random"})]}
+
+_ElasticNetT = TypeVar("_ElasticNetT", bound="ElasticNet")
 
 
 class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
@@ -134,13 +140,19 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         **SKLEARN_ONLY,
     }
 
-    def __init__(self, alpha=1.0, *, l1_ratio=0.5, fit_intercept=True, max_iter=1000, tol=1e-4,
-                 warm_start=False, positive=False, random_state=None, precompute=False,
-                 copy_X=True, selection="cyclic", schedule=WORKING_SET,
-                 n_candidates=32, dependency_threshold=0.1, priority_floor=0.1,
-                 priority_power=1, sub_rounds=None, staleness=0, n_blocks=None,
-                 keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
-                 progress=False, callback=None):
+    def __init__(self, alpha: float = 1.0, *, l1_ratio: float = 0.5, fit_intercept: bool = True,
+                 max_iter: int = 1000, tol: float = 1e-4, warm_start: bool = False,
+                 positive: bool = False, random_state: int | np.random.RandomState | None = None,
+                 precompute: bool | Literal["auto"] | ArrayLike = False, copy_X: bool = True,
+                 selection: Literal["cyclic", "random"] = "cyclic",
+                 schedule: Literal["working_set", "priority", "cyclic", "random"] = WORKING_SET,
+                 n_candidates: int = 32, dependency_threshold: float = 0.1,
+                 priority_floor: float = 0.1, priority_power: Literal[1, 2] = 1,
+                 sub_rounds: int | None = None, staleness: int = 0, n_blocks: int | None = None,
+                 keep_on_cluster: bool = False, checkpoint_interval: int = 10,
+                 checkpoint_dir: str | os.PathLike | None = None,
+                 progress: bool | Literal["plot"] = False,
+                 callback: Callable[..., Any] | None = None) -> None:
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
@@ -181,7 +193,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                              f"current residual and needs staleness=0, got "
                              f"staleness={self.staleness!r}")
 
-    def fit(self, X, y, sample_weight=None, check_input=True):
+    def fit(self: _ElasticNetT, X: Any, y: ArrayLike, sample_weight: ArrayLike | None = None,
+            check_input: bool = True) -> _ElasticNetT:
         """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and y.
 
         ``sample_weight``: a weight per sample (or one number for all), as in scikit-learn:
@@ -276,7 +289,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         return self
 
     @property
-    def sparse_coef_(self):
+    def sparse_coef_(self) -> sp.csr_matrix:
         """``coef_`` as a scipy CSR matrix (one row per target)."""
         return sp.csr_matrix(np.atleast_2d(self._in_memory(self.coef_)))
 
@@ -298,7 +311,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                 return coef.astype(np.float64)
         return zeros(n_features)
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray | DaskArray:
         """Predictions ``X @ coef_ + intercept_``; lazy for a dask array X."""
         check_is_fitted(self)
         if is_dask_array(X):

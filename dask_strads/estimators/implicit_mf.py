@@ -1,9 +1,13 @@
 """``dask_strads.ImplicitMatrixFactorization``: implicit-feedback factorization by model-parallel
 alternating least squares."""
+import os
+from collections.abc import Callable
 from numbers import Integral, Real
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
@@ -14,7 +18,7 @@ from ..programs.mf import observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .factor_blocks import block_layout, per_iteration, user_item_blocks
-from .inputs import (check_dask_matrix, checked_interactions, is_dask_array,
+from .inputs import (DaskArray, check_dask_matrix, checked_interactions, is_dask_array,
                      ratings_of_triplets, to_scipy_if_pydata)
 from .mf import _contiguous
 from .mf_pairs import pairs_of
@@ -86,9 +90,13 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         "cg_steps": [NumberInterval(Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, n_components=10, *, alpha=2.0, regularization=16.0, max_iter=15, tol=1e-4,
-                 cg_steps=3, random_state=None, keep_on_cluster=False, checkpoint_interval=10,
-                 checkpoint_dir=None, progress=False, callback=None):
+    def __init__(self, n_components: int = 10, *, alpha: float = 2.0,
+                 regularization: float = 16.0, max_iter: int = 15, tol: float = 1e-4,
+                 cg_steps: int = 3, random_state: int | np.random.RandomState | None = None,
+                 keep_on_cluster: bool = False, checkpoint_interval: int = 10,
+                 checkpoint_dir: str | os.PathLike | None = None,
+                 progress: bool | Literal["plot"] = False,
+                 callback: Callable[..., Any] | None = None) -> None:
         self.n_components = n_components
         self.alpha = alpha
         self.regularization = regularization
@@ -112,7 +120,7 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         return X, per_user, per_item, executor
 
     # -- fitting ------------------------------------------------------------------------------
-    def fit(self, X, y=None):
+    def fit(self, X: Any, y: ArrayLike | None = None) -> "ImplicitMatrixFactorization":
         """Fit the factors to the interactions X (users x items; numpy, scipy.sparse, Dask), or
         to a pandas or Dask DataFrame of ``user``, ``item``, ``rating`` triplets (any sortable
         ids, kept in ``user_ids_`` / ``item_ids_``), or to (user, item) pairs X with their
@@ -155,14 +163,14 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         self._executor = executor
         return self
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X: Any, y: ArrayLike | None = None) -> np.ndarray | DaskArray:
         """Fit, and return ``transform(X)``: the users' rows solved exactly against the final
         item factors (``user_factors_`` are within the last round's conjugate-gradient steps
         of them)."""
         return self.fit(X, y).transform(X)
 
     # -- using the model ----------------------------------------------------------------------
-    def transform(self, X):
+    def transform(self, X: Any) -> np.ndarray | DaskArray:
         """User factors of the rows of X (interactions with the fitted items), each solved
         exactly with the item factors fixed (fold-in); lazy for a dask array."""
         check_is_fitted(self)
@@ -202,7 +210,7 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
     def _user_scoring_rows(user_factors_):
         return user_factors_
 
-    def similar_items(self, items, n=10):
+    def similar_items(self, items: ArrayLike, n: int = 10) -> np.ndarray:
         """The ``n`` items whose factors have the highest cosine similarity with those of each
         of ``items`` (item ids), most similar first, the item itself left out: an array
         (len(items), n) of item ids (-1 or None where fewer are left, as in ``recommend``)."""
@@ -210,7 +218,7 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         return similar_ids(self.item_ids_, self._in_memory(self.components_).T, items, n,
                            "item")
 
-    def similar_users(self, users, n=10):
+    def similar_users(self, users: ArrayLike, n: int = 10) -> np.ndarray:
         """As ``similar_items``, for users: user ids in, user ids out."""
         check_is_fitted(self)
         return similar_ids(self.user_ids_, self._in_memory(self.user_factors_), users, n, "user")

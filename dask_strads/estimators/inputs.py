@@ -5,6 +5,7 @@ exists only once they are imported, so a fit on in-memory data loads neither."""
 import numbers
 import sys
 from contextlib import nullcontext
+from typing import Any
 
 import dask
 import numpy as np
@@ -15,6 +16,11 @@ from sklearn.utils.validation import check_array, check_X_y
 #: Values of larger magnitude are refused: the fits square them, and the squares of such values
 #: (1e300 at most) summed over up to 1e8 entries stay below float64's largest, 1.8e308.
 MAX_MAGNITUDE = 1e150
+
+#: A Dask array and a pandas DataFrame in annotations, where they are Any: naming their classes
+#: would import dask.array (loaded only with a dask array) and pandas (optional).
+DaskArray = Any
+DataFrame = Any
 
 
 def fitted_dtype(X):

@@ -1,4 +1,11 @@
 """``dask_strads.Lasso``: scikit-learn's Lasso, the ``l1_ratio=1`` case of the elastic net."""
+import os
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
 from .elastic_net import WORKING_SET, ElasticNet
 
 
@@ -13,12 +20,19 @@ class Lasso(ElasticNet):
     _parameter_constraints = {name: constraint for name, constraint
                               in ElasticNet._parameter_constraints.items() if name != "l1_ratio"}
 
-    def __init__(self, alpha=1.0, *, fit_intercept=True, max_iter=1000, tol=1e-4,
-                 warm_start=False, positive=False, random_state=None, precompute=False,
-                 copy_X=True, selection="cyclic", schedule=WORKING_SET, n_candidates=32,
-                 dependency_threshold=0.1, priority_floor=0.1, priority_power=1,
-                 sub_rounds=None, staleness=0, n_blocks=None, keep_on_cluster=False,
-                 checkpoint_interval=10, checkpoint_dir=None, progress=False, callback=None):
+    def __init__(self, alpha: float = 1.0, *, fit_intercept: bool = True, max_iter: int = 1000,
+                 tol: float = 1e-4, warm_start: bool = False, positive: bool = False,
+                 random_state: int | np.random.RandomState | None = None,
+                 precompute: bool | Literal["auto"] | ArrayLike = False, copy_X: bool = True,
+                 selection: Literal["cyclic", "random"] = "cyclic",
+                 schedule: Literal["working_set", "priority", "cyclic", "random"] = WORKING_SET,
+                 n_candidates: int = 32, dependency_threshold: float = 0.1,
+                 priority_floor: float = 0.1, priority_power: Literal[1, 2] = 1,
+                 sub_rounds: int | None = None, staleness: int = 0, n_blocks: int | None = None,
+                 keep_on_cluster: bool = False, checkpoint_interval: int = 10,
+                 checkpoint_dir: str | os.PathLike | None = None,
+                 progress: bool | Literal["plot"] = False,
+                 callback: Callable[..., Any] | None = None) -> None:
         super().__init__(
             alpha, l1_ratio=1.0, fit_intercept=fit_intercept, precompute=precompute,
             max_iter=max_iter, copy_X=copy_X, tol=tol, warm_start=warm_start,

@@ -1,9 +1,13 @@
 """``dask_strads.LatentDirichletAllocation``: collapsed Gibbs LDA with the STRADS word rotation."""
+import os
+from collections.abc import Callable
 from numbers import Integral, Real
+from typing import Any, Literal
 
 import numpy as np
 import psutil
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -17,7 +21,7 @@ from ..programs.lda import LDAProgram, make_shard, seed_prior, vocabulary_blocks
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from ..log import logger
 from ..partition import block_edges
-from .inputs import (blocks_along, check_dask_matrix, is_dask_array, stored_values,
+from .inputs import (DaskArray, blocks_along, check_dask_matrix, is_dask_array, stored_values,
                      to_scipy_if_pydata)
 from .lda_stopping import HeldOutStopping, held_out_perplexity
 from . import topics
@@ -172,13 +176,20 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         "topic_totals_every": [StrOptions({"sub_round", "iteration"})],
     }
 
-    def __init__(self, n_components=10, *, doc_topic_prior=None, topic_word_prior=None,
-                 max_iter=100, optimize_interval=10, burn_in=0, validation_data=None,
-                 n_iter_no_change=10, seed_topics=None, seed_strength=50.0, sampler="auto",
-                 n_vocab_blocks=None, staleness=0, topic_totals_every="sub_round",
-                 transform_iter=50, random_state=None,
-                 keep_on_cluster=False, checkpoint_interval=10, checkpoint_dir=None,
-                 progress=False, callback=None):
+    def __init__(self, n_components: int = 10, *, doc_topic_prior: float | None = None,
+                 topic_word_prior: float | None = None, max_iter: int = 100,
+                 optimize_interval: int = 10, burn_in: int = 0, validation_data: Any = None,
+                 n_iter_no_change: int = 10, seed_topics: dict[int, ArrayLike] | None = None,
+                 seed_strength: float = 50.0,
+                 sampler: Literal["auto", "sparse", "alias"] = "auto",
+                 n_vocab_blocks: int | None = None, staleness: int = 0,
+                 topic_totals_every: Literal["sub_round", "iteration"] = "sub_round",
+                 transform_iter: int = 50,
+                 random_state: int | np.random.RandomState | None = None,
+                 keep_on_cluster: bool = False, checkpoint_interval: int = 10,
+                 checkpoint_dir: str | os.PathLike | None = None,
+                 progress: bool | Literal["plot"] = False,
+                 callback: Callable[..., Any] | None = None) -> None:
         self.n_components = n_components
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
@@ -237,7 +248,8 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         return X, word_counts, doc_lengths, executor
 
     # -- fitting ------------------------------------------------------------------------------
-    def fit(self, X, y=None, feature_names=None):
+    def fit(self, X: Any, y: Any = None,
+            feature_names: ArrayLike | None = None) -> "LatentDirichletAllocation":
         """Fit the topics to a document-term count matrix (documents x words).
 
         ``feature_names`` (one word per column, e.g. the vocabulary of
@@ -360,7 +372,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
             words += seed_words.tolist()
         return np.array(topics, dtype=np.int64), np.array(words, dtype=np.int64)
 
-    def transform(self, X, normalize=True):
+    def transform(self, X: Any, normalize: bool = True) -> np.ndarray | DaskArray:
         """Topic distributions of documents, by Gibbs sampling with the topics fixed: the mean
         over the sweeps after burn-in of (n_dk + alpha_k) / (n_d + sum_k alpha_k). With
         ``normalize=False`` the unnormalised document-topic weights n_dk + alpha_k (the same
@@ -388,12 +400,12 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
             return theta
         return theta * (np.asarray(X.sum(axis=1)) + self.alpha_.sum())
 
-    def score(self, X, y=None):
+    def score(self, X: Any, y: Any = None) -> float:
         """Log-likelihood of X: sum over tokens of log sum_k theta_dk phi_kw, with theta from
         :meth:`transform`."""
         return self._log_likelihood(X)[0]
 
-    def perplexity(self, X):
+    def perplexity(self, X: Any) -> float:
         """exp(-score / number of tokens)."""
         log_likelihood, tokens = self._log_likelihood(X)
         return float(np.exp(-log_likelihood / max(tokens, 1)))
@@ -411,12 +423,14 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
                                               X.indices.astype(np.int64), X.data,
                                               np.asarray(theta), self._phi_by_word())), int(X.sum())
 
-    def top_words(self, n=10, feature_names=None):
+    def top_words(self, n: int = 10,
+                  feature_names: ArrayLike | None = None) -> list[list[str]] | list[list[int]]:
         """Each topic's ``n`` most probable words, most probable first: one list per topic, of
         names from ``feature_names``, else ``vocabulary_``, else of column indices."""
         return topics.top_words(self, n, feature_names)
 
-    def coherence(self, X, measure="u_mass", n_words=10):
+    def coherence(self, X: Any, measure: Literal["u_mass", "c_npmi"] = "u_mass",
+                  n_words: int = 10) -> np.ndarray:
         """Each topic's coherence (array of ``n_components``) over its ``n_words`` top words,
         from the document co-occurrence counts of those words in X: ``"u_mass"`` (Mimno et al.
         2011) or ``"c_npmi"`` (normalised PMI), as gensim's ``CoherenceModel`` computes them
@@ -424,7 +438,7 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         chunk on the cluster."""
         return topics.coherence(self, X, measure, n_words)
 
-    def completion_perplexity(self, X):
+    def completion_perplexity(self, X: Any) -> float:
         """Held-out perplexity by document completion (Wallach et al. 2009): each document's
         tokens are shuffled (``random_state``) and halved; the topic mixture inferred from the
         first half (as by :meth:`transform`) scores the second. Unlike :meth:`perplexity`, no

@@ -1,9 +1,13 @@
 """``dask_strads.LogisticRegression``: sklearn's penalised logistic regression, fitted by the
 STRADS logistic program (prox-Newton over feature blocks) on Dask."""
+import os
+from collections.abc import Callable
 from numbers import Integral, Real
+from typing import Any, Final, Literal
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils._param_validation import StrOptions
@@ -24,7 +28,7 @@ _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                  "callback")}
 
 #: Our solver, and scikit-learn's names of solvers of the same objective, which run it.
-SOLVER = "prox_newton"
+SOLVER: Final = "prox_newton"
 SKLEARN_SOLVERS = {"lbfgs", "newton-cg", "newton-cholesky", "sag", "saga"}
 
 
@@ -120,11 +124,18 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
     }
 
-    def __init__(self, penalty="auto", *, C=1.0, l1_ratio=0.0, dual=False, tol=1e-4,
-                 fit_intercept=True, intercept_scaling=1, random_state=None, n_jobs=None,
-                 verbose=0, class_weight=None, solver=SOLVER, max_iter=100, warm_start=False,
-                 n_blocks=None, checkpoint_interval=10, checkpoint_dir=None, progress=False,
-                 callback=None):
+    def __init__(self, penalty: Literal["auto", "l1", "l2", "elasticnet"] | None = "auto", *,
+                 C: float = 1.0, l1_ratio: float | None = 0.0, dual: bool = False,
+                 tol: float = 1e-4, fit_intercept: bool = True, intercept_scaling: float = 1,
+                 random_state: int | np.random.RandomState | None = None,
+                 n_jobs: int | None = None, verbose: bool | int = 0,
+                 class_weight: dict[Any, float] | Literal["balanced"] | None = None,
+                 solver: Literal["prox_newton", "lbfgs", "newton-cg", "newton-cholesky", "sag",
+                                 "saga"] = SOLVER,
+                 max_iter: int = 100, warm_start: bool = False, n_blocks: int | None = None,
+                 checkpoint_interval: int = 10, checkpoint_dir: str | os.PathLike | None = None,
+                 progress: bool | Literal["plot"] = False,
+                 callback: Callable[..., Any] | None = None) -> None:
         self.penalty = penalty
         self.C = C
         self.l1_ratio = l1_ratio
@@ -145,7 +156,8 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         self.progress = progress
         self.callback = callback
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: Any, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> "LogisticRegression":
         """Fit on X (numpy, scipy.sparse, pydata sparse or dask array) and class labels y;
         ``sample_weight``: a weight per sample (or one number for all) multiplying its loss, as
         in scikit-learn (not rescaled)."""
@@ -243,12 +255,12 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
                     np.array(self.intercept_, dtype=np.float64))
         return np.zeros((rows, n_features)), np.zeros(rows)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> np.ndarray:
         """Probability of each class: the logistic function of each one-vs-rest decision,
         normalised over the classes when there are more than two."""
         return self._predict_proba_lr(X)
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: Any) -> np.ndarray:
         return np.log(self.predict_proba(X))
 
     def __sklearn_tags__(self):

@@ -1,8 +1,11 @@
 """``dask_strads.MatrixFactorization``: matrix completion by model-parallel coordinate descent."""
+import os
+from collections.abc import Callable
 from numbers import Integral, Real
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.metaestimators import available_if
@@ -15,7 +18,7 @@ from ..programs.mf import ITEMS, USERS, MFProgram, observed
 from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .factor_blocks import block_layout, per_iteration, user_item_blocks
-from .inputs import (check_dask_matrix, check_magnitude, check_user_item_matrix,
+from .inputs import (DaskArray, check_dask_matrix, check_magnitude, check_user_item_matrix,
                      is_dask_array, ratings_of_triplets, stored_values,
                      to_scipy_if_pydata)
 from .mf_pairs import check_pairs, pairs_of, positions
@@ -117,10 +120,15 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         "inner_iter": [NumberInterval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, n_components=10, *, alpha_W=18.0, alpha_H="same", alpha_bias=5.0,
-                 biases=True, duplicates="error", max_iter=100, tol=1e-4, inner_iter=1,
-                 random_state=None, keep_on_cluster=False, checkpoint_interval=10,
-                 checkpoint_dir=None, progress=False, callback=None):
+    def __init__(self, n_components: int = 10, *, alpha_W: float = 18.0,
+                 alpha_H: float | Literal["same"] = "same", alpha_bias: float = 5.0,
+                 biases: bool = True, duplicates: Literal["error", "mean"] = "error",
+                 max_iter: int = 100, tol: float = 1e-4, inner_iter: int = 1,
+                 random_state: int | np.random.RandomState | None = None,
+                 keep_on_cluster: bool = False, checkpoint_interval: int = 10,
+                 checkpoint_dir: str | os.PathLike | None = None,
+                 progress: bool | Literal["plot"] = False,
+                 callback: Callable[..., Any] | None = None) -> None:
         self.n_components = n_components
         self.alpha_W = alpha_W
         self.alpha_H = alpha_H
@@ -151,7 +159,7 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         return X, float(total), per_user, per_item, executor
 
     # -- fitting ------------------------------------------------------------------------------
-    def fit(self, X, y=None):
+    def fit(self, X: Any, y: ArrayLike | None = None) -> "MatrixFactorization":
         """Fit the factors to the stored entries of X (users x items), or to the ratings ``y``
         of the (user, item) pairs X.
 
@@ -218,12 +226,12 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         self._executor = executor
         return self
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | DaskArray:
         """Fit, and return the user factors."""
         return self.fit(X).user_factors_
 
     # -- transforming and predicting --------------------------------------------------------
-    def transform(self, X):
+    def transform(self, X: Any) -> np.ndarray | DaskArray:
         """User factors of the rows of X, fitted to their stored entries with the item factors
         fixed (fold-in); lazy for a dask array."""
         check_is_fitted(self)
@@ -240,7 +248,7 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
                         self._program, item_rows)
 
     @available_if(_fitted_on_pairs)
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """Predicted ratings of the (user, item) pairs X, for a model fitted on pairs (a model
         fitted on a matrix has ``predict_entries`` and ``transform`` instead).
 
@@ -251,7 +259,7 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         return self._factors().predict_known(positions(self.user_ids_, users),
                                              positions(self.item_ids_, items))
 
-    def predict_entries(self, rows, cols):
+    def predict_entries(self, rows: ArrayLike, cols: ArrayLike) -> np.ndarray:
         """Predicted ratings of the (user, item) pairs ``(rows[n], cols[n])``."""
         check_is_fitted(self)
         rows = _check_indices(rows, len(self.user_factors_), "rows")
@@ -311,19 +319,19 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         """Every stored rating of held-out data is a relevant item (see ``ranking_metrics``)."""
         return _stored_entries, "stored entry"
 
-    def similar_items(self, items, n=10):
+    def similar_items(self, items: ArrayLike, n: int = 10) -> np.ndarray:
         """The ``n`` items whose factors have the highest cosine similarity with those of each
         of ``items`` (item ids), most similar first, the item itself left out: an array
         (len(items), n) of item ids (-1 or None where fewer are left, as in ``recommend``)."""
         check_is_fitted(self)
         return similar_ids(self.item_ids_, self._factors().components.T, items, n, "item")
 
-    def similar_users(self, users, n=10):
+    def similar_users(self, users: ArrayLike, n: int = 10) -> np.ndarray:
         """As ``similar_items``, for users: user ids in, user ids out."""
         check_is_fitted(self)
         return similar_ids(self.user_ids_, self._factors().user_factors, users, n, "user")
 
-    def score(self, X, y=None):
+    def score(self, X: Any, y: ArrayLike | None = None) -> float:
         """For a model fitted on pairs: R² of the predictions of the ratings ``y`` of the
         (user, item) pairs X (scikit-learn's regressor score). For a model fitted on a matrix:
         minus the RMSE of the predictions over the stored entries of X, a matrix of the fitted

@@ -4,8 +4,10 @@ from the solution of the one before."""
 import warnings
 from functools import partial
 from numbers import Integral, Real
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.extmath import safe_sparse_dot
@@ -136,10 +138,13 @@ def path_solutions(history, program, n_features, alphas):
      "l1_ratio": [Interval(Real, 0, 1, closed="both")], "coef_init": ["array-like", None],
      "return_n_iter": ["boolean"], **PATH_CONSTRAINTS, **PATH_SKLEARN_ONLY},
     prefer_skip_nested_validation=True)
-def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, coef_init=None, return_n_iter=False,
-              positive=False, alphas=100, precompute="auto", Xy=None, copy_X=True,
-              verbose=False, check_input=True, tol=1e-4, max_iter=1000, n_blocks=None,
-              client=None):
+def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
+              coef_init: ArrayLike | None = None, return_n_iter: bool = False,
+              positive: bool = False, alphas: int | ArrayLike = 100,
+              precompute: bool | Literal["auto"] | ArrayLike = "auto", Xy: ArrayLike | None = None,
+              copy_X: bool = True, verbose: bool | int = False, check_input: bool = True,
+              tol: float = 1e-4, max_iter: int = 1000, n_blocks: int | None = None,
+              client: Any = None) -> tuple[np.ndarray, ...]:
     """Elastic-net path: the solutions at every alpha of a grid, as
     :func:`sklearn.linear_model.enet_path`, fitted by the working-set STRADS program.
 
@@ -192,9 +197,13 @@ def enet_path(X, y, *, l1_ratio=0.5, eps=1e-3, coef_init=None, return_n_iter=Fal
     return (grid, coefs, dual_gaps, n_iters) if return_n_iter else (grid, coefs, dual_gaps)
 
 
-def lasso_path(X, y, *, eps=1e-3, coef_init=None, return_n_iter=False, positive=False,
-               alphas=100, precompute="auto", Xy=None, copy_X=True, verbose=False,
-               check_input=True, tol=1e-4, max_iter=1000, n_blocks=None, client=None):
+def lasso_path(X: Any, y: ArrayLike, *, eps: float = 1e-3, coef_init: ArrayLike | None = None,
+               return_n_iter: bool = False, positive: bool = False,
+               alphas: int | ArrayLike = 100,
+               precompute: bool | Literal["auto"] | ArrayLike = "auto",
+               Xy: ArrayLike | None = None, copy_X: bool = True, verbose: bool | int = False,
+               check_input: bool = True, tol: float = 1e-4, max_iter: int = 1000,
+               n_blocks: int | None = None, client: Any = None) -> tuple[np.ndarray, ...]:
     """Lasso path: :func:`enet_path` with ``l1_ratio=1`` (as
     :func:`sklearn.linear_model.lasso_path`), whose documentation describes the parameters and
     return values."""

@@ -19,6 +19,8 @@ Users without held-out items do not count. Factors held on a cluster are scored 
 a task per user block and item block finds the block's best ``k`` candidates, a task per user
 block merges them and sums the block's metrics, and only those sums come back.
 """
+from typing import Any
+
 import dask
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -129,7 +131,7 @@ class RanksHeldOut:
         """``(entries(chunk), what they are called)``: the relevant entries of held-out data."""
         return positive_pattern, "positive entry"
 
-    def ranking_metrics(self, X, k=SCORE_K):
+    def ranking_metrics(self, X: Any, k: int = SCORE_K) -> dict[str, float]:
         """Precision, recall, MAP, NDCG and AUC at ``k`` of the recommendations on held-out
         data X (a matrix of the fitted users and items whose relevant entries, the positive
         ones for interactions and the stored ones for ratings, are the held-out items; keep
@@ -143,7 +145,7 @@ class RanksHeldOut:
         held_out = held_out_pattern(self, X, *self._held_out_entries())
         return ranking_metrics(*self._scoring_rows(), self._seen, held_out, k, self._executor)
 
-    def precision_at_k(self, X, k=SCORE_K):
+    def precision_at_k(self, X: Any, k: int = SCORE_K) -> float:
         """Precision at ``k`` of the recommendations on held-out data X (see
         ``ranking_metrics``): the number of held-out items among each user's top ``k`` unseen
         ones, summed over users, divided by the sum over users of ``min(k, their held-out
@@ -151,7 +153,7 @@ class RanksHeldOut:
         than ``k`` held-out items)."""
         return self.ranking_metrics(X, k)["precision"]
 
-    def score(self, X, y=None):
+    def score(self, X: Any, y: Any = None) -> float:
         """Precision at 10 (``precision_at_k(X, k=10)``) on the held-out interactions X: higher
         is better, as scikit-learn's model selection expects; y is ignored."""
         return self.precision_at_k(X, SCORE_K)

@@ -8,15 +8,17 @@ the users it is asked about (:meth:`Recommender._rows_and_seen`; a user's row fr
 arrays: ``_user_scoring_rows``), and fits the users or items it is given the interactions of
 (``_folded_in_users``, ``_folded_in_items``)."""
 import os
+from typing import Any, TypeVar
 
 import dask
 import fsspec
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.utils.validation import check_is_fitted
 
 from ..io.triplets import is_triplet_frame, require_pandas
-from .inputs import check_positive_int, is_dask_array
+from .inputs import DataFrame, check_positive_int, is_dask_array
 from .mf_pairs import ids_of, known_positions
 from .ranking import allowed_items, block_best, merged_best, top_items, triplet_rows
 
@@ -25,14 +27,17 @@ USERS_PER_PARTITION = 50_000
 #: Users whose recommendations a task builds (and writes, as a Parquet row group) at a time.
 USERS_PER_FRAME = 1 << 14
 
+_RecommenderT = TypeVar("_RecommenderT", bound="Recommender")
+
 
 class Recommender:
     """``recommend``, ``recommend_all``, ``partial_fit_users`` and ``partial_fit_items`` for an
     estimator with fitted ``user_ids_``, ``item_ids_`` and ``_seen`` (the interactions of the
     fit: a boolean CSR matrix, users x items)."""
 
-    def recommend(self, users, n=10, exclude_seen=True, *, filter_items=None, items=None,
-                  return_scores=False):
+    def recommend(self, users: Any, n: int = 10, exclude_seen: bool = True, *,
+                  filter_items: ArrayLike | None = None, items: ArrayLike | None = None,
+                  return_scores: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """The ``n`` items of highest score for each user, best first, as item ids.
 
         Parameters
@@ -72,8 +77,9 @@ class Recommender:
         ids = ids_of(self.item_ids_, top)
         return (ids, scores + self._score_offset()) if return_scores else ids
 
-    def recommend_all(self, n=10, exclude_seen=True, *, filter_items=None, items=None,
-                      path=None):
+    def recommend_all(self, n: int = 10, exclude_seen: bool = True, *,
+                      filter_items: ArrayLike | None = None, items: ArrayLike | None = None,
+                      path: str | None = None) -> DataFrame | None:
         """The ``n`` best items of every fitted user, as ``recommend`` gives them, computed a
         block of users at a time where their factors are: on the workers holding them when the
         model keeps its factors on the cluster (``keep_on_cluster=True``), each task scoring its
@@ -117,7 +123,7 @@ class Recommender:
             f"{path}/part.{i:05d}.parquet", *block) for i, block in enumerate(blocks)])
         return None
 
-    def partial_fit_users(self, triplets):
+    def partial_fit_users(self: _RecommenderT, triplets: DataFrame) -> _RecommenderT:
         """Fit the factors of the users of ``triplets`` from those interactions alone, the item
         factors held fixed, and keep them in the model: new users join ``user_ids_`` (kept
         sorted), and a known user's factors and seen items are replaced by those of its
@@ -138,7 +144,7 @@ class Recommender:
         """
         return self._partial_fit(triplets, "user", "item")
 
-    def partial_fit_items(self, triplets):
+    def partial_fit_items(self: _RecommenderT, triplets: DataFrame) -> _RecommenderT:
         """As ``partial_fit_users``, for items: fit the factors (and bias) of the items of
         ``triplets`` from their interactions with fitted users alone, the user factors held
         fixed; new items join ``item_ids_`` (and ``n_features_in_``), a known item's factors
