@@ -267,6 +267,21 @@ def test_checkpoints_on_a_cluster_are_written_by_the_workers(tmp_path, client_fa
     assert_same_model(resumed, make(max_iter=30).fit(X, y), ["coef_"])
 
 
+def test_a_checkpoint_still_written_after_the_last_round_is_completed(tmp_path, client_factory,
+                                                                       monkeypatch):
+    """Writes slower than the rounds (a fused epoch runs its rounds past its checkpoint's
+    writes): the fit waits for them and marks its last checkpoint complete, as it resumes."""
+    write = disk.write
+    monkeypatch.setattr(disk, "write", lambda *args: time.sleep(0.5) or write(*args))
+    X, y = lasso_data()
+    make = CASES["lasso"][0]
+    first = make(max_iter=15, checkpoint_dir=tmp_path)
+    first.client = client_factory(2, processes=False)  # the slow write runs on its workers
+    first.fit(X, y)
+    meta = json.loads((tmp_path / "round-000009" / "complete.json").read_text())
+    assert meta["round"] == 9 and len(meta["records"]) == 10
+
+
 @dataclass
 class Foreign:
     x: int

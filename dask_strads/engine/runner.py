@@ -198,6 +198,7 @@ class Engine:
                     # a worker lost before its blocks' parameters are out is recovered too
                     result = self.collect(run)
                     self.executor.wait(result.params + result.carried, run.owners)
+                    self._finish_writes(run)
                     return result
                 except WorkerLost as error:
                     run = self._recover(run, blocks, slots, error)
@@ -614,6 +615,14 @@ class Engine:
             records = [r for r in run.history.records if r["round"] <= t]
             run.writes_to_disk = disk.complete(self.checkpoint_dir, t, self.fingerprint, records,
                                                failures)
+
+    def _finish_writes(self, run):
+        """Wait for the checkpoint files still being written once every report is read (a
+        fused epoch's rounds can run past its checkpoint's writes) and mark them complete."""
+        if run.disk_writes:
+            self.executor.wait([h for _, handles in run.disk_writes for h in handles],
+                               run.owners)
+            self._complete_on_disk(run, float("inf"))
 
     def collect(self, run):
         """The parameter blocks and carried blocks of the round the result comes from."""
