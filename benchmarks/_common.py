@@ -8,6 +8,17 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 
+#: The cost model's scheduler CPU a graph and a task (seconds; docs/scaling.md, fitted to the
+#: round graphs of farms at P = 16 and 32), for the "predicted" columns.
+GRAPH_CPU, TASK_CPU = 11.4e-3, 0.29e-3
+
+
+def predicted_scheduler_cpu(graphs, graph_tasks, rounds):
+    """The cost model's scheduler CPU a round: ``graphs`` graphs of ``graph_tasks`` tasks in
+    all, over ``rounds`` rounds."""
+    return (graphs * GRAPH_CPU + graph_tasks * TASK_CPU) / max(rounds, 1)
+
+
 def arguments(doc, repeats, extra=()):
     """Parse ``--repeats`` and ``--markdown`` (plus ``extra``: ``(flag, options)`` pairs),
     silence ConvergenceWarning (the fits run to their own stopping rule) and print the load."""

@@ -73,9 +73,6 @@ SCHEDULER_START_SECONDS = 60
 #: MF per round at P = 64 at most this (seconds); LDA per iteration at P = 32 at most this
 #: share of the engine's before the plane.
 MF_TARGET, LDA_TARGET = 0.150, 0.40
-#: The cost model's scheduler CPU a graph and a task (seconds; docs/scaling.md, fitted to the
-#: round graphs of farms at P = 16 and 32), for the "predicted" column.
-GRAPH_CPU, TASK_CPU = 11.4e-3, 0.29e-3
 
 
 # -- the scheduler's CPU -----------------------------------------------------------------------
@@ -163,10 +160,13 @@ def measure_fused(client, process, fit, data, iterations):
 
 def per_round(run, idle):
     """``run`` with its CPU per round and per task, idle-corrected, and its wall per round."""
+    from _common import predicted_scheduler_cpu
+
     rounds = max(run["timed rounds"], 1)
     cpu = (run["cpu"] - idle * run["wall"]) / rounds
     graph_tasks = run.get("graph tasks", run["tasks"])
-    predicted = run["graphs"] * (GRAPH_CPU + graph_tasks * TASK_CPU) / max(run["rounds"], 1)
+    predicted = predicted_scheduler_cpu(run["graphs"], run["graphs"] * graph_tasks,
+                                        run["rounds"])
     return {**run, "cpu / round": cpu, "cpu / task": cpu / run["tasks"],
             "predicted cpu / round": predicted, "wall / round": run["wall"] / rounds}
 

@@ -30,6 +30,11 @@ Last, least-squares fits of the CPU per round: the scheduler's against the tasks
 model in docs/scaling.md. A fit that fails (a cluster whose workers miss their heartbeats on a
 loaded machine) is reported as failed and the script goes on.
 
+The fits run a graph a round (``dask-strads.max-epoch-rounds`` 1, the reference path), or with
+``--epoch-rounds F`` fused epochs of at most F rounds; "graphs" counts the graphs that ran
+rounds and "predicted cpu s" is the cost model's scheduler CPU a round for them, (graphs x a +
+their tasks x s) / rounds with a and s of docs/scaling.md, beside the measured one.
+
 Problems (small, so that 16 processes on 2 cores stay quick):
   lasso     make_sparse_regression 2,000 x 200,000, 400k stored values, alpha = 0.1 alpha_max,
             tol 1e-12, at most 10 rounds (the working-set solver ends in 6)
@@ -41,19 +46,21 @@ Problems (small, so that 16 processes on 2 cores stay quick):
 Usage
   python benchmarks/scaling.py --repeats 3 --markdown
   python benchmarks/scaling.py --programs mf --workers 1,2,4 --repeats 1
+  python benchmarks/scaling.py --programs mf,lda --workers 2,4,8 --epoch-rounds 4 --repeats 3
 """
 import os
 import sys
 import time
 from collections import defaultdict
 
+import dask
 import numpy as np
 from distributed import Client, LocalCluster, get_task_stream
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
-from _common import arguments  # noqa: E402
+from _common import arguments, predicted_scheduler_cpu  # noqa: E402
 from dask_strads import (ImplicitMatrixFactorization, Lasso,  # noqa: E402
                          LatentDirichletAllocation, LogisticRegression, MatrixFactorization)
 from dask_strads.datasets import make_lda_corpus, make_ratings, make_sparse_regression  # noqa: E402
@@ -61,6 +68,9 @@ from dask_strads.datasets import make_lda_corpus, make_ratings, make_sparse_regr
 CORES = os.cpu_count()
 #: Kinds of the tasks a round is made of (the third field of the engine's keys).
 ROUND_KINDS = ("push", "pull", "report")
+#: The tasks of the graphs that run rounds (round graphs' and fused epochs'), for the cost
+#: model's prediction.
+GRAPH_KINDS = [[kind] for kind in (*ROUND_KINDS, "epoch", "gate")]
 KERNEL_KINDS = ("push", "pull")
 
 
@@ -194,6 +204,7 @@ def measure_fit(client, fit, data):
     moved = client.run(transfer_log)
     stats = est.history_.stats
     rounds = stats.rounds
+    graph_tasks = sum(1 for r in stream.data if str(r["key"]).split("-")[2:3] in GRAPH_KINDS)
     tasks, compute, slowest = defaultdict(int), defaultdict(float), defaultdict(float)
     for record in stream.data:
         found = round_kind(record["key"])
@@ -237,6 +248,8 @@ def measure_fit(client, fit, data):
         "wall s": wall,
         "kernel s": kernel,
         "overhead s": wall - needed,
+        "graphs": stats.graphs,
+        "predicted cpu s": predicted_scheduler_cpu(stats.graphs, graph_tasks, rounds),
     }
 
 
@@ -245,7 +258,7 @@ COLUMNS = (("rounds", "{:.0f}"), ("tasks", "{:.1f}"), ("transitions", "{:.0f}"),
            ("bytes", "{:,.0f}"), ("bytes / block", "{:,.0f}"), ("transfers", "{:.1f}"),
            ("plane messages", "{:.1f}"),
            ("transfer s", "{:.4f}"), ("wall s", "{:.4f}"), ("kernel s", "{:.4f}"),
-           ("overhead s", "{:.4f}"))
+           ("overhead s", "{:.4f}"), ("graphs", "{:.0f}"), ("predicted cpu s", "{:.4f}"))
 
 
 def fit_costs(rows):
@@ -270,7 +283,9 @@ def main():
     args = arguments(__doc__, 3, [
         ("--programs", {"default": "lasso,logistic,lda,mf,implicit_mf"}),
         ("--workers", {"default": "1,2,4,8,16"}),
+        ("--epoch-rounds", {"type": int, "default": 1}),
     ])
+    dask.config.set({"dask-strads.max-epoch-rounds": args.epoch_rounds})
     names = args.programs.split(",")
     data = {name: PROGRAMS[name][0]() for name in names}
     rows = []
