@@ -61,6 +61,8 @@ def test_a_pairs_fit_is_the_matrix_fit_of_the_same_ratings(planted):
                                                      rel=1e-12)
     assert on_pairs.n_features_in_ == len(ratings.item_ids)  # transform folds in item rows
     assert not hasattr(on_matrix, "predict")  # a matrix fit has predict_entries
+    # fit_transform reads the pairs as fit does: the matrix fit's user factors
+    np.testing.assert_array_equal(model().fit_transform(pairs, y), on_matrix.user_factors_)
 
 
 def test_repeated_pairs_are_refused_or_fitted_as_their_mean(planted):

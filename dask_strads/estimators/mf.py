@@ -227,8 +227,8 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         return self
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | DaskArray:
-        """Fit, and return the user factors."""
-        return self.fit(X).user_factors_
+        """Fit (as :meth:`fit` reads ``X`` and ``y``), and return the user factors."""
+        return self.fit(X, y).user_factors_
 
     # -- transforming and predicting --------------------------------------------------------
     def transform(self, X: Any) -> np.ndarray | DaskArray:
