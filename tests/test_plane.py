@@ -207,7 +207,7 @@ def test_rounds_stay_p_plus_2_tasks_up_to_256_workers(program_name, P):
         program, raw = jacobi_blocks(A, rng.standard_normal(4 * P), P)
     else:
         program, raw = linear_program(program_name, P)
-    engine = Engine(program, executor=LocalExecutor(dask.local.get_sync, P), max_rounds=3,
+    engine = Engine(program, executor=LocalExecutor(dask.local.get_sync, P), max_rounds=2,
                     checkpoint_interval=0)
     sizes = []
     submit = engine.executor.submit
@@ -215,7 +215,7 @@ def test_rounds_stay_p_plus_2_tasks_up_to_256_workers(program_name, P):
         graph)
     engine.run(raw, slots)
     _, *rounds, _ = sizes  # placement and collection graphs around the rounds
-    assert rounds == [P + 2] * 3
+    assert rounds == [P + 2] * 2
 
 
 @pytest.mark.parametrize("program_name", ["mf", "lda"])
