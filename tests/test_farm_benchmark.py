@@ -18,7 +18,9 @@ def _module(path):
     return module
 
 
-farm = _module(Path(__file__).resolve().parents[1] / "benchmarks" / "farm.py")
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+farm = _module(BENCHMARKS / "farm.py")
+common = _module(BENCHMARKS / "_common.py")
 
 P = 4
 
@@ -42,7 +44,8 @@ def test_a_farm_measures_the_scheduler_per_round():
     assert run["timed rounds"] == run["rounds"] - 1
     assert run["tasks"] == P + 2 and run["graphs"] == run["rounds"]  # a graph a round
     assert run["cpu / round"] > 0 and run["cpu / task"] > 0
-    assert run["predicted cpu / round"] == pytest.approx(farm.GRAPH_CPU + (P + 2) * farm.TASK_CPU)
+    assert run["predicted cpu / round"] == pytest.approx(common.GRAPH_CPU
+                                                         + (P + 2) * common.TASK_CPU)
     assert run["wall / round"] > 0
 
 
