@@ -1,24 +1,25 @@
 """Fused epochs: one task per worker runs F consecutive rounds of its blocks.
 
-A round graph costs the scheduler a task per push and a graph's worth of latency; an epoch of
-F rounds is one graph of one task per worker (plus the hub's pull and report, as a round's), so
+A round graph costs the scheduler a task per push and a graph's worth of latency; an epoch of F
+rounds is one graph of one task per worker (plus the hub's pull and report, as a round's), so
 the scheduler's work falls F-fold. Each epoch task runs, round by round, what the round graphs
 would have run on its worker: it asks the program for the round's instructions (a static
 schedule: every task computes the same), pushes its blocks (:func:`.tasks.push`, fetching
 messages and carried blocks over the message plane), and posts on its board (:mod:`.boards`)
-that the round's pushes are done. The partials go up a binary tree of the run's workers with
-the hub at its root (:class:`Tree`): each task posts its own with those of its children's
-subtrees (added up into one, for a program whose partials add up: a reduction, every link then
-carrying one partial whatever P), so the hub's task gets every partial of the round in two
-requests, lists them in the schedule's order (as the round graph's pull does), pulls (:func:`.tasks.pull`, with the
-engine's stopping test) and posts the pull, which comes down the same tree before the next
-round: no worker answers more than two requests for a round's partials or pull, whatever P, and
-a round's collective takes 2 log2(P) hops. The rounds stay bulk-synchronous, and the results
-are the round graphs' (and :func:`~dask_strads.programs.base.run_sequential`'s). A stop found at any
-round reaches every task with that round's pull, and the rounds left in the epoch then run
-nothing of the program, as rounds submitted behind a stop do. The hub streams each round's
-report to the client as it pulls it (:mod:`.streams`); a stop the client asks for (its
-callback's) reaches the hub's board, and the hub stops at the next round it pulls.
+that the round's pushes are done. The partials go up a binary tree of the run's workers with the
+hub at its root (:class:`Tree`): each task posts its own with those of its children's subtrees
+(added up into one, for a program whose partials add up: a reduction, every link then carrying
+one partial whatever P), so the hub's task gets every partial of the round in two requests,
+lists them in the schedule's order (as the round graph's pull does), pulls (:func:`.tasks.pull`,
+with the engine's stopping test) and posts the pull, which comes down the same tree before the
+next round: no worker answers more than two requests for a round's partials or pull, whatever P,
+and a round's collective takes 2 log2(P) hops. The rounds stay bulk-synchronous, and the results
+are the round graphs' (and :func:`~dask_strads.programs.base.run_sequential`'s), up to the order
+in which partials added up on the way are summed. A stop found at any round reaches every task
+with that round's pull, and the rounds left in the epoch then run nothing of the program, as
+rounds submitted behind a stop do. The hub streams each round's report to the client as it pulls
+it (:mod:`.streams`); a stop the client asks for (its callback's) reaches the hub's board, and
+the hub stops at the next round it pulls.
 """
 from dataclasses import dataclass, replace
 from time import perf_counter

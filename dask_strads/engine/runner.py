@@ -1,6 +1,5 @@
 """The model-agnostic engine: each round of a program becomes one Dask graph of pinned tasks, or,
 on a cluster, several rounds one graph of a task per worker (:mod:`.epochs`)."""
-import inspect
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +17,7 @@ from ..log import logger
 from ..programs.base import Program, checked_instructions
 from . import disk, epochs, tasks
 from .blocks import PlacedBlocks
+from .callbacks import call_back, needs_round_graphs
 from .compat import TaskRef
 from .errors import ClusterError, WorkerLost
 from .executors import Executor
@@ -461,7 +461,7 @@ class Engine:
         stops_early = self.callback is not None and (program.n_carried
                                                      or not program.updates_in_place)
         if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness or stops_early
-                or _needs_round_graphs(self.callback) or not program.static_schedule
+                or needs_round_graphs(self.callback) or not program.static_schedule
                 # not yet in cells: as an epoch's inputs, a worker's carried blocks all at once
                 # could pass its memory limit, which Dask then refuses the task for
                 or not all(isinstance(c, Source) for c in run.carried)
@@ -665,7 +665,7 @@ class Engine:
         stop = converged
         if stop:
             run.history.stats.converged = True  # the program's test, not a callback's stop
-        if self.callback is not None and _call(self.callback, record, _RunningFit(self, run)):
+        if self.callback is not None and call_back(self.callback, record, _RunningFit(self, run)):
             stop = True
         return stop
 
@@ -702,26 +702,3 @@ def _rounds_of(value):
     if isinstance(value, tasks.RoundReport):
         return [value], [0.0], None
     return value
-
-
-def _takes_the_fit(callback):
-    """Whether ``callback`` is called with the running fit as well as the record
-    (``callback(record, run)``)."""
-    if callback is None:
-        return False
-    try:
-        inspect.signature(callback).bind(None, None)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _needs_round_graphs(callback):
-    """Whether ``callback`` needs a graph a round: it says so (``round_graphs``), else whether
-    it takes the running fit, from which it may read the parameters between rounds."""
-    declared = getattr(callback, "round_graphs", None)
-    return _takes_the_fit(callback) if declared is None else declared
-
-
-def _call(callback, record, running):
-    return callback(record, running) if _takes_the_fit(callback) else callback(record)

@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_random_state, validate_data
 from ..engine import Engine
 from ..engine.disk import check_writable
 from ..engine.progress import watchers
-from ..engine.runner import _call as call_back
+from ..engine.callbacks import call_back
 from ..engine.runtime import executor_for
 from .inputs import is_dask_array
 

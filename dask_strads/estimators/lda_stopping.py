@@ -1,7 +1,7 @@
 """Early stopping of an LDA fit on the held-out perplexity its sub-rounds report."""
 import numpy as np
 
-from ..engine.runner import _call as call_back
+from ..engine.callbacks import call_back
 
 
 def held_out_perplexity(records):

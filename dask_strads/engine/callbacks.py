@@ -1,0 +1,29 @@
+"""A fit's callback, as the engine and the estimators call it: ``callback(record)``, or
+``callback(record, running)`` when it takes the running fit as well; a true result stops the
+fit after the record's round."""
+import inspect
+from typing import Any, Callable
+
+
+def takes_the_fit(callback: Callable[..., Any] | None) -> bool:
+    """Whether ``callback`` is called with the running fit as well as the record
+    (``callback(record, run)``)."""
+    if callback is None:
+        return False
+    try:
+        inspect.signature(callback).bind(None, None)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def needs_round_graphs(callback: Callable[..., Any] | None) -> bool:
+    """Whether ``callback`` needs a graph a round: it says so (``round_graphs``), else whether
+    it takes the running fit, from which it may read the parameters between rounds."""
+    declared = getattr(callback, "round_graphs", None)
+    return takes_the_fit(callback) if declared is None else declared
+
+
+def call_back(callback: Callable[..., Any], record: dict, running: Any) -> Any:
+    """``callback``'s answer to ``record`` (given ``running`` too if it takes the fit)."""
+    return callback(record, running) if takes_the_fit(callback) else callback(record)
