@@ -51,7 +51,10 @@ FACTORS = {"user_factors_": Array(FLOATS, ("users", "n_components")),
 
 
 def _mf_program_matches(values, estimator, dims):
-    program = values["_program"]
+    """An older file's program agrees with its model."""
+    program = values.get("_program")
+    if program is None:
+        return None
     k, biases = estimator.n_components, estimator.biases
     if program.biases != biases or program.width != k + 2 * biases:
         return (f"its program has biases={program.biases} and rows of {program.width} columns, "
@@ -94,10 +97,10 @@ STATES = {
     "MatrixFactorization": State(
         {**FEATURES, **FACTORS, "user_bias_": Array(FLOATS, ("users",)),
          "item_bias_": Array(FLOATS, ("n_features_in_",)), "intercept_": Real(),
-         "fitted_on_pairs_": Bool(), "_program": MF_PROGRAM},
-        optional=NAMES, checks=(_mf_program_matches,)),
-    "ImplicitMatrixFactorization": State({**FEATURES, **FACTORS,
-                                          "_program": IMPLICIT_PROGRAM}, optional=NAMES),
+         "fitted_on_pairs_": Bool()},
+        optional=NAMES, retired={"_program": MF_PROGRAM}, checks=(_mf_program_matches,)),
+    "ImplicitMatrixFactorization": State({**FEATURES, **FACTORS}, optional=NAMES,
+                                         retired={"_program": IMPLICIT_PROGRAM}),
     "BayesianPersonalizedRanking": State(
         {**FEATURES, **FACTORS, "item_bias_": Array(FLOATS, ("n_features_in_",))},
         optional=NAMES),

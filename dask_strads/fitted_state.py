@@ -185,13 +185,15 @@ class Instance(Spec):
 class State:
     """An estimator's state in a model file. ``always``: attributes even an unfitted one has;
     ``fitted``: all of them or none (not fitted); ``optional``: present or not in a fitted
-    one. ``checks``: ``check(attributes, estimator, dims)`` functions of a fitted state, each
-    returning what is wrong or None."""
+    one; ``retired``: what older model files of a fitted one hold and this version no longer
+    keeps, checked as the rest and then left out. ``checks``: ``check(attributes, estimator,
+    dims)`` functions of a fitted state, each returning what is wrong or None."""
 
-    def __init__(self, fitted, always=None, optional=None, checks=()):
+    def __init__(self, fitted, always=None, optional=None, retired=None, checks=()):
         self.fitted, self.always, self.optional = fitted, always or {}, optional or {}
+        self.retired = retired or {}
         self.checks = checks
-        self.specs = {**self.always, **self.fitted, **self.optional}
+        self.specs = {**self.always, **self.fitted, **self.optional, **self.retired}
 
 
 def read_state(state, nodes, arrays, estimator):
@@ -207,7 +209,7 @@ def read_state(state, nodes, arrays, estimator):
     missing = sorted(expected - set(nodes))
     if missing:
         raise Invalid(f"{name}.{missing[0]} is missing")
-    stray = sorted(set(state.optional) & set(nodes)) if not fitted else []
+    stray = sorted((set(state.optional) | set(state.retired)) & set(nodes)) if not fitted else []
     if stray:
         raise Invalid(f"{name}.{stray[0]} is there, but {name} is not fitted")
     dims = {k: v for k, v in estimator.get_params().items()
@@ -226,7 +228,8 @@ def read_state(state, nodes, arrays, estimator):
             problem = check(values, estimator, dims)
             if problem:
                 raise Invalid(f"{name}: {problem}")
-    return values
+    return {attribute: value for attribute, value in values.items()
+            if attribute not in state.retired}
 
 
 def _check_in(spec, value, dims, step):

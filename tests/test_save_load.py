@@ -1,4 +1,5 @@
 """dask_strads.save / dask_strads.load: models kept in files without pickle."""
+import copy
 import hashlib
 import io
 import json
@@ -401,7 +402,7 @@ def test_classes_outside_the_estimators_state_are_refused_without_import(tmp_pat
             "fields": {"records": {"list": []}, "stats": CALLS_MAIN}})),
         "history_as_coef": ("lasso", replace_entry("attributes", "coef_", node={
             "dataclass": "dask_strads.engine.history:FitStats", "fields": {}})),
-        "implicit_program_in_mf": ("mf", replace_entry("attributes", "_program", node={
+        "implicit_program_in_mf": ("mf", add_attribute("_program", {
             "object": "dask_strads.programs.implicit_mf:ImplicitMFProgram",
             "attributes": {}})),
         "mixin_estimator": ("lasso", replace_entry("estimator", node={
@@ -467,6 +468,29 @@ def coordinates_past_the_rows(document, arrays):
     users["fields"]["coords"] = add_arrays(arrays, np.array([0, 99]))[0]
 
 
+def as_saved_before(model):
+    """A fitted MF model as earlier versions saved it: with its program (``_program``)."""
+    model = copy.deepcopy(model)
+    model._program = model._fitted_program()
+    return model
+
+
+def test_an_older_file_holding_the_program_loads_without_it(tmp_path):
+    models, data = fitted_models()
+    expected = predictions(models, data)
+    for name in ("mf", "als"):
+        dask_strads.save(as_saved_before(models[name]), tmp_path / f"{name}.npz")
+        models[name] = dask_strads.load(tmp_path / f"{name}.npz")
+        assert not hasattr(models[name], "_program")
+    dask_strads.save(models["mf"], tmp_path / "now.npz")
+    with np.load(tmp_path / "now.npz") as stored:
+        document = json.loads(str(stored["structure"]))["value"]
+    assert {"value": "_program"} not in [
+        key for key, _ in entry(document, "attributes")[1]["dict"]]
+    for key, value in predictions(models, data).items():
+        np.testing.assert_array_equal(value, expected[key])
+
+
 def both(*changes):
     def change(document, arrays):
         for each in changes:
@@ -507,7 +531,7 @@ def add_attribute(name, node):
      r"\(1, 1000000000000000\), expected \(users=30, n_features_in_=20\)"),
     ("mf", replace_entry("attributes", "user_bias_", array=np.zeros(29)),
      r"MatrixFactorization\.user_bias_ has shape \(29,\), expected \(users=30,\)"),
-    ("mf", coordinates_past_the_rows, r"MatrixFactorization\._program\.sides\['users'\]\."
+    ("mf_as_before", coordinates_past_the_rows, r"MatrixFactorization\._program\.sides\['users'\]\."
      r"coords holds values in \[0, 99\], expected them in \[0, width = 4\)"),
     ("lda", replace_entry("attributes", "components_", array=np.zeros((4, 25))),
      r"LatentDirichletAllocation\.components_ has shape \(4, 25\), expected "
@@ -515,7 +539,9 @@ def add_attribute(name, node):
 ])
 def test_fitted_attributes_are_checked_against_the_estimator(tmp_path, model, change,
                                                              message):
-    path = crafted(tmp_path, fitted_models()[0][model], change)
+    models = fitted_models()[0]
+    models["mf_as_before"] = as_saved_before(models["mf"])
+    path = crafted(tmp_path, models[model], change)
     with pytest.raises(ModelFileError, match=r"crafted\.npz: " + message):
         dask_strads.load(path)
 

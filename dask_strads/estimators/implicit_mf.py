@@ -137,9 +137,7 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         n_users, n_items = checked.shape
         c, user_edges, item_edges = block_layout(per_user, per_item, self.n_components,
                                                  n_workers)
-        program = ImplicitMFProgram(self.n_components, user_edges, item_edges, self.alpha,
-                                    self.regularization, cg_steps=self.cg_steps, tol=self.tol,
-                                    seed=self._seed(), sub_rounds=c)
+        program = self._new_program(user_edges, item_edges, seed=self._seed(), sub_rounds=c)
         raw, slots = user_item_blocks(checked, user_edges, item_edges)
         result = self._run_engine(program, raw, executor, 2 * c * self.max_iter, (checked,),
                                   slots=slots)
@@ -158,10 +156,20 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(n_items)
         self.history_ = per_iteration(result.history, c)
         self.n_iter_ = len(self.history_)
-        self._program = program
         self._seen = seen
         self._executor = executor
         return self
+
+    def _new_program(self, user_edges, item_edges, **options):
+        """The program of a fit with these hyperparameters."""
+        return ImplicitMFProgram(self.n_components, user_edges, item_edges, self.alpha,
+                                 self.regularization, cg_steps=self.cg_steps, tol=self.tol,
+                                 **options)
+
+    def _fitted_program(self):
+        """The program's solve for the fitted users and items, which folds rows in: a fitted
+        estimator (and its model file) keeps no program."""
+        return self._new_program([0, len(self.user_ids_)], [0, len(self.item_ids_)])
 
     def fit_transform(self, X: Any, y: ArrayLike | None = None) -> np.ndarray | DaskArray:
         """Fit, and return ``transform(X)``: the users' rows solved exactly against the final
@@ -179,18 +187,18 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         if is_dask_array(X):
             X = check_dask_matrix(X, self, self.n_features_in_)
             return X.rechunk({1: -1}).map_blocks(
-                _fold_in, self._program, items, dtype=np.float64,
+                _fold_in, self._fitted_program(), items, dtype=np.float64,
                 chunks=(X.chunks[0], (items.shape[1],)))
         X = validate_data(self, to_scipy_if_pydata(X), reset=False,
                           accept_sparse=["csr", "csc"], dtype=np.float64)
-        return _fold_in(X, self._program, items)
+        return _fold_in(X, self._fitted_program(), items)
 
     def _folded_in_users(self, matrix):
         """``({"user_factors_": rows}, seen)`` of users fitted to their interactions ``matrix``
         (CSR over the fitted items), the items held fixed."""
         announce_compiling("implicit_mf", emit=logger.info)
         items = np.ascontiguousarray(self._in_memory(self.components_).T)
-        return ({"user_factors_": _fold_in(matrix, self._program, items)},
+        return ({"user_factors_": _fold_in(matrix, self._fitted_program(), items)},
                 seen_pattern(matrix, _feedback, None))
 
     def _folded_in_items(self, matrix):
@@ -198,7 +206,7 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         held fixed: the model is symmetric in users and items."""
         announce_compiling("implicit_mf", emit=logger.info)
         users = np.ascontiguousarray(self._in_memory(self.user_factors_))
-        return ({"components_": _fold_in(matrix, self._program, users)},
+        return ({"components_": _fold_in(matrix, self._fitted_program(), users)},
                 seen_pattern(matrix, _feedback, None))
 
     def _scoring_rows(self):

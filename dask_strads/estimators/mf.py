@@ -192,11 +192,9 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         n_users, n_items = checked.shape
         c, user_edges, item_edges = block_layout(per_user, per_item,
                                                  self.n_components + 2 * self.biases, n_workers)
-        program = MFProgram(
-            self.n_components, user_edges, item_edges, n_ratings, self.alpha_W,
-            self.alpha_W if self.alpha_H == "same" else self.alpha_H, self.alpha_bias,
-            self.biases, total / n_ratings if self.biases else 0.0, sweeps=self.inner_iter,
-            tol=self.tol, seed=self._seed(), sub_rounds=c)
+        program = self._new_program(user_edges, item_edges, n_ratings,
+                                    total / n_ratings if self.biases else 0.0,
+                                    seed=self._seed(), sub_rounds=c)
         raw, slots = user_item_blocks(checked, user_edges, item_edges)
         result = self._run_engine(program, raw, executor, 2 * c * self.max_iter, (checked,),
                                   slots=slots)
@@ -221,10 +219,22 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         self.fitted_on_pairs_ = pairs is not None
         self.history_ = per_iteration(result.history, c)
         self.n_iter_ = len(self.history_)
-        self._program = program
         self._seen = seen
         self._executor = executor
         return self
+
+    def _new_program(self, user_edges, item_edges, n_ratings, mean, **options):
+        """The program of a fit with these hyperparameters."""
+        return MFProgram(
+            self.n_components, user_edges, item_edges, n_ratings, self.alpha_W,
+            self.alpha_W if self.alpha_H == "same" else self.alpha_H, self.alpha_bias,
+            self.biases, mean, sweeps=self.inner_iter, tol=self.tol, **options)
+
+    def _fitted_program(self):
+        """The program's row layout and penalties for the fitted users and items, which fold
+        rows in: a fitted estimator (and its model file) keeps no program."""
+        return self._new_program([0, len(self.user_ids_)], [0, len(self.item_ids_)], 1,
+                                 self.intercept_)
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray | DaskArray:
         """Fit (as :meth:`fit` reads ``X`` and ``y``), and return the user factors."""
@@ -236,16 +246,16 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         fixed (fold-in); lazy for a dask array."""
         check_is_fitted(self)
         announce_compiling("mf", emit=logger.info)
-        factors = self._factors()
-        item_rows = self._program.rows(factors.components.T, factors.item_bias, ITEMS)
+        factors, program = self._factors(), self._fitted_program()
+        item_rows = program.rows(factors.components.T, factors.item_bias, ITEMS)
         if is_dask_array(X):
             X = check_dask_matrix(X, self, self.n_features_in_)
             return X.rechunk({1: -1}).map_blocks(
-                _fold_in, self._program, item_rows, dtype=np.float64,
+                _fold_in, program, item_rows, dtype=np.float64,
                 chunks=(X.chunks[0], (self.components_.shape[0],)))
         return _fold_in(validate_data(self, to_scipy_if_pydata(X), reset=False,
                                       accept_sparse=["csr", "csc"], dtype=np.float64),
-                        self._program, item_rows)
+                        program, item_rows)
 
     @available_if(_fitted_on_pairs)
     def predict(self, X: Any) -> np.ndarray:
@@ -285,13 +295,13 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         (CSR over the other side's fitted rows), the other side held fixed; ``seen``: the
         entries rated (a boolean CSR matrix)."""
         announce_compiling("mf", emit=logger.info)
-        factors = self._factors()
-        other = (self._program.rows(factors.components.T, factors.item_bias, ITEMS)
+        factors, program = self._factors(), self._fitted_program()
+        other = (program.rows(factors.components.T, factors.item_bias, ITEMS)
                  if side == USERS else
-                 self._program.rows(factors.user_factors, factors.user_bias, USERS))
-        rows = self._program.fold_in(*observed(matrix, axis=0), other, FOLD_IN_SWEEPS,
-                                     FOLD_IN_TOL, side=side)
-        return (*self._program.split(rows, side),
+                 program.rows(factors.user_factors, factors.user_bias, USERS))
+        rows = program.fold_in(*observed(matrix, axis=0), other, FOLD_IN_SWEEPS, FOLD_IN_TOL,
+                               side=side)
+        return (*program.split(rows, side),
                 pattern(matrix.indptr, matrix.indices, matrix.shape[1]))
 
     def _scoring_rows(self):
