@@ -4,6 +4,8 @@ fit after the record's round."""
 import inspect
 from typing import Any, Callable
 
+from ..programs.base import Program
+
 
 def takes_the_fit(callback: Callable[..., Any] | None) -> bool:
     """Whether ``callback`` is called with the running fit as well as the record
@@ -17,9 +19,18 @@ def takes_the_fit(callback: Callable[..., Any] | None) -> bool:
     return True
 
 
-def needs_round_graphs(callback: Callable[..., Any] | None) -> bool:
-    """Whether ``callback`` needs a graph a round: it says so (``round_graphs``), else whether
-    it takes the running fit, from which it may read the parameters between rounds."""
+def needs_round_graphs(callback: Callable[..., Any] | None, program: Program) -> bool:
+    """Whether a fit of ``program`` watched by ``callback`` needs a graph a round.
+
+    A callback's stop reaches a fused epoch rounds late: a program with carried blocks would
+    then find them where a later round left them, not where the epoch's plan (which the engine
+    follows) has them at the stop, and a program keeping earlier states may have dropped the
+    stop's own. For other programs the callback says so (``round_graphs``), else it needs them
+    when it takes the running fit, from which it may read the parameters between rounds."""
+    if callback is None:
+        return False
+    if program.n_carried or not program.updates_in_place:
+        return True
     declared = getattr(callback, "round_graphs", None)
     return takes_the_fit(callback) if declared is None else declared
 

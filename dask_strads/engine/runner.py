@@ -455,13 +455,8 @@ class Engine:
         epoch's compute, up to ``max_epoch_rounds``, the rounds left and the next checkpoint
         or lineage cut."""
         program = self.program
-        # a callback's stop reaches an epoch rounds late: carried blocks are then where a later
-        # round left them, not where the epoch's plan (which the engine follows) has them at
-        # the stop, and a program keeping earlier states may have dropped the stop's own
-        stops_early = self.callback is not None and (program.n_carried
-                                                     or not program.updates_in_place)
-        if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness or stops_early
-                or needs_round_graphs(self.callback) or not program.static_schedule
+        if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness
+                or needs_round_graphs(self.callback, program) or not program.static_schedule
                 # not yet in cells: as an epoch's inputs, a worker's carried blocks all at once
                 # could pass its memory limit, which Dask then refuses the task for
                 or not all(isinstance(c, Source) for c in run.carried)
