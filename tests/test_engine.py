@@ -11,7 +11,8 @@ from dask_strads.engine import (
     DistributedExecutor, Engine, EngineResult, LocalExecutor, close_embedded_client,
     embedded_client, executor_for,
 )
-from dask_strads.engine import runner, runtime
+from dask_strads.engine import executors, runner, runtime
+from dask_strads.engine.errors import WorkerLost
 from dask_strads.engine.blocks import PinnedBlock, PlacedBlocks, place_blocks
 from dask_strads.programs import BlockJacobi, Instruction, jacobi_blocks, run_sequential
 from dask_strads.programs.jacobi import JacobiReport
@@ -327,6 +328,33 @@ def test_place_blocks_names_the_error_of_a_lazy_block(client_factory):
     with pytest.raises(RuntimeError, match="placing a data block failed.*reshape"):
         place_blocks(client, blocks)
 
+
+
+def test_a_value_lost_before_the_scheduler_knew_its_worker_left_is_a_worker_lost(
+        client_factory, monkeypatch):
+    """A gather finding no holder of a computed value, its worker killed before the scheduler
+    dropped it (the full suite met this under load): the executor waits for the scheduler to
+    drop that worker and raises WorkerLost, from which a fit recovers, where it raised a
+    ClusterError that ended the fit."""
+    client = client_factory(2, processes=False)
+    executor = DistributedExecutor(client)
+    handle = client.submit(sum, [1, 2], pure=False)
+    assert handle.result() == 3
+
+    async def held_by_no_worker(client, keys):
+        raise KeyError(f"no worker holds {keys[0]}")
+
+    looks = []
+
+    def check(owners, cause=None, stalls=None):  # the scheduler drops it at its second look
+        looks.append(owners)
+        if len(looks) > 1:
+            raise WorkerLost("worker w holding blocks 0 was lost during the fit", ["w"])
+
+    monkeypatch.setattr(executors, "fetch", held_by_no_worker)
+    monkeypatch.setattr(executor, "check", check)
+    with pytest.raises(WorkerLost):
+        executor.gather([handle], ["w"])
 
 
 def test_values_reach_a_client_whose_gathers_distributed_broke(client_factory):

@@ -228,9 +228,9 @@ class DistributedExecutor:
         return True
 
     def _await_loss(self, owners, error):
-        """A push found a worker of ``owners`` gone or deaf before the scheduler did: give the
-        scheduler :data:`UNHEARD_SECONDS` to drop it (then :class:`WorkerLost`, from which a fit
-        recovers), else raise :class:`ClusterError` naming it."""
+        """A push (or a gather) found a worker of ``owners`` gone or deaf before the scheduler
+        did: give the scheduler :data:`UNHEARD_SECONDS` to drop it (then :class:`WorkerLost`,
+        from which a fit recovers), else raise :class:`ClusterError` naming it."""
         deadline = monotonic() + UNHEARD_SECONDS
         while monotonic() < deadline:
             self.check(owners, error)
@@ -263,9 +263,8 @@ class DistributedExecutor:
         self.wait(handles, owners, watch)
         try:
             values = self._settle(fetch(self.client, [h.key for h in handles]), owners)
-        except KeyError as error:  # a holder left after the wait
-            self.check(owners, error)
-            raise ClusterError(f"values of the fit were lost: {error}") from error
+        except KeyError as error:  # a holder left after the wait, maybe before the scheduler knew
+            self._await_loss(owners, ClusterError(f"values of the fit were lost: {error}"))
         return [values[h.key] for h in handles]
 
     def _settle(self, awaitable, owners=()):
