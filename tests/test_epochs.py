@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dask_strads import Engine, run_sequential
-from dask_strads.engine import epochs, runner, streams
+from dask_strads.engine import boards, epoch_checkpoints, epochs, runner, streams
 from dask_strads.engine.run import Run
 from dask_strads.engine.runner import epoch_length
 from dask_strads.programs import BlockJacobi, StopRule, jacobi_blocks
@@ -73,8 +73,10 @@ def test_fused_epochs_give_the_sequential_loops_model_in_a_few_graphs(client_fac
     monkeypatch.setattr(runner, "EPOCH_OVERHEAD_SHARE", 1e-9)
     client = client_factory(2)
     program, raw, slots = problem(name)
-    result, graphs = fit(client, program, raw, slots, checkpoint_interval=0,
-                         max_epoch_rounds=8)
+    # checkpoints every 3 rounds are taken inside the epochs and cost no graph; a program
+    # with carried blocks would end its epochs at them
+    result, graphs = fit(client, program, raw, slots,
+                         checkpoint_interval=0 if program.n_carried else 3, max_epoch_rounds=8)
     reference = run_sequential(program, raw, ROUNDS)
     rounds = len(reference[1])
     # epochs of up to 8 rounds from the first round on (LDA: once every vocabulary block has
@@ -180,9 +182,9 @@ def test_tasks_per_round_leave_a_checkpoints_copies_out(client_factory, max_epoc
     assert counted[0] > 0 and counted[1] == counted[0]
 
 
-def test_epochs_end_at_checkpoints_and_a_stop_inside_one_is_exact(client_factory):
-    """Epochs end where checkpoints are taken (every 5 rounds here); MF meeting its tolerance
-    inside an epoch stops every worker at that round: the factors are the sequential loop's."""
+def test_a_stop_inside_an_epoch_is_exact(client_factory):
+    """MF meeting its tolerance inside an epoch (of 8 rounds, taking checkpoints every 5)
+    stops every worker at that round: the factors are the sequential loop's."""
     client = client_factory(2)
     program, raw = setup_mf(RATINGS, 2, 2, tol=8e-3)  # met at round 17, of the epoch 15-19
     result, graphs = fit(client, program, raw, [0, 1, 0, 1], checkpoint_interval=5,
@@ -228,16 +230,16 @@ _ANSWERED = []
 
 
 class DiesAfterAnswering(MFProgram):
-    """MF whose worker process exits at the 40th message it answers for another worker, once
-    (the process that renames ``armed`` first): a worker lost in the middle of an epoch."""
+    """MF whose worker process exits at the ``answers``-th message it answers, once (the
+    process that renames ``armed`` first): a worker lost in the middle of an epoch."""
 
-    def __init__(self, *args, armed, **kwargs):
+    def __init__(self, *args, armed, answers=40, **kwargs):
         super().__init__(*args, **kwargs)
-        self.armed = armed
+        self.armed, self.answers = armed, answers
 
     def message(self, block_id, data, state, to_block):
         _ANSWERED.append(to_block)
-        if len(_ANSWERED) == 40 and _claim(self.armed):
+        if len(_ANSWERED) == self.answers and _claim(self.armed):
             os._exit(1)
         return super().message(block_id, data, state, to_block)
 
@@ -258,6 +260,59 @@ def test_a_worker_lost_inside_an_epoch_is_recovered(three_processes, tmp_path): 
     # an epoch adds the partials up the workers' tree: in another order than the loop
     assert [r["objective"] for r in result.history] == pytest.approx(
         [r["objective"] for r in reports], rel=1e-12)
+
+
+@pytest.mark.cluster
+def test_a_worker_lost_inside_an_epoch_goes_on_from_a_checkpoint_taken_inside_it(
+        three_processes, tmp_path, monkeypatch):  # noqa: F811
+    """Checkpoints every 3 rounds, epochs of 12: the first epoch ends with a checkpoint in its
+    graph (round 11), the second takes those of rounds 14, 17 and 20 on the workers' boards. A
+    worker lost late in the second epoch sends the fit back to the newest of those that is
+    whole, not to round 11, and the model is the sequential loop's."""
+    monkeypatch.setattr(runner, "EPOCH_OVERHEAD_SHARE", 1e-9)
+    armed = tmp_path / "armed"
+    armed.touch()
+    program, raw = setup_mf(RATINGS, 3, 3, program_class=DiesAfterAnswering, armed=str(armed),
+                            answers=ANSWERS_INSIDE)
+    result, graphs = fit(three_processes, program, raw, None, checkpoint_interval=3,
+                         max_epoch_rounds=12)
+    assert Path(f"{armed}.taken").exists()
+    (recovery,) = result.history.stats.recoveries
+    assert recovery["round"] in (14, 17)
+    params, reports = run_sequential(program, raw, ROUNDS)
+    for ours, expected in zip(result.gather(), params):
+        np.testing.assert_array_equal(ours, expected)
+    assert [r["objective"] for r in result.history] == pytest.approx(
+        [r["objective"] for r in reports], rel=1e-12)
+
+
+ANSWERS_INSIDE = 60
+
+
+class _Loop:
+    def add_callback(self, callback):
+        callback()
+
+
+def test_a_board_keeps_its_two_newest_checkpoints_and_says_which_are_whole(monkeypatch):
+    """Copies of a worker's blocks, the replicas of its ward's and the pull, at rounds 2, 5
+    and 8: the board keeps rounds 5 and 8, and a round counts as held once its pull is there
+    (its copies and replicas come first)."""
+    worker = type("Worker", (), {"address": "tcp://a", "loop": _Loop()})()
+    board = boards.board(worker, "run")
+    try:
+        for t in (2, 5, 8, 11):
+            board.post((epoch_checkpoints.OWN, t), {0: f"state 0 of {t}", 1: f"state 1 of {t}"})
+            board.post((epoch_checkpoints.REPLICAS, t), {2: f"state 2 of {t}"})
+            if t < 11:  # round 11's pull not yet there
+                epoch_checkpoints.copy_pull(board, t, f"pull {t}")
+        assert epoch_checkpoints.held("run", worker) == {5: [0, 1, 2], 8: [0, 1, 2]}
+        assert sorted({key[1] for key in board.values}) == [5, 8, 11]
+        monkeypatch.setattr(epoch_checkpoints, "current_worker", lambda: worker)
+        assert epoch_checkpoints.taken("run", 8, 2) == "state 2 of 8"
+        assert epoch_checkpoints.taken("run", 8) == "pull 8"
+    finally:
+        boards.drop_with_cell("strads-x-block-0-run")
 
 
 class Watching:

@@ -69,6 +69,12 @@ def board(worker, run_id):
         return found
 
 
+def find(address, run_id):
+    """The board of the worker at ``address`` for run ``run_id`` in this process, or None."""
+    with _LOCK:
+        return _BOARDS.get((address, run_id))
+
+
 def drop_with_cell(cell_key):
     """Drop the boards of the run whose cell ``cell_key`` (whose key ends with the run's id)
     is released: the run is over on this worker."""

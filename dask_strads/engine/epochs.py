@@ -19,14 +19,15 @@ in which partials added up on the way are summed. A stop found at any round reac
 with that round's pull, and the rounds left in the epoch then run nothing of the program, as
 rounds submitted behind a stop do. The hub streams each round's report to the client as it pulls
 it (:mod:`.streams`); a stop the client asks for (its callback's) reaches the hub's board, and
-the hub stops at the next round it pulls.
+the hub stops at the next round it pulls. At the checkpoint rounds inside an epoch the tasks copy
+their blocks' states, replicas and the pull into their boards (:mod:`.epoch_checkpoints`).
 """
 from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import NamedTuple
 
 from ..programs.base import checked_instructions, combines
-from . import boards, plane, streams, tasks
+from . import boards, epoch_checkpoints, plane, streams, tasks
 from .cells import CellRef
 from .compat import current_worker
 
@@ -36,8 +37,9 @@ class EpochPlan:
     """What the tasks of one epoch share: the run, where each block's cell is, the hub, the
     rounds ``first .. first + rounds - 1``, how many rounds behind the one it runs a cell (and
     the hub's board, of the pulls) keeps (``keep_behind``: 0 for a program that updates in
-    place; else as far back as a stop found later may take the result from) and the plane's
-    timeout."""
+    place; else as far back as a stop found later may take the result from), the plane's
+    timeout and the rounds inside it after which its tasks take a checkpoint (see
+    :mod:`.epoch_checkpoints`)."""
 
     run_id: str
     owners: tuple
@@ -47,6 +49,7 @@ class EpochPlan:
     rounds: int
     keep_behind: int
     timeout: float
+    checkpoints: tuple = ()
 
     def source(self, block, ready):
         """Where a push of this epoch reads ``block``: once its worker has posted round
@@ -105,6 +108,9 @@ def _rounds(program, plan, cells, pulled, carried, worker, board):
             if instruction.carried is not None:
                 holders[instruction.carried] = plan.source(b, t)
         board.post(done=t)  # the round's messages and carried blocks can be read
+        checkpointed = t in plan.checkpoints and not pulled.stopped
+        if checkpointed:
+            epoch_checkpoints.copy_blocks(board, plan, t, cells, worker.address)
         gathered = _gathered(program, plan, t, pushed, tree)
         if worker.address == plan.hub:
             if not pulled.stopped:
@@ -120,6 +126,8 @@ def _rounds(program, plan, cells, pulled, carried, worker, board):
             elif t - 1 > last_run:  # a pull behind the stop
                 board.values.pop(("pulled", t - 1), None)
             board.post(("pulled", t), pulled)
+            if checkpointed:
+                epoch_checkpoints.copy_pull(board, t, pulled)
             reports.append(tasks.report(pulled))
             outbox.add(t, reports[-1], now=(pulled.stopped and last_run == t)  # the stop
                        or t == plan.first + plan.rounds - 1)
@@ -133,6 +141,8 @@ def _rounds(program, plan, cells, pulled, carried, worker, board):
                                   plan.timeout)[tree.parent]
             if tree.children:
                 board.post(("pulled", t), pulled)
+            if checkpointed:
+                epoch_checkpoints.copy_pull(board, t, pulled)
     if worker.address != plan.hub:
         return None
     return EpochEnd(reports, seconds, pulled, started, perf_counter())

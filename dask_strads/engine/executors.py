@@ -163,6 +163,12 @@ class DistributedExecutor:
         on_loop(self.client, self.client.run(ask_to_stop, run_id, workers=[hub],
                                              on_error="return", asynchronous=True))
 
+    def run_on(self, workers, function, *args):
+        """``{worker: function(*args, dask_worker=the worker)}`` (or the exception it raised)
+        on each of ``workers``, outside the task graph, as bounded as :meth:`result`."""
+        return self._settle(self.client.run(function, *args, workers=list(workers),
+                                            on_error="return", asynchronous=True), workers)
+
     def check(self, owners, cause=None, stalls=None):
         """Raise :class:`ClusterError` if the scheduler is gone or a worker of ``owners`` left;
         with ``stalls`` (a :class:`.stalls.Stalls`), also watch for paused and silent ones."""

@@ -15,7 +15,7 @@ import numpy as np
 from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..programs.base import Program, checked_instructions
-from . import disk, epochs, tasks
+from . import disk, epoch_checkpoints, epochs, tasks
 from .blocks import PlacedBlocks
 from .callbacks import call_back, needs_round_graphs
 from .compat import TaskRef
@@ -133,8 +133,10 @@ class Engine:
         schedule, at staleness 0, unless the callback takes the running fit (or the program
         has carried blocks and a callback). The rounds an
         epoch runs are chosen so that a graph's cost (measured between consecutive epochs; as
-        many as allowed before) stays within 5% of the epoch's compute, and epochs end at
-        checkpoints. 1: a graph a round.
+        many as allowed before) stays within 5% of the epoch's compute. Epochs take their
+        checkpoints inside (see :mod:`.epoch_checkpoints`), or end at them when they go to
+        ``checkpoint_dir``, the program has carried blocks or one worker holds every block.
+        1: a graph a round.
         By default ``dask.config``'s ``dask-strads.max-epoch-rounds``, else 256: a fit by an
         estimator runs round graphs under ``dask.config.set({"dask-strads.max-epoch-rounds":
         1})``.
@@ -355,14 +357,22 @@ class Engine:
         # places them again, see blocks.place_blocks) is then known to be lost
         placed = PlacedBlocks.on(executor, blocks, slots, f"strads-{self.program.name}-data")
         alive = set(executor.refresh())
+        # the records of the rounds up to it are known: the reports of the rounds a lost hub
+        # streamed last may not have arrived
+        newest = min(self._last_resumable_round, run.history.last_round)
         restore = None
         for checkpoint in reversed(run.checkpoints):
-            if checkpoint.round > self._last_resumable_round:
+            if checkpoint.round > newest:
                 continue
             copies = usable(executor, checkpoint, alive)
             if copies is not None:
                 restore = (checkpoint, copies)
                 break
+        if not executor.local and self._checkpoints_inside_epochs(run):
+            inside = epoch_checkpoints.adopted(executor, run, alive,
+                                               restore[0].round if restore else -1, newest)
+            if inside is not None:
+                restore = (inside, [copy for copy, in inside.pairs()])
         resumed = restore[0].round if restore else -1
         logger.warning("%s; going on from round %d on the %d workers left", error, resumed + 1,
                        len(alive))
@@ -403,8 +413,11 @@ class Engine:
                    for t in range(first, last + 1)]
         takers, holders = epochs.first_takers(planned)
         timeout = patience(FETCH_SECONDS, run.history.typical_round_seconds())
+        inside = self._checkpoints_inside_epochs(run)
         plan = epochs.EpochPlan(run.id, tuple(run.owners), tuple(c.key for c in run.cells),
-                                run.hub, first, n_rounds, self._rounds_kept_behind(), timeout)
+                                run.hub, first, n_rounds, self._rounds_kept_behind(), timeout,
+                                tuple(t for t in range(first, last) if inside
+                                      and (t + 1) % self.checkpoint_interval == 0))
         graph = RoundGraph()
         # a gate a prerequisite: Dask refuses a task whose inputs add up past a worker's limit
         gates = [graph.add(w, run.key("gate", first, i, run.id), epochs.gate, after)
@@ -452,8 +465,8 @@ class Engine:
     def _epoch_rounds(self, run, first):
         """The rounds the next graph runs: 1 (a round graph) unless a fused epoch applies,
         else as many as keep the graph's measured cost within ``EPOCH_OVERHEAD_SHARE`` of the
-        epoch's compute, up to ``max_epoch_rounds``, the rounds left and the next checkpoint
-        or lineage cut."""
+        epoch's compute, up to ``max_epoch_rounds``, the rounds left, the next lineage cut and
+        the next checkpoint if it cannot be taken inside the epoch."""
         program = self.program
         if (self.max_epoch_rounds == 1 or self.executor.local or self.staleness
                 or needs_round_graphs(self.callback, program) or not program.static_schedule
@@ -463,7 +476,7 @@ class Engine:
                 or not self._gang(run)):
             return 1
         bounds = [self.max_epoch_rounds, self.max_rounds - first]
-        if self.checkpoint_interval:
+        if self.checkpoint_interval and not self._checkpoints_inside_epochs(run):
             bounds.append(self.checkpoint_interval - first % self.checkpoint_interval)
         if not program.n_carried:
             bounds.append(LINEAGE_ROUNDS - first % LINEAGE_ROUNDS)
@@ -471,6 +484,13 @@ class Engine:
             return max(1, min(bounds))
         compute = median_high(r.get("compute_seconds", 0.0) for r in run.history.records[-10:])
         return epoch_length(run.graph_seconds, compute, bounds)
+
+    def _checkpoints_inside_epochs(self, run):
+        """Whether a fused epoch takes the checkpoints of its rounds on the workers' boards (see
+        :mod:`.epoch_checkpoints`), rather than ending at each: for a program without carried
+        blocks whose blocks are on two workers or more, unless checkpoints go to disk."""
+        return bool(self.checkpoint_interval and not self.checkpoint_dir
+                    and not self.program.n_carried and len(set(run.owners)) > 1)
 
     def _gang(self, run):
         """Whether the run holds its workers for fused epochs: a ``distributed.MultiLock``
