@@ -86,7 +86,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         (rounds for the linear models; an iteration's rounds for LDA, the factorizations and
         BPR), in the workers' memory with a replica on another worker, so that the fit goes on
         from there when a worker is lost; 0 turns it off (a lost worker then stops the fit with
-        a ``ClusterError``). Fused epochs end at checkpoints.
+        a ``ClusterError``). Fused epochs take their checkpoints inside, except with
+        ``checkpoint_dir`` and for LDA and BPR, whose epochs end at them.
     checkpoint_dir : str, path or None
         Also write the checkpoints to this directory (without pickle; on a cluster it must be
         reachable by the workers). A fit of the same data, hyperparameters (``max_iter`` aside)
