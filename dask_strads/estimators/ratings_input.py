@@ -7,8 +7,8 @@ matrix with the ids of its rows and columns.
 scipy.sparse, pydata sparse, Dask). :func:`checked_ratings` takes any of them down one way: ids
 and repeated pairs resolved into a ratings matrix (pairs and triplets), then that matrix checked
 and its entries counted per user and per item in one pass, which the blocks are cut by. Bad
-input raises before the fit touches a cluster, but for what only a pass over a Dask input finds,
-which the cluster holding it finds.
+input raises before the fit reaches for a cluster, but for what only a pass over a Dask input
+can find: that pass runs on the cluster the fit will run on.
 """
 from dataclasses import dataclass, field
 from typing import Any, Literal
