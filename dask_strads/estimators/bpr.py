@@ -15,13 +15,11 @@ from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..partition import block_edges
 from ..programs.bpr import BPRProgram
-from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
-from .inputs import (blocks_along, checked_interactions, ratings_of_triplets,
-                     to_scipy_if_pydata)
-from .mf_pairs import pairs_of
+from .inputs import blocks_along, to_scipy_if_pydata
 from .ranking import pattern, seen_pattern, similar_ids
 from .ranking_metrics import RanksHeldOut, positive_pattern
+from .ratings_input import checked_ratings
 from .recommender import Recommender
 
 
@@ -103,22 +101,13 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
     def fit(self, X: Any, y: ArrayLike | None = None) -> "BayesianPersonalizedRanking":
         """Fit to the interactions X (users x items; numpy, scipy.sparse, Dask; positive
         entries are interactions), or to a pandas or Dask DataFrame of ``user``, ``item``,
-        ``rating`` triplets, or to (user, item) pairs X with their strengths ``y`` (as
+        ``rating`` triplets or a :class:`dask_strads.RatingsMatrix` (their ids kept in
+        ``user_ids_`` / ``item_ids_``), or to (user, item) pairs X with their strengths ``y`` (as
         :meth:`dask_strads.MatrixFactorization.fit` tells them apart). Bad input is refused
         before any work, and leaves a fitted estimator as it was."""
         self._check_params()
-        pairs = pairs_of(X, y)
-        ratings = (RatingsMatrix.from_triplets(*pairs, y) if pairs is not None
-                   else ratings_of_triplets(X, self._client))
-        X = ratings.matrix if ratings is not None else X
-        X, lowest, largest, per_user, per_item, executor = checked_interactions(X, self)
-        if lowest < 0:
-            raise ValueError("Negative values in data passed to BayesianPersonalizedRanking: it "
-                             "ranks interactions (positive entries) and takes no negative "
-                             "feedback")
-        if largest <= 0:
-            raise ValueError("X has no positive entry: there is no interaction to fit")
-        executor = executor or self._fit_executor(int(per_user.sum()))
+        data = checked_ratings(X, y, self, "positive")
+        X, executor, per_user, per_item = data.matrix, data.executor, data.per_user, data.per_item
         n_blocks = min(len(executor.workers), len(per_user), len(per_item))
         user_edges = block_edges(len(per_user), n_blocks, per_user)
         program = BPRProgram(self.n_components, per_item, n_blocks, self.learning_rate,
@@ -133,8 +122,8 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
         self.user_factors_ = users[:, :k]
         self.components_ = items[:, :k].T
         self.item_bias_ = items[:, k]
-        self.user_ids_ = ratings.user_ids if ratings is not None else np.arange(len(per_user))
-        self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(len(per_item))
+        self.user_ids_ = data.user_ids
+        self.item_ids_ = data.item_ids
         result.history.records[:] = [{"round": r["round"], "iteration": r["round"] // n_blocks,
                                       **r} for r in result.history.records]
         self.history_ = result.history

@@ -15,15 +15,13 @@ from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..programs.implicit_mf import ImplicitMFProgram, feedback_entries
 from ..programs.mf import observed
-from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .factor_blocks import block_layout, per_iteration, user_item_blocks
-from .inputs import (DaskArray, check_dask_matrix, checked_interactions, is_dask_array,
-                     ratings_of_triplets, to_scipy_if_pydata)
+from .inputs import DaskArray, check_dask_matrix, is_dask_array, to_scipy_if_pydata
 from .mf import _contiguous
-from .mf_pairs import pairs_of
 from .ranking import seen_pattern, similar_ids
 from .ranking_metrics import RanksHeldOut
+from .ratings_input import checked_ratings
 from .recommender import Recommender
 
 #: The k of ``score``: precision at 10.
@@ -110,33 +108,20 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         self.progress = progress
         self.callback = callback
 
-    # -- input --------------------------------------------------------------------------------
-    def _check_interactions(self, X):
-        """X checked without touching the estimator, its interactions counted per user and per
-        item, and the executor a dask X was checked on (else None)."""
-        X, _, largest, per_user, per_item, executor = checked_interactions(X, self)
-        if largest <= 0:
-            raise ValueError("X has no positive entry: there is no interaction to fit")
-        return X, per_user, per_item, executor
-
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, X: Any, y: ArrayLike | None = None) -> "ImplicitMatrixFactorization":
         """Fit the factors to the interactions X (users x items; numpy, scipy.sparse, Dask), or
-        to a pandas or Dask DataFrame of ``user``, ``item``, ``rating`` triplets (any sortable
-        ids, kept in ``user_ids_`` / ``item_ids_``), or to (user, item) pairs X with their
-        strengths ``y`` (as :meth:`dask_strads.MatrixFactorization.fit` tells them apart).
-        Bad input is refused before any work, and leaves a fitted estimator as it was."""
+        to a pandas or Dask DataFrame of ``user``, ``item``, ``rating`` triplets or a
+        :class:`dask_strads.RatingsMatrix` (any sortable ids, kept in ``user_ids_`` /
+        ``item_ids_``), or to (user, item) pairs X with their strengths ``y`` (as
+        :meth:`dask_strads.MatrixFactorization.fit` tells them apart). Bad input is refused
+        before any work, and leaves a fitted estimator as it was."""
         self._check_params()
-        pairs = pairs_of(X, y)
-        ratings = (RatingsMatrix.from_triplets(*pairs, y) if pairs is not None
-                   else ratings_of_triplets(X, self._client))
-        X = ratings.matrix if ratings is not None else X
-        checked, per_user, per_item, executor = self._check_interactions(X)
-        executor = executor or self._fit_executor(int(per_user.sum()))
-        n_workers = len(executor.workers)
-        n_users, n_items = checked.shape
-        c, user_edges, item_edges = block_layout(per_user, per_item, self.n_components,
-                                                 n_workers)
+        data = checked_ratings(X, y, self, "implicit")
+        checked, executor = data.matrix, data.executor
+        n_users = checked.shape[0]
+        c, user_edges, item_edges = block_layout(data.per_user, data.per_item, self.n_components,
+                                                 len(executor.workers))
         program = self._new_program(user_edges, item_edges, seed=self._seed(), sub_rounds=c)
         raw, slots = user_item_blocks(checked, user_edges, item_edges)
         result = self._run_engine(program, raw, executor, 2 * c * self.max_iter, (checked,),
@@ -149,11 +134,11 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
                              "large for alpha? rescale them)")
         seen = seen_pattern(checked, _feedback, executor)
 
-        self._reset_features(X)
+        self._reset_features(data.given)
         self.user_factors_ = _contiguous(rows[:n_users])
         self.components_ = _contiguous(rows[n_users:].T)
-        self.user_ids_ = ratings.user_ids if ratings is not None else np.arange(n_users)
-        self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(n_items)
+        self.user_ids_ = data.user_ids
+        self.item_ids_ = data.item_ids
         self.history_ = per_iteration(result.history, c)
         self.n_iter_ = len(self.history_)
         self._seen = seen

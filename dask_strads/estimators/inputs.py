@@ -10,7 +10,7 @@ from typing import Any
 import dask
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import check_array, check_X_y
+from sklearn.utils.validation import check_X_y
 
 
 #: Values of larger magnitude are refused: the fits square them, and the squares of such values
@@ -139,36 +139,6 @@ def check_dask_matrix(X, estimator, n_features=None):
     return X
 
 
-def check_user_item_matrix(X, estimator, chunk_stats, n_stats, summarise, counts_of):
-    """A users x items matrix checked without touching the estimator: ``(X, summary, per_user,
-    per_item, executor)``. ``chunk_stats(block)`` gives a chunk's ``[[[finite, ...]]]``
-    (``n_stats`` values, finiteness first), ``summarise(stats)`` the reductions over chunks of
-    such an array (numpy or dask), of which ``summary`` holds all but the first;
-    ``counts_of(block, axis)`` gives the entries that count per row (axis 0, a column) or per
-    column (axis 1, a row). A dask X is checked and counted chunk by chunk on the executor it
-    will be fitted on (returned; None for an X in memory)."""
-    if is_dask_array(X):
-        X = check_dask_matrix(X, estimator)
-        stats = X.map_blocks(chunk_stats, chunks=(1, 1, n_stats), new_axis=2, dtype=float)
-        per_user = X.map_blocks(counts_of, 0, chunks=(X.chunks[0], (1,) * X.numblocks[1]),
-                                dtype=np.int64)
-        per_item = X.map_blocks(counts_of, 1, chunks=((1,) * X.numblocks[0], X.chunks[1]),
-                                dtype=np.int64)
-        executor = estimator._fit_executor(X.size)
-        *summary, per_user, per_item = executor.compute(*summarise(stats), per_user.sum(axis=1),
-                                                        per_item.sum(axis=0))
-        if not summary[0]:
-            raise ValueError("Input X contains NaN or infinity.")
-        return X, summary[1:], per_user, per_item, executor
-    X = check_array(to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], dtype=np.float64,
-                    estimator=estimator)
-    if sp.issparse(X) and not X.has_canonical_format:
-        X = X.copy()
-        X.sum_duplicates()  # repeated (i, j) pairs are one entry, as in scipy
-    summary = summarise(chunk_stats(X))
-    return (X, summary[1:], counts_of(X, 0).ravel(), counts_of(X, 1).ravel(), None)
-
-
 def stored_values(block):
     """The values a chunk stores: all entries of a dense one, the explicit ones of a sparse one."""
     block = to_scipy_if_pydata(block)
@@ -257,50 +227,3 @@ def _compressed_slice(X, lo, hi):
 
 def _lazy_block(make_block, chunk, lo, hi):
     return make_block(to_scipy_if_pydata(chunk), lo, hi)
-
-
-def ratings_of_triplets(X, client=None, duplicates="error"):
-    """The :class:`~dask_strads.RatingsMatrix` of X when X is a pandas or Dask DataFrame of
-    ``user``, ``item`` and ``rating`` columns (see :func:`dask_strads.io.ratings_of_frame`;
-    ``duplicates`` says what a repeated pair is), else None. A Dask DataFrame without them, or
-    a pandas one with non-numeric columns, is refused with the names it needs."""
-    from ..io.triplets import COLUMNS, is_triplet_frame, ratings_of_frame
-
-    if is_triplet_frame(X):
-        return ratings_of_frame(X, client, duplicates)
-    dtypes = getattr(X, "dtypes", None)
-    if dtypes is not None and hasattr(X, "columns") and (
-            hasattr(X, "to_delayed") or not all(getattr(t, "kind", "O") in "iufb" for t in dtypes)):
-        raise ValueError(
-            f"a DataFrame of (user, item, rating) triplets needs columns named {list(COLUMNS)}; "
-            f"this one has columns {list(X.columns)}: rename them, e.g. "
-            "df.rename(columns={'userId': 'user', 'movieId': 'item'})")
-    return None
-
-
-def checked_interactions(X, estimator):
-    """A users x items matrix of interaction strengths checked as :func:`check_user_item_matrix`
-    does, its magnitude too: ``(X, smallest value, largest value, interactions per user, per
-    item, the executor a dask X was checked on or None)``."""
-    X, (lowest, largest), per_user, per_item, executor = check_user_item_matrix(
-        X, estimator, value_range_stats, 3,
-        lambda stats: [stats[..., 0].min(), stats[..., 1].min(), stats[..., 2].max()],
-        nonzero_counts)
-    check_magnitude(max(largest, -lowest), "X")
-    return X, lowest, largest, per_user, per_item, executor
-
-
-def value_range_stats(block):
-    """[[[finite, smallest value, largest value]]] of the stored entries of a chunk."""
-    values = stored_values(block)
-    finite = bool(np.all(np.isfinite(values)))
-    if not (finite and values.size):
-        return np.array([[[float(finite), 0.0, 0.0]]])
-    return np.array([[[1.0, float(values.min()), float(values.max())]]])
-
-
-def nonzero_counts(block, axis):
-    """Nonzero entries of a chunk per row (axis 0, as a column) or per column (axis 1)."""
-    block = to_scipy_if_pydata(block)
-    counts = np.asarray((block != 0).sum(axis=1 - axis)).ravel()
-    return counts[:, None] if axis == 0 else counts[None, :]

@@ -15,15 +15,13 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ..kernels.compilation import announce_compiling
 from ..log import logger
 from ..programs.mf import ITEMS, USERS, MFProgram, observed
-from ..ratings import RatingsMatrix
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval
 from .factor_blocks import block_layout, per_iteration, user_item_blocks
-from .inputs import (DaskArray, check_dask_matrix, check_magnitude, check_user_item_matrix,
-                     is_dask_array, ratings_of_triplets, stored_values,
-                     to_scipy_if_pydata)
-from .mf_pairs import check_pairs, pairs_of, positions
+from .inputs import DaskArray, check_dask_matrix, is_dask_array, to_scipy_if_pydata
+from .mf_pairs import check_pairs, positions
 from .ranking import pattern, seen_pattern, similar_ids
 from .ranking_metrics import RanksHeldOut, checked_user_matrix
+from .ratings_input import checked_ratings
 from .recommender import Recommender
 
 #: Fold-in (``transform``) solves each row's ridge problem: coordinate descent from zero until no
@@ -145,19 +143,6 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         self.progress = progress
         self.callback = callback
 
-    # -- parameters and input ---------------------------------------------------------------
-    def _check_ratings(self, X):
-        """X checked without touching the estimator, with its observations' sum, their counts
-        per user and per item, and the executor a dask X was checked on (else None)."""
-        X, (total, largest), per_user, per_item, executor = check_user_item_matrix(
-            X, self, _observation_stats, 3,
-            lambda stats: [stats[..., 0].min(), stats[..., 1].sum(), stats[..., 2].max()],
-            _stored_counts)
-        if per_user.sum() == 0:
-            raise ValueError("X stores no entries: there is no rating to fit")
-        check_magnitude(largest, "X")
-        return X, float(total), per_user, per_item, executor
-
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, X: Any, y: ArrayLike | None = None) -> "MatrixFactorization":
         """Fit the factors to the stored entries of X (users x items), or to the ratings ``y``
@@ -175,25 +160,21 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         :meth:`dask_strads.RatingsMatrix.from_triplets` builds (a repeated pair is an error,
         or the mean of its ratings with ``duplicates="mean"``),
         assembled on the workers for a Dask DataFrame on a cluster, and the ids are kept in
-        ``user_ids_`` and ``item_ids_``.
+        ``user_ids_`` and ``item_ids_``, as those of a :class:`dask_strads.RatingsMatrix` X are.
 
         Ratings beyond ``inputs.MAX_MAGNITUDE`` (1e150) in absolute value are refused before any
         work, and a fit whose factors end non-finite raises a ValueError; either way the
         estimator is left as it was."""
         self._check_params()
-        pairs = pairs_of(X, y)
-        ratings = (RatingsMatrix.from_triplets(*pairs, y, self.duplicates) if pairs is not None
-                   else ratings_of_triplets(X, self._client, self.duplicates))
-        X = ratings.matrix if ratings is not None else X
-        checked, total, per_user, per_item, executor = self._check_ratings(X)
-        n_ratings = int(per_user.sum())
-        executor = executor or self._fit_executor(n_ratings)
-        n_workers = len(executor.workers)
-        n_users, n_items = checked.shape
-        c, user_edges, item_edges = block_layout(per_user, per_item,
-                                                 self.n_components + 2 * self.biases, n_workers)
+        data = checked_ratings(X, y, self, "explicit", self.duplicates)
+        checked, executor = data.matrix, data.executor
+        n_ratings = int(data.per_user.sum())
+        n_users = checked.shape[0]
+        c, user_edges, item_edges = block_layout(data.per_user, data.per_item,
+                                                 self.n_components + 2 * self.biases,
+                                                 len(executor.workers))
         program = self._new_program(user_edges, item_edges, n_ratings,
-                                    total / n_ratings if self.biases else 0.0,
+                                    data.total / n_ratings if self.biases else 0.0,
                                     seed=self._seed(), sub_rounds=c)
         raw, slots = user_item_blocks(checked, user_edges, item_edges)
         result = self._run_engine(program, raw, executor, 2 * c * self.max_iter, (checked,),
@@ -208,15 +189,15 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
         k = self.n_components
         seen = seen_pattern(checked, _stored_entries, executor)
 
-        self._reset_features(X)
+        self._reset_features(data.given)
         self.user_factors_ = _contiguous(rows[:n_users, :k])
         self.user_bias_ = _contiguous(rows[:n_users, k])
         self.components_ = _contiguous(rows[n_users:, :k].T)
         self.item_bias_ = _contiguous(rows[n_users:, k])
         self.intercept_ = program.mean
-        self.user_ids_ = ratings.user_ids if ratings is not None else np.arange(n_users)
-        self.item_ids_ = ratings.item_ids if ratings is not None else np.arange(n_items)
-        self.fitted_on_pairs_ = pairs is not None
+        self.user_ids_ = data.user_ids
+        self.item_ids_ = data.item_ids
+        self.fitted_on_pairs_ = data.on_pairs
         self.history_ = per_iteration(result.history, c)
         self.n_iter_ = len(self.history_)
         self._seen = seen
@@ -426,20 +407,6 @@ def _check_indices(values, size, name):
         raise ValueError(f"{name} must be in [0, {size}), got values in "
                          f"[{values.min()}, {values.max()}]")
     return values.astype(np.int64)
-
-
-def _observation_stats(block):
-    """[[[finite, sum, largest absolute value]]] of the stored entries of a chunk."""
-    values = stored_values(block)
-    finite = bool(np.all(np.isfinite(values)))
-    largest = float(np.abs(values).max()) if finite and values.size else 0.0
-    return np.array([[[float(finite), values.sum() if finite else 0.0, largest]]])
-
-
-def _stored_counts(block, axis):
-    """Stored entries of a chunk per row (axis 0, as a column) or per column (axis 1, a row)."""
-    counts = np.diff(observed(to_scipy_if_pydata(block), axis)[0])
-    return counts[:, None] if axis == 0 else counts[None, :]
 
 
 def _stored_entries(chunk):
