@@ -270,6 +270,9 @@ def test_a_worker_lost_inside_an_epoch_goes_on_from_a_checkpoint_taken_inside_it
     worker lost late in the second epoch sends the fit back to the newest of those that is
     whole, not to round 11, and the model is the sequential loop's."""
     monkeypatch.setattr(runner, "EPOCH_OVERHEAD_SHARE", 1e-9)
+    recovered, recover = [], Engine._recover
+    monkeypatch.setattr(Engine, "_recover", lambda *args: recovered.append(recover(*args)) or (
+        recovered[-1]))
     armed = tmp_path / "armed"
     armed.touch()
     program, raw = setup_mf(RATINGS, 3, 3, program_class=DiesAfterAnswering, armed=str(armed),
@@ -279,6 +282,9 @@ def test_a_worker_lost_inside_an_epoch_goes_on_from_a_checkpoint_taken_inside_it
     assert Path(f"{armed}.taken").exists()
     (recovery,) = result.history.stats.recoveries
     assert recovery["round"] in (14, 17)
+    # the run going on keeps that checkpoint until it takes its own: a second loss before
+    # then goes back to it, not to the start
+    assert [c.round for c in recovered[0].checkpoints[:1]] == [recovery["round"]]
     params, reports = run_sequential(program, raw, ROUNDS)
     for ours, expected in zip(result.gather(), params):
         np.testing.assert_array_equal(ours, expected)

@@ -377,6 +377,8 @@ class Engine:
         logger.warning("%s; going on from round %d on the %d workers left", error, resumed + 1,
                        len(alive))
         new = self.start(placed, slots, restore)
+        if restore:  # a worker lost before the new run's first checkpoint goes back to it
+            new.checkpoints = [restore[0]]
         run.end()
         new.going_on_from(run)
         new.history.truncate(resumed)
