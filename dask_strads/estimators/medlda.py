@@ -127,7 +127,7 @@ class MedLDA(ClassifierMixin, LatentDirichletAllocation):
         self.progress = progress
         self.callback = callback
 
-    def fit(self, X: Any, y: ArrayLike | None = None,  # type: ignore[override]
+    def fit(self, X: Any, y: ArrayLike | None = None,
             feature_names: ArrayLike | None = None) -> "MedLDA":
         """Fit topics and classifier to a document-term count matrix (documents x words) and
         one label per document.
@@ -191,7 +191,6 @@ class MedLDA(ClassifierMixin, LatentDirichletAllocation):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.estimator_type = "classifier"
-        tags.transformer_tags = None
         tags.target_tags.required = True
         # a topic model classifies by its documents' topic proportions, which drop their
         # lengths: scikit-learn's blobs (two word counts a document) are not separable so
@@ -215,6 +214,7 @@ def _checked_labels(y, X, name):
                          "give one label per document.")
     classes, index = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(f"y holds 1 class ({classes[0]!r}): {name} needs at least two.")
+        raise ValueError(f"y holds {len(classes)} class{'es' if len(classes) != 1 else ''} "
+                         f"{classes.tolist()}: {name} needs at least two.")
     columns = [index == 1] if len(classes) == 2 else [index == k for k in range(len(classes))]
     return classes, np.where(np.column_stack(columns), 1.0, -1.0)
