@@ -23,6 +23,10 @@ from numba import njit
 
 from .lda import _list_append, _list_remove
 
+#: A topic whose factor is below e^MIN_EXPONENT (1e-26) times the largest one's is not drawn
+#: (nor is its exp computed, which for far smaller factors would be a slow subnormal number).
+MIN_EXPONENT = -60.0
+
 
 @njit(cache=True, nogil=True)
 def _sample_block_supervised(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics,
@@ -78,7 +82,10 @@ def _sample_block_supervised(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word
         for k in range(n_topics):
             p = (n_dk[d, k] + alpha[k]) * (n_wk[w, k] + beta) / (n_k[k] + prior_total)
             lda_total += p
-            total += p * np.exp(exponent[k] - top)
+            below = exponent[k] - top
+            # a negligible share (see MIN_EXPONENT)
+            if below > MIN_EXPONENT:
+                total += p * np.exp(below)
             cumulative[k] = total
         log_predictive += np.log(lda_total / (lengths[d] - 1 + alpha_sum))
         u = np.random.random() * total
