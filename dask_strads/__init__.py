@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 __all__ = ["BayesianPersonalizedRanking", "ElasticNet", "ElasticNetCV", "Engine",
            "ImplicitMatrixFactorization", "Lasso",
            "LassoCV", "LatentDirichletAllocation", "LogisticRegression", "MatrixFactorization",
+           "MedLDA",
            "Program", "RatingsMatrix", "close_embedded_client", "embedded_client", "enet_path",
            "lasso_path", "load", "run_sequential", "save"]
 
@@ -36,6 +37,10 @@ def __getattr__(name):
         from .estimators.implicit_mf import ImplicitMatrixFactorization
 
         return ImplicitMatrixFactorization
+    if name == "MedLDA":
+        from .estimators.medlda import MedLDA
+
+        return MedLDA
     if name == "LogisticRegression":
         from .estimators.logistic import LogisticRegression
 

@@ -132,11 +132,11 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     assert result["after_lda_fit"]["lda"] is None
     assert result["after_lda_fit"]["lda_inference"] is not None
     # only the sparse variants of the elastic net and of logistic regression were fitted, and
-    # the STRADS sampling schedules ("lasso"), a cross-validation's folds and LDA's alias sampler
-    # (K = 3 samples with SparseLDA) run in no such fit
+    # the STRADS sampling schedules ("lasso"), a cross-validation's folds, LDA's alias sampler
+    # (K = 3 samples with SparseLDA) and MedLDA's sampler run in no such fit
     assert [name for name, message in result["messages"].items() if message] == [
         "lasso", "lasso_sparse", "enet", "enet_folds", "enet_folds_sparse", "lda_alias",
-        "implicit_mf", "logistic"]
+        "medlda", "implicit_mf", "logistic"]
 
 
 def test_announced_once_per_process(tmp_path):

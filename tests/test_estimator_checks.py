@@ -28,6 +28,7 @@ def current_client(client_factory):
                           dask_strads.ImplicitMatrixFactorization(max_iter=1),
                           dask_strads.BayesianPersonalizedRanking(4, max_iter=2),
                           dask_strads.LogisticRegression(),
+                          dask_strads.MedLDA(max_iter=5),
                           # tol: the sample-weight checks compare a weighted fit with one of
                           # repeated rows; at tol=1e-4 both stop within the gap, 5e-4 apart
                           dask_strads.LassoCV(alphas=2, cv=2, tol=1e-10),

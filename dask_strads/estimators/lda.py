@@ -267,6 +267,14 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         than a shard's memory holds at ``BYTES_PER_TOKEN`` bytes a token.
         """
         self._check_params()
+        self._fit_topics(X, feature_names)
+        return self
+
+    def _fit_topics(self, X, feature_names, labels=None):
+        """The fit of :meth:`fit` (parameters checked) with the program of :meth:`_program`;
+        ``labels``: one row per document of X, each shard's rows handed to
+        :meth:`_labelled_shard` (a supervised model's). Returns the engine's records, before
+        they are grouped by iteration."""
         vocabulary = topics.fitted_vocabulary(X, feature_names)
         given = X
         X, word_counts, doc_lengths, executor = self._check_counts(X, reset=True)
@@ -296,15 +304,14 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
             if held_out is not None:
                 p = int(np.searchsorted(edges, lo))
                 halves = [h[held_out_edges[p]:held_out_edges[p + 1]] for h in held_out]
-            return make_shard(sp.csr_matrix(rows), block_of_word, local_index, n_blocks, halves)
+            made = make_shard(sp.csr_matrix(rows), block_of_word, local_index, n_blocks, halves)
+            return made if labels is None else labelled(made, labels[lo:hi])
 
         seeds = None if seeded is None else seed_prior(
             *seeded, np.full(len(seeded[0]), float(self.seed_strength)), block_of_word,
             local_index, sizes, self.n_components)
-        sampler = AUTO_SAMPLER if self.sampler == "auto" else self.sampler
-        program = LDAProgram(self.n_components, alpha, beta, len(word_counts), sizes, n_shards,
-                             self._seed(), self.optimize_interval, self.burn_in, seeds, sampler,
-                             self.topic_totals_every)
+        labelled = self._labelled_shard  # a plain function: the shards may be built on workers
+        program = self._program(alpha, beta, len(word_counts), sizes, n_shards, seeds, labels)
         stopping = None if held_out is None else (
             lambda callback: HeldOutStopping(n_blocks, self.n_iter_no_change, callback))
         result = self._run_engine(program, blocks_along(X, edges, shard, axis=0), executor,
@@ -322,10 +329,23 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
         self.doc_topic_ = (n_dk + self.alpha_) / (n_dk.sum(axis=1, keepdims=True)
                                                   + self.alpha_.sum())
         self.n_iter_ = result.history.stats.rounds // n_blocks
+        records = list(result.history.records)
         self.history_ = _per_iteration(result.history, n_blocks)
         self.n_vocab_blocks_ = n_blocks
         self._executor = executor
-        return self
+        return records
+
+    def _program(self, alpha, beta, n_vocab, block_sizes, n_shards, seeds, labels):
+        """The fit's program, given its priors and layout (``labels`` unused: LDA has none)."""
+        sampler = AUTO_SAMPLER if self.sampler == "auto" else self.sampler
+        return LDAProgram(self.n_components, alpha, beta, n_vocab, block_sizes, n_shards,
+                          self._seed(), self.optimize_interval, self.burn_in, seeds, sampler,
+                          self.topic_totals_every)
+
+    @staticmethod
+    def _labelled_shard(shard, labels):
+        """A shard with its documents' labels: LDA has none (a supervised model's does)."""
+        return shard
 
     # -- inference ----------------------------------------------------------------------------
     def _phi_by_word(self):

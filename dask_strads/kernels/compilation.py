@@ -62,6 +62,9 @@ KERNEL_SETS["lda"] = tuple(("lda", name, _any) for name in (
     "add_counts", "topic_totals", "fill_nonzero", "_sample_block"))
 KERNEL_SETS["lda_alias"] = tuple(("lda", name, _any) for name in (
     "add_counts", "topic_totals", "fill_nonzero")) + (("lda_alias", "_sample_block_alias", _any),)
+KERNEL_SETS["medlda"] = tuple(("lda", name, _any) for name in (
+    "add_counts", "topic_totals", "fill_nonzero")) + (
+    ("medlda", "_sample_block_supervised", _any),)
 KERNEL_SETS["lda_inference"] = (("lda_inference", "_infer_documents", _any),)
 KERNEL_SETS["mf"] = (("mf", "_update_rows", _any),)
 KERNEL_SETS["implicit_mf"] = (("implicit_mf", "_solve_rows", _any),)
@@ -80,7 +83,7 @@ KERNEL_SETS["logistic_sparse"] = (tuple((module, name, _sparse)
 LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",
           "enet_sparse": "sparse elastic net", "lda_inference": "lda transform",
           "enet_folds": "elastic-net folds", "enet_folds_sparse": "sparse elastic-net folds",
-          "lda_alias": "lda (alias sampler)"}
+          "lda_alias": "lda (alias sampler)", "medlda": "MedLDA"}
 
 _announced = set()
 _lock = threading.Lock()

@@ -307,11 +307,7 @@ class LDAProgram(Program):
         rows = (state.n_dk, state.doc_topics, state.doc_nnz, block.n_wk, block.word_topics,
                 block.word_nnz, n_k, shared.alpha, shared.beta, self.n_vocab, instruction.seed,
                 *self._seeds(u))
-        if self.sampler == "alias":  # the document proposal reads the shard's other blocks
-            *_, log_likelihood = sample_block_alias(data.doc, data.word, state.z, tokens.start,
-                                                    tokens.stop, state.doc_index, *rows)
-        else:
-            *_, log_likelihood = sample_block(doc, word, state.z[tokens], *rows)
+        log_likelihood = self._draw(data, state, tokens, rows, shared)
         seconds = perf_counter() - start
         held_out = self._held_out(data, state, u, block, seen, shared, instruction.seed)
         counts = prior_counts(state.n_dk, block.n_wk) if instruction.update_priors else None
@@ -321,6 +317,18 @@ class LDAProgram(Program):
         report = Sampled(change, len(doc), log_likelihood, seconds, *held_out, counts,
                          instruction.publishes)
         return state, report, block
+
+    def _draw(self, data, state, tokens, rows, shared):
+        """Resample the shard's ``tokens`` (a slice of one block's) given the kernels' ``rows``
+        (counts, lists, totals, priors, seed, seeded pairs), in place; returns their summed
+        log-likelihood. A supervised program draws them with its own kernel."""
+        if self.sampler == "alias":  # the document proposal reads the shard's other blocks
+            *_, log_likelihood = sample_block_alias(data.doc, data.word, state.z, tokens.start,
+                                                    tokens.stop, state.doc_index, *rows)
+        else:
+            *_, log_likelihood = sample_block(data.doc[tokens], data.word[tokens],
+                                              state.z[tokens], *rows)
+        return log_likelihood
 
     def _seeds(self, u):
         """The seeded pairs of block u and every topic's boosts, as the kernels take them."""
