@@ -87,6 +87,54 @@ def test_without_intercept_matches_liblinear(penalty, sparse):
     assert np.all(model.intercept_ == 0.0)
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("penalty", ["l1", "l2"])
+def test_solver_liblinear_gives_liblinears_fit_with_its_penalised_intercept(penalty, sparse):
+    """``solver="liblinear"``: the intercept is the weight of an extra feature of value
+    ``intercept_scaling``, penalised as the others: the coefficients and intercept of
+    scikit-learn's liblinear at a tight tolerance."""
+    X, y = problem(sparse=sparse, seed=5)
+    params = dict(C=0.5, l1_ratio=L1_RATIO[penalty], intercept_scaling=3.0)
+    model = dask_strads.LogisticRegression(solver="liblinear", tol=1e-10, max_iter=500,
+                                           **params).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reference = SkLogisticRegression(solver="liblinear", tol=1e-12, max_iter=100_000,
+                                         **params).fit(X, y)
+    np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-6)
+    np.testing.assert_allclose(model.intercept_, reference.intercept_, atol=1e-6)
+    as_float32 = dask_strads.LogisticRegression(solver="liblinear", **params).fit(
+        X.astype(np.float32), y)
+    assert as_float32.coef_.dtype == reference.fit(X.astype(np.float32), y).coef_.dtype
+    unpenalised = ours(penalty, C=0.5).fit(X, y)  # another objective: another intercept
+    assert abs(unpenalised.intercept_[0] - model.intercept_[0]) > 1e-3
+
+
+def test_solver_liblinear_on_dask_chunks_gives_the_in_memory_fit():
+    """The extra feature joins a Dask array as a chunk of its own (pydata sparse for sparse
+    chunks): the same fit as in memory."""
+    import dask.array as da
+    import sparse
+
+    X, y = problem(seed=6)
+    params = dict(solver="liblinear", C=0.5, intercept_scaling=2.0, tol=1e-9, max_iter=500)
+    expected = dask_strads.LogisticRegression(**params).fit(X, y)
+    for chunked in (da.from_array(X, chunks=(100, 25)),
+                    da.from_array(sparse.COO.from_numpy(X), chunks=(100, 25))):
+        got = dask_strads.LogisticRegression(**params).fit(chunked, y)
+        np.testing.assert_allclose(got.coef_, expected.coef_, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(got.intercept_, expected.intercept_, rtol=1e-9)
+
+
+def test_solver_liblinear_refuses_what_liblinear_refuses():
+    X, y = problem(n_classes=3)
+    with pytest.raises(ValueError, match="'liblinear' solver does not support multiclass"):
+        dask_strads.LogisticRegression(solver="liblinear").fit(X, y)
+    X, y = problem()
+    with pytest.raises(ValueError, match="not supported for the liblinear solver"):
+        dask_strads.LogisticRegression(solver="liblinear", C=np.inf).fit(X, y)
+
+
 def test_sparse_input_gives_the_dense_fit():
     """Sparse blocks run the CSC kernels: the same model as the dense ones (checked against
     saga above), intercept and elastic net included."""

@@ -41,7 +41,9 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
     (``z_i = x_i w + b``) with ``s_i`` the sample's weight
     (``sample_weight`` times its class's ``class_weight``; 1 by default): the objective of
     :class:`sklearn.linear_model.LogisticRegression` with an unpenalised intercept (as its
-    ``saga`` and ``lbfgs`` solvers; ``liblinear`` also penalises the intercept).
+    ``saga`` and ``lbfgs`` solvers); with ``solver="liblinear"``, liblinear's objective, whose
+    intercept is the weight of an extra feature of value ``intercept_scaling``, penalised as
+    the others.
 
     The features are split into ``n_blocks`` blocks (default: one per ten million stored values,
     at most one per worker) pinned to the workers. Every round each block ranks its coordinates
@@ -67,19 +69,22 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         Stop when no coefficient or intercept violates its optimality condition by more than
         ``tol`` times the largest feature gradient at ``w = 0``.
     fit_intercept : bool
-    intercept_scaling, random_state, n_jobs, verbose
-        scikit-learn's spellings, accepted and without effect: the intercept is not penalised
-        (``intercept_scaling`` only matters to liblinear), the solver draws nothing at random,
+    intercept_scaling : float
+        With ``solver="liblinear"``, the value of the extra feature whose penalised weight
+        times it is the intercept (as liblinear); no effect otherwise.
+    random_state, n_jobs, verbose
+        scikit-learn's spellings, accepted and without effect: the solver draws nothing at random,
         fits run on the Dask cluster (``n_jobs`` has no effect in scikit-learn >= 1.8 either),
         and ``progress`` shows a fit's progress.
     class_weight : dict, "balanced" or None
         Weights of the classes (their labels as keys), multiplying the samples' weights; as in
         scikit-learn, ``"balanced"`` weighs each class by ``n_samples / (n_classes *`` its
         weighted count``)``.
-    solver : {"prox_newton", "lbfgs", "newton-cg", "newton-cholesky", "sag", "saga"}
+    solver : {"prox_newton", "lbfgs", "newton-cg", "newton-cholesky", "sag", "saga", "liblinear"}
         ``"prox_newton"``, the model-parallel solver described above. scikit-learn's names of
-        solvers of the same objective are accepted and run it; ``"liblinear"`` (which also
-        penalises the intercept) is refused.
+        solvers of the same objective are accepted and run it; ``"liblinear"`` runs it on
+        liblinear's objective (the intercept penalised, see ``intercept_scaling``), for two
+        classes, as scikit-learn's liblinear.
     max_iter : int
         Rounds at most (a round runs up to 20 prox-Newton steps with one block, one per block
         with several).
@@ -179,17 +184,26 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         if len(classes) < 2:
             raise ValueError("This solver needs samples of at least 2 classes in the data, but "
                              f"the data contain only one class: {classes[0]!r}")
+        if self.solver == "liblinear" and len(classes) > 2:
+            raise ValueError(
+                "The 'liblinear' solver does not support multiclass classification (n_classes "
+                f">= 3, got {len(classes)}). Either use another solver or wrap the estimator in a "
+                "OneVsRestClassifier to keep applying a one-versus-rest scheme.")
         weights = self._sample_weights(sample_weight, y, classes)
         targets = classes[1:] if len(classes) == 2 else classes
         Y = np.where(y[:, None] == targets[None, :], 1.0, -1.0)
+        coef_init, intercept_init = self._initial_coef(X.shape[1], classes)
+        penalised_intercept = self.solver == "liblinear" and self.fit_intercept
+        if penalised_intercept:
+            X = _with_constant_column(X, self.intercept_scaling)
+            coef_init = np.hstack([coef_init, intercept_init[:, None] / self.intercept_scaling])
         n_features = X.shape[1]
-        coef_init, intercept_init = self._initial_coef(n_features, classes)
 
         edges = block_edges(n_features, self.n_blocks or default_block_count(
             stored, len(executor.workers)))
-        program = LogisticProgram(len(edges) - 1, Y, cost, l1, l2, self.fit_intercept,
-                                  self.tol, intercept_init, sparse=is_sparse(X),
-                                  sample_weight=weights)
+        program = LogisticProgram(len(edges) - 1, Y, cost, l1, l2,
+                                  self.fit_intercept and not penalised_intercept, self.tol,
+                                  intercept_init, sparse=is_sparse(X), sample_weight=weights)
 
         def make_block(columns, lo, hi):
             return make_raw_block(columns, coef_init[:, lo:hi])
@@ -200,7 +214,11 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         self._reset_features(given)
         self.classes_ = classes
         coef, intercept = program.coefficients(result.gather())
-        self.coef_ = np.ascontiguousarray(coef, dtype=fitted_dtype(given))
+        if penalised_intercept:
+            coef, intercept = coef[:, :-1], self.intercept_scaling * coef[:, -1]
+        # liblinear's coefficients are float64 whatever X's dtype, the other solvers' X's
+        dtype = np.float64 if self.solver == "liblinear" else fitted_dtype(given)
+        self.coef_ = np.ascontiguousarray(coef, dtype=dtype)
         self.intercept_ = intercept.astype(self.coef_.dtype)
         self.n_iter_ = np.array([rounds_to_stop(history)])
         self.history_ = history
@@ -226,11 +244,9 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
 
     def _check_params(self):
         super()._check_params()
-        if self.solver == "liblinear":
-            raise ValueError(
-                "solver='liblinear' penalises the intercept, which this estimator does not: "
-                f"use solver={SOLVER!r} (the default; scikit-learn's other solver names run it "
-                "too), or sklearn.linear_model.LogisticRegression for liblinear")
+        if self.solver == "liblinear" and (self.penalty is None or np.isinf(self.C)):
+            raise ValueError("C=np.inf as well as penalty=None is not supported for the "
+                             "liblinear solver")
         if self.dual:
             raise ValueError(f"dual=True is liblinear's dual formulation; solver={SOLVER!r} "
                              "solves the primal problem: use dual=False")
@@ -267,3 +283,20 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+def _with_constant_column(X, value):
+    """X (ndarray, scipy CSR/CSC or Dask array) with a last column of ``value``."""
+    if is_dask_array(X):
+        import dask.array as da
+
+        column = da.full((X.shape[0], 1), float(value), chunks=(X.chunks[0], 1))
+        if is_sparse(X):
+            import sparse
+
+            column = column.map_blocks(sparse.COO.from_numpy)
+        return da.concatenate([X, column], axis=1)
+    column = np.full((X.shape[0], 1), float(value))
+    if sp.issparse(X):
+        return sp.hstack([X, sp.csr_matrix(column)], format=X.format)
+    return np.hstack([X, column])
