@@ -142,3 +142,17 @@ def test_users_folded_in_rank_nearly_as_the_fitted_ones():
     popularity = np.asarray(train.sum(axis=0), dtype=float)
     popular = precision_at(5, np.ones((train.shape[0], 1)), popularity.T, train, test)
     assert folded >= 0.8 * fitted and folded >= 1.3 * popular  # measured: 0.88x, 1.4x
+
+
+def test_a_dataframe_matrix_gives_its_column_names_as_the_factorizations_do():
+    """A users x items DataFrame: its column names become ``feature_names_in_``, as
+    ImplicitMatrixFactorization records them from the same frame."""
+    from dask_strads import ImplicitMatrixFactorization
+
+    train, _ = interactions(seed=3)
+    frame = pd.DataFrame(train.toarray(),
+                         columns=[f"item{j}" for j in range(train.shape[1])])
+    bpr = BayesianPersonalizedRanking(4, max_iter=2, random_state=0).fit(frame)
+    als = ImplicitMatrixFactorization(4, max_iter=2, random_state=0).fit(frame)
+    np.testing.assert_array_equal(bpr.feature_names_in_, als.feature_names_in_)
+    assert list(bpr.feature_names_in_) == list(frame.columns)

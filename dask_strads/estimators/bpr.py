@@ -117,7 +117,7 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
         users = self._parameters(result)
         items = program.in_item_order(self._parameters(result, carried=True))
 
-        self._reset_features(X)
+        self._reset_features(data.given)  # a DataFrame's column names, as MF and ALS keep them
         k = self.n_components
         self.user_factors_ = users[:, :k]
         self.components_ = items[:, :k].T
