@@ -2,14 +2,13 @@
 
 A recommender sees a matrix: users are rows, items are columns, and the stored entries are
 the observed ratings. Logs come as triplets with arbitrary ids (ints, strings). This module
-builds the matrix and keeps the ids of its rows and columns, so that results can be read
-back in ids::
+builds the matrix and keeps the ids of its rows and columns; a recommender fitted on it keeps
+them too (``user_ids_``, ``item_ids_``), so that it is asked and answers in ids::
 
     ratings = RatingsMatrix.from_triplets(df["userId"], df["movieId"], df["rating"])
-    model.fit(ratings.matrix)
-    rows = ratings.user_index([42, 7])              # user ids -> rows
-    top = model.recommend(rows, n=10)               # rows, columns
-    ratings.item_ids[top]                           # columns -> item ids
+    model.fit(ratings)
+    model.recommend([42, 7], n=10)                  # user ids -> item ids
+    ratings.user_index([42, 7])                     # user ids -> rows of ratings.matrix
 """
 from dataclasses import dataclass, field
 
