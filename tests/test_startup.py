@@ -21,6 +21,17 @@ def test_import_loads_no_heavy_library():
     assert loaded == []
 
 
+def test_a_lasso_loads_no_topic_model_or_recommender():
+    """``from dask_strads import Lasso`` (what each worker process of a grid search imports)
+    loads the linear models' modules only."""
+    others = ("dask_strads.estimators.lda", "dask_strads.estimators.mf",
+              "dask_strads.programs.lda", "dask_strads.programs.mf",
+              "dask_strads.estimators.ratings_input")
+    loaded = fresh("import json, sys\nfrom dask_strads import Lasso\nLasso\n"
+                   f"print(json.dumps([m for m in {others!r} if m in sys.modules]))")
+    assert loaded == []
+
+
 def test_every_public_name_resolves_on_first_use():
     kinds = fresh("import inspect, json, dask_strads\n"
                   "print(json.dumps({n: 'class' if inspect.isclass(getattr(dask_strads, n)) "
