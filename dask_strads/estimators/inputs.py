@@ -189,6 +189,13 @@ def column_means(X):
     return np.asarray(X.mean(axis=0)).ravel()
 
 
+def one_vs_rest_signs(y, classes):
+    """+1 or -1 per sample (rows) for each one-vs-rest problem of the sorted ``classes``
+    (columns): one column, the second class's, for two classes."""
+    targets = classes[1:] if len(classes) == 2 else classes
+    return np.where(np.asarray(y)[:, None] == targets[None, :], 1.0, -1.0)
+
+
 def check_positive_int(value, name, minimum=1):
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

@@ -21,7 +21,8 @@ from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .elastic_net import rounds_to_stop
 from .inputs import (blocks_along, check_dask_design, check_magnitude, fitted_dtype,
-                     is_dask_array, is_sparse, largest_magnitude, to_scipy_if_pydata)
+                     is_dask_array, is_sparse, largest_magnitude, one_vs_rest_signs,
+                     to_scipy_if_pydata)
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("max_iter", "random_state", "checkpoint_interval", "checkpoint_dir", "progress",
@@ -190,8 +191,7 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
                 f">= 3, got {len(classes)}). Either use another solver or wrap the estimator in a "
                 "OneVsRestClassifier to keep applying a one-versus-rest scheme.")
         weights = self._sample_weights(sample_weight, y, classes)
-        targets = classes[1:] if len(classes) == 2 else classes
-        Y = np.where(y[:, None] == targets[None, :], 1.0, -1.0)
+        Y = one_vs_rest_signs(y, classes)
         coef_init, intercept_init = self._initial_coef(X.shape[1], classes)
         penalised_intercept = self.solver == "liblinear" and self.fit_intercept
         if penalised_intercept:

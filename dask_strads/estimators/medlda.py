@@ -11,9 +11,9 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
-from ..programs.medlda import MedLDAProgram, labelled_shard
+from ..programs.medlda import MedLDAProgram, labelled_shard, predicted_class
 from .base import SHARED_CONSTRAINTS, NumberInterval
-from .inputs import DaskArray, is_dask_array
+from .inputs import DaskArray, is_dask_array, one_vs_rest_signs
 from .lda import LatentDirichletAllocation
 
 
@@ -174,15 +174,18 @@ class MedLDA(ClassifierMixin, LatentDirichletAllocation):
     def decision_function(self, X: Any) -> np.ndarray:
         """Classifier scores of documents: (n_documents,) for two classes (positive: the second
         class), else (n_documents, n_classes), one-vs-all."""
-        scores = self._in_memory(self.topic_proportions(X)) @ self.coef_.T + self.intercept_
+        scores = self._scores(X)
         return scores[:, 0] if len(self.classes_) == 2 else scores
 
     def predict(self, X: Any) -> np.ndarray:
         """Each document's class: the sign of its score for two classes, else the class of the
         largest one-vs-all score."""
-        scores = self.decision_function(X)
-        index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
+        index = predicted_class(self._scores(X))  # not fitted: raises before classes_
         return self.classes_[index]
+
+    def _scores(self, X):
+        """(n_documents, one score per classifier)."""
+        return self._in_memory(self.topic_proportions(X)) @ self.coef_.T + self.intercept_
 
     def score(self, X: Any, y: Any = None, sample_weight: ArrayLike | None = None) -> float:
         """Mean accuracy of :meth:`predict` on documents X with labels y."""
@@ -212,9 +215,8 @@ def _checked_labels(y, X, name):
     if len(y) != _num_samples(X):
         raise ValueError(f"y has {len(y)} labels for the {_num_samples(X)} documents (rows) of X: "
                          "give one label per document.")
-    classes, index = np.unique(y, return_inverse=True)
+    classes = np.unique(y)
     if len(classes) < 2:
         raise ValueError(f"y holds {len(classes)} class{'es' if len(classes) != 1 else ''} "
                          f"{classes.tolist()}: {name} needs at least two.")
-    columns = [index == 1] if len(classes) == 2 else [index == k for k in range(len(classes))]
-    return classes, np.where(np.column_stack(columns), 1.0, -1.0)
+    return classes, one_vs_rest_signs(y, classes)

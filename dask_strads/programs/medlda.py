@@ -161,7 +161,8 @@ class MedLDAProgram(LDAProgram):
         state.lam[:] = 1.0 / rng.wald(1.0 / (self.c * np.maximum(np.abs(zeta), MIN_ZETA)), 1.0)
         precision = np.stack([(x / lam[:, None]).T @ x for lam in state.lam.T]) * self.c ** 2
         linear = self.c * (data.labels * (state.lam + self.c * self.margin) / state.lam).T @ x
-        mistakes = int(np.count_nonzero(_predicted(x @ eta.T) != _truth(data.labels)))
+        mistakes = int(np.count_nonzero(predicted_class(x @ eta.T)
+                                        != predicted_class(data.labels)))
         return MarginSums(precision, linear, float(np.maximum(zeta, 0.0).sum()), mistakes,
                           data.n_docs)
 
@@ -200,13 +201,10 @@ def _values(instance):
     return {f.name: getattr(instance, f.name) for f in fields(instance)}
 
 
-def _predicted(scores):
-    """Class index of each row of one-vs-all ``scores`` (one column: the sign)."""
+def predicted_class(scores):
+    """Class index of each row of one-vs-all ``scores`` (one column, for two classes: its
+    sign); of the +-1 labels too, the true classes."""
     return (scores[:, 0] > 0).astype(int) if scores.shape[1] == 1 else scores.argmax(axis=1)
-
-
-def _truth(labels):
-    return _predicted(labels)
 
 
 register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)
