@@ -136,7 +136,7 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     # (K = 3 samples with SparseLDA) and MedLDA's sampler run in no such fit
     assert [name for name, message in result["messages"].items() if message] == [
         "lasso", "lasso_sparse", "enet", "enet_folds", "enet_folds_sparse", "lda_alias",
-        "medlda", "implicit_mf", "logistic"]
+        "medlda", "implicit_mf", "prox_newton", "squared_hinge_loss"]
 
 
 def test_announced_once_per_process(tmp_path):

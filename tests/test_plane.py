@@ -20,7 +20,8 @@ from dask_strads.engine import Engine, LocalExecutor, stalls
 from dask_strads.engine.plane import Source
 from dask_strads.partition import block_edges
 from dask_strads.programs import Route, jacobi_blocks
-from dask_strads.programs import lasso, logistic
+from dask_strads.programs import lasso, prox_newton
+from dask_strads.programs.datafits import Logistic
 from dask_strads.programs.elastic_net import ElasticNetProgram
 from dask_strads.programs.base import routes
 from dask_strads.programs.mf import MFProgram
@@ -176,10 +177,10 @@ def feature_blocks(P, make_block):
 def linear_program(name, P):
     """The Lasso, elastic-net or logistic program on P feature blocks, and the blocks."""
     if name == "logistic":
-        widths, y, raw = feature_blocks(P, lambda X: logistic.make_raw_block(
+        widths, y, raw = feature_blocks(P, lambda X: prox_newton.make_raw_block(
             X, np.zeros((1, X.shape[1]))))
         Y = np.where(y > 0, 1.0, -1.0)[:, None]
-        return logistic.LogisticProgram(P, Y, 1.0, 0.5, 0.5, True, 0.0), raw
+        return prox_newton.ProxNewtonProgram(P, Logistic(Y, 1.0), 0.5, 0.5, True, 0.0), raw
     widths, y, raw = feature_blocks(P, lambda X: lasso.make_raw_block(
         X, REGRESSION[1] - REGRESSION[1].mean(), np.zeros(X.shape[1]), X.mean(axis=0), True))
     if name == "lasso":

@@ -41,8 +41,8 @@ STORABLE = {
     "dask_strads.programs.implicit_mf": ("ImplicitMFProgram",),
     "dask_strads.programs.lasso": ("BlockState", "Pending", "Residual"),
     "dask_strads.programs.lda": ("ShardState", "TopicTotals", "WordBlock"),
-    "dask_strads.programs.logistic": ("BlockState", "Margins"),
     "dask_strads.programs.mf": ("BlockObjective", "MFProgram", "SharedFactor", "Side"),
+    "dask_strads.programs.prox_newton": ("BlockState", "Margins"),
 }
 STORABLE_NAMES = frozenset(f"{module}:{name}" for module, names in STORABLE.items()
                            for name in names)

@@ -16,7 +16,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_X_y
 
 from ..partition import block_edges
-from ..programs.logistic import LogisticProgram, make_raw_block
+from ..programs.datafits import Logistic
+from ..programs.prox_newton import ProxNewtonProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .elastic_net import rounds_to_stop
@@ -201,9 +202,9 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
 
         edges = block_edges(n_features, self.n_blocks or default_block_count(
             stored, len(executor.workers)))
-        program = LogisticProgram(len(edges) - 1, Y, cost, l1, l2,
-                                  self.fit_intercept and not penalised_intercept, self.tol,
-                                  intercept_init, sparse=is_sparse(X), sample_weight=weights)
+        program = ProxNewtonProgram(len(edges) - 1, Logistic(Y, cost, weights), l1, l2,
+                                    self.fit_intercept and not penalised_intercept, self.tol,
+                                    intercept_init=intercept_init, sparse=is_sparse(X))
 
         def make_block(columns, lo, hi):
             return make_raw_block(columns, coef_init[:, lo:hi])

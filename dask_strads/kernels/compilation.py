@@ -69,21 +69,27 @@ KERNEL_SETS["lda_inference"] = (("lda_inference", "_infer_documents", _any),)
 KERNEL_SETS["mf"] = (("mf", "_update_rows", _any),)
 KERNEL_SETS["implicit_mf"] = (("implicit_mf", "_solve_rows", _any),)
 KERNEL_SETS["bpr"] = (("bpr", "_sgd_steps", _any),)
-# the block kernels compile a variant per block layout, the vector ones serve both
-_LOGISTIC_BLOCK = (("logistic", "_column_dots"), ("logistic", "_column_range_dots"),
-                   ("logistic", "_newton_direction"))
-_LOGISTIC_VECTOR = (("logistic", "_datafit", _any), ("logistic", "_margin_derivatives", _any),
-                    ("logistic", "_violations", _any))
-KERNEL_SETS["logistic"] = (tuple((module, name, _dense) for module, name in _LOGISTIC_BLOCK)
-                           + _LOGISTIC_VECTOR)
-KERNEL_SETS["logistic_sparse"] = (tuple((module, name, _sparse)
-                                        for module, name in _LOGISTIC_BLOCK) + _LOGISTIC_VECTOR)
+# the prox-Newton program's block kernels compile a variant per block layout; its datafit's loss
+# kernels (a set of their own) serve both
+_PROX_NEWTON = (("prox_newton", "_column_dots"), ("prox_newton", "_column_range_dots"),
+                ("prox_newton", "_newton_direction"))
+KERNEL_SETS["prox_newton"] = (tuple((module, name, _dense) for module, name in _PROX_NEWTON)
+                              + (("prox_newton", "_violations", _any),))
+KERNEL_SETS["prox_newton_sparse"] = (tuple((module, name, _sparse)
+                                           for module, name in _PROX_NEWTON)
+                                     + (("prox_newton", "_violations", _any),))
+KERNEL_SETS["logistic_loss"] = (("margin_losses", "_logistic", _any),
+                                ("margin_losses", "_logistic_derivatives", _any))
+KERNEL_SETS["squared_hinge_loss"] = (("margin_losses", "_squared_hinge", _any),
+                                     ("margin_losses", "_squared_hinge_derivatives", _any))
 
 #: How a kernel set is named to the user.
 LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",
           "enet_sparse": "sparse elastic net", "lda_inference": "lda transform",
           "enet_folds": "elastic-net folds", "enet_folds_sparse": "sparse elastic-net folds",
-          "lda_alias": "lda (alias sampler)", "medlda": "MedLDA"}
+          "lda_alias": "lda (alias sampler)", "medlda": "MedLDA",
+          "prox_newton": "prox-Newton", "prox_newton_sparse": "sparse prox-Newton",
+          "logistic_loss": "logistic loss", "squared_hinge_loss": "squared hinge"}
 
 _announced = set()
 _lock = threading.Lock()

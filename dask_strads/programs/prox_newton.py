@@ -1,11 +1,14 @@
-"""The STRADS logistic-regression program over feature blocks: prox-Newton with working sets.
+"""The STRADS prox-Newton program over feature blocks, with working sets: linear models whose
+loss is a function of the margins,
 
-    sum over classes k of   C sum_i s_i log(1 + exp(-y_ik z_ik)) + l1 ||w_k||_1 + l2/2 ||w_k||^2,
+    C sum_i s_i loss(z_i, y_i) + sum over classes k of l1 ||w_k||_1 + l2/2 ||w_k||^2,
 
-with sample weights ``s_i`` (ones by default), margins ``z_k = X w_k + b_k`` and ``y_ik`` in
-{-1, +1} (one column per class for
-one-vs-rest, one for a binary problem). The classes are independent problems solved side by side
-on the same blocks.
+with sample weights ``s_i`` (ones by default), margins ``z_k = X w_k + b_k`` and labels
+``y_ik`` in {-1, +1} (one column per class, one for a binary problem). The loss is a datafit of
+:mod:`.datafits`: logistic (logistic regression, one-vs-rest for several classes), multinomial
+(softmax) or the squared hinge (the linear SVM). Classes are updated one at a time, the others'
+margins fixed: for one-vs-rest they are independent problems solved side by side on the same
+blocks, for the multinomial loss the pull takes them in turn.
 
 Features are split into blocks, one worker each; the shared value is the margins and the
 intercepts. In a push a block schedules its coordinates by priority, the violation of their
@@ -17,7 +20,7 @@ margins it made and the shift it wanted. Blocks pushed in the same round moved f
 margins, so their changes may interfere (two blocks that both shift the intercept shift it
 twice): the pull weighs each block's change by a factor in [0, 1] and chooses one intercept
 shift, on the second-order model of the objective in the span of the changes, checked on a convex
-upper bound of the objective (see :meth:`LogisticProgram._combine`). The next push commits its
+upper bound of the objective (see :meth:`ProxNewtonProgram._combine`). The next push commits its
 factor to the block's coefficients.
 
 Memory: a push updates its block's state in place (``updates_in_place``): the coefficients
@@ -36,8 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.columns import add_columns, column_chunks
-from ..kernels.logistic import (column_dots, column_range_dots, datafit, margin_derivatives,
-                                newton_direction, violations)
+from ..kernels.prox_newton import column_dots, column_range_dots, newton_direction, violations
 from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule
 from .elastic_net import kernel_csc
@@ -111,7 +113,7 @@ class BlockChanges:
 
 
 @dataclass(frozen=True)
-class LogisticData:
+class BlockData:
     block: int
     X: object  # Fortran float64 array, or (indptr, indices, data) of a CSC matrix
     width: int  # the block's coordinates: its features, and the intercept's column if any
@@ -135,7 +137,7 @@ def make_raw_block(X, coef_init):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LogisticReport(Report):
+class ProxNewtonReport(Report):
     """The largest violation of the optimality conditions (relative to the scale), the
     smallest factor the pull gave a block's change, and the pushes' Newton steps."""
 
@@ -144,27 +146,25 @@ class LogisticReport(Report):
     newton_steps: int | None = None
 
 
-class LogisticProgram(Program):
-    """Logistic regression by prox-Newton over feature blocks (see the module docstring).
+class ProxNewtonProgram(Program):
+    """A datafit of margins plus the elastic net by prox-Newton over feature blocks (see the
+    module docstring).
 
-    ``Y``: samples x classes of +-1. ``tolerance``: stop when no coordinate or intercept violates
-    its optimality condition by more than ``tolerance`` times the largest |x_j . g| at w = 0.
-    ``intercept_init``: the intercepts to start from with ``fit_intercept`` (without, they are 0).
-    ``sample_weight``: a weight per sample (None: ones), multiplying its loss.
+    ``datafit``: a :class:`.datafits.MarginLoss` (its labels and costs). ``tolerance``: stop when
+    no coordinate or intercept violates its optimality condition by more than ``tolerance`` times
+    the largest |x_j . g| at w = 0. ``intercept_init``: the intercepts to start from with
+    ``fit_intercept`` (without, they are 0).
     """
-
-    name = "logistic"
     report_lag = 1  # the violation is measured at the start of a push
     updates_in_place = True  # one state a block (see the module's docstring for the stop)
     static_schedule = True
 
-    def __init__(self, n_blocks, Y, C, l1, l2, fit_intercept, tolerance, intercept_init=None,
-                 sparse=False, sample_weight=None):
+    def __init__(self, n_blocks, datafit, l1, l2, fit_intercept, tolerance, *,
+                 intercept_init=None, sparse=False):
         self.n_blocks = n_blocks
-        self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)  # classes x samples
-        # the cost of each sample's loss: C times its weight
-        self.C = float(C) * (np.ones(self.Y.shape[1]) if sample_weight is None
-                             else np.asarray(sample_weight, dtype=np.float64))
+        self.datafit = datafit
+        self.name = datafit.name
+        self.n_classes, self.n_samples = datafit.n_classes, datafit.n_samples
         self.l1 = float(l1)
         self.l2 = float(l2)
         self.fit_intercept = fit_intercept
@@ -172,9 +172,9 @@ class LogisticProgram(Program):
         self.stop_rule = StopRule("violation", tolerance)
         self.intercept_init = (np.asarray(intercept_init, dtype=np.float64)
                                if fit_intercept and intercept_init is not None
-                               else np.zeros(len(self.Y)))
+                               else np.zeros(self.n_classes))
         self.seed = 0  # deterministic: nothing is drawn at random
-        self.kernels = ("logistic_sparse" if sparse else "logistic",)
+        self.kernels = ("prox_newton_sparse" if sparse else "prox_newton", datafit.kernels)
 
     def penalty(self, coef, free=-1):
         """The penalty of one class's coefficients ``coef``, the coordinate ``free`` (the
@@ -197,29 +197,36 @@ class LogisticProgram(Program):
             X = kernel_csc(X.indptr, X.indices, X.data, X.shape[0])
         else:
             X = np.asfortranarray(X, dtype=np.float64)
-        return LogisticData(block_id, X, width, raw["coef"], self.fit_intercept)
+        return BlockData(block_id, X, width, raw["coef"], self.fit_intercept)
 
     def initial_shared(self):
-        z = np.repeat(self.intercept_init[:, None], self.Y.shape[1], axis=1)
-        return Margins(z, self.intercept_init.copy(), np.ones((len(self.Y), self.n_blocks)))
+        z = np.repeat(self.intercept_init[:, None], self.n_samples, axis=1)
+        return Margins(z, self.intercept_init.copy(), np.ones((self.n_classes, self.n_blocks)))
 
     def init_block(self, data, block_id):
-        coef = np.zeros((len(self.Y), data.width))
+        coef = np.zeros((self.n_classes, data.width))
         start = data.coef_init
         if sp.issparse(start):
             start = start.tocoo()
             coef[start.row, start.col] = start.data
         else:
             coef[:, :start.shape[1]] = start
-        dz = np.array([add_columns(data.X, c, np.zeros(self.Y.shape[1])) for c in coef])
+        dz = np.array([add_columns(data.X, c, np.zeros(self.n_samples)) for c in coef])
         penalised = column_chunks(data.width - data.has_intercept)
-        scale = max((_largest_magnitude(column_range_dots(data.X, start, stop, -0.5 * self.C * y))
-                     for y in self.Y for start, stop in penalised), default=0.0)
+        scale = max((_largest_magnitude(column_range_dots(data.X, start, stop, g))
+                     for g in self._gradients_at_zero() for start, stop in penalised),
+                    default=0.0)
         penalty = np.array([self.block_penalty(c) for c in coef])
         nothing = (np.zeros(0, dtype=np.int64), np.zeros(0))
         return (BlockState(coef, [nothing] * len(coef)),
                 BlockUpdate(dz, np.zeros(len(coef)), penalty, penalty, np.zeros(len(coef)), 0.0,
                             scale=scale))
+
+    def _gradients_at_zero(self):
+        """Each class's derivatives of the datafit in its margins at w = 0, b = 0."""
+        Z = np.zeros((self.n_classes, self.n_samples))
+        for k in range(self.n_classes):
+            yield self.datafit.of_class(Z, k).derivatives(Z[k])[0]
 
     # -- schedule / push / pull -----------------------------------------------------------
     def schedule(self, round_index, history):
@@ -232,11 +239,12 @@ class LogisticProgram(Program):
         shift, slope = np.zeros(n_classes), np.zeros(n_classes)
         before, after = np.zeros(n_classes), np.zeros(n_classes)
         violation, steps = 0.0, 0
-        for k, y in enumerate(self.Y):
+        for k in range(n_classes):
             coef = state.coef[k]
-            g, h = margin_derivatives(shared.z[k], y, self.C)
+            loss = self.datafit.of_class(shared.z, k)
+            g, h = loss.derivatives(shared.z[k])
             ws, new, dz[k], worst, steps_k = self._newton_steps(
-                data, coef, shared.z[k], y, g, h, self.tolerance * shared.scale)
+                data, coef, shared.z[k], loss, g, h, self.tolerance * shared.scale)
             violation, steps = max(violation, worst), steps + steps_k
             free = data.free_position(ws)
             if free >= 0:  # the intercept's column moved the margins by its shift
@@ -251,13 +259,13 @@ class LogisticProgram(Program):
             state.changes[k] = (ws[moved], (new - old)[moved])
         return state, BlockUpdate(dz, shift, before, after, slope, violation, steps)
 
-    def _newton_steps(self, data, coef, z, y, g, h, floor):
+    def _newton_steps(self, data, coef, z, loss, g, h, floor):
         """Prox-Newton steps of one class on a working set of the block's coordinates, from
-        the committed ``coef`` (not modified) and the margins ``z`` (where the loss's first and
-        second derivatives are ``g`` and ``h``), until the set's violation is at most
-        ``INNER_SHARE`` of the block's (or ``floor``). Returns the working set, its new
-        coefficients, the change of the margins, the block's largest violation at ``z`` and
-        the steps taken."""
+        the committed ``coef`` (not modified) and the margins ``z`` (of the class's ``loss``, a
+        :class:`.datafits.ClassLoss`, whose derivatives there are ``g`` and ``h``), until the
+        set's violation is at most ``INNER_SHARE`` of the block's (or ``floor``). Returns the
+        working set, its new coefficients, the change of the margins, the block's largest
+        violation at ``z`` and the steps taken."""
         X = data.X
         z_start = z
         worst, ws = self._violators(data, coef, g)
@@ -273,12 +281,12 @@ class LogisticProgram(Program):
                 break
             d, q, _ = newton_direction(X, ws, new, grad, h, self.l1, self.l2, free, MAX_SWEEPS,
                                        INNER_SHARE * ws_violation)
-            t = self._line_search(z, q, y, new, d, g, free)
+            t = self._line_search(z, q, loss, new, d, g, free)
             if t == 0.0:
                 break
             new += t * d
             z = z + t * q
-            g, h = margin_derivatives(z, y, self.C)
+            g, h = loss.derivatives(z)
             steps += 1
         return ws, new, z - z_start, worst, steps
 
@@ -301,16 +309,16 @@ class LogisticProgram(Program):
             best.add(violating + start, score[violating])
         return worst, np.sort(best.positions)
 
-    def _line_search(self, z, q, y, coef, d, g, free):
+    def _line_search(self, z, q, loss, coef, d, g, free):
         """The largest step in 1, 1/2, 1/4, ... with sufficient decrease of the objective
         (``coef``, ``d``: of the working set, where ``d`` lives; ``free``: its unpenalised
         coordinate)."""
         penalty = self.penalty(coef, free)
-        before = datafit(z, y, self.C) + penalty
+        before = loss.value(z) + penalty
         slope = float(np.dot(g, q)) + self.penalty(coef + d, free) - penalty
         t = 1.0
         while t >= MIN_STEP:
-            after = datafit(z + t * q, y, self.C) + self.penalty(coef + t * d, free)
+            after = loss.value(z + t * q) + self.penalty(coef + t * d, free)
             if after <= before + ARMIJO * t * slope:
                 return t
             t *= 0.5
@@ -322,29 +330,29 @@ class LogisticProgram(Program):
         if shared.scale is None:  # the initial pull: warm-start coefficients, taken whole
             scale = max(u.scale for u in updates)
             z = shared.z + np.sum([u.dz for u in updates], axis=0)
-            return Margins(z, shared.intercept, shared.step, scale or 1.0), LogisticReport()
+            return Margins(z, shared.intercept, shared.step, scale or 1.0), ProxNewtonReport()
         z, intercept = shared.z.copy(), shared.intercept.copy()
-        step = np.zeros((len(self.Y), self.n_blocks))
-        objective = 0.0
-        for k, y in enumerate(self.Y):
+        step = np.zeros((self.n_classes, self.n_blocks))
+        objective = self.datafit.value(z)
+        for k in range(self.n_classes):
             change = BlockChanges(*(np.array([getattr(u, name)[k] for u in updates])
                                     for name in ("dz", "shift", "penalty_before",
                                                  "penalty_after", "slope")))
-            fit = datafit(z[k], y, self.C)
-            factors, shift = self._combine(z[k], y, change, fit)
+            loss = self.datafit.of_class(z, k)  # the classes before k moved already
+            factors, shift = self._combine(z[k], loss, change)
             if self.fit_intercept:
-                shift += _best_shift(z[k] + factors @ change.dz + shift, y, self.C)
+                shift += _best_shift(z[k] + factors @ change.dz + shift, loss)
             z[k] += factors @ change.dz + shift
             intercept[k] += shift
             step[k, blocks] = factors
-            objective += fit + change.before.sum()
-        report = LogisticReport(objective=objective,
+            objective += change.before.sum()
+        report = ProxNewtonReport(objective=objective,
                                 violation=max(u.violation for u in updates) / shared.scale,
                                 step=float(step[:, blocks].min()),
                                 newton_steps=sum(u.newton_steps for u in updates))
         return Margins(z, intercept, step, shared.scale), report
 
-    def _combine(self, z, y, change, fit):
+    def _combine(self, z, loss, change):
         """Factors ``f`` in [0, 1] of the blocks' margin changes and one intercept shift ``s``
         (one class).
 
@@ -357,10 +365,10 @@ class LogisticProgram(Program):
         """
         def bound(candidate):
             f, s = candidate
-            return (datafit(z + f @ change.dz + s, y, self.C) + change.before.sum()
+            return (loss.value(z + f @ change.dz + s) + change.before.sum()
                     + f @ (change.after - change.before))
 
-        g, h = margin_derivatives(z, y, self.C)
+        g, h = loss.derivatives(z)
         directions = np.vstack([change.dz, np.ones(len(z))]) if self.fit_intercept else change.dz
         curvature = (directions * h) @ directions.T
         linear = np.append(change.slope, g.sum()) if self.fit_intercept else change.slope
@@ -368,7 +376,7 @@ class LogisticProgram(Program):
         n = len(change.dz)
         candidates = [(np.ones(n), change.shift.sum()), (model[:n], model[n:].sum())]
         best = min(candidates, key=bound)
-        start = fit + change.before.sum()
+        start = loss.value(z) + change.before.sum()
         if bound(best) <= start:
             return best
         f, s = best
@@ -403,7 +411,7 @@ class LogisticProgram(Program):
         """``(coef, intercept)``, classes x features and per class, from the blocks'
         collected parameters in block order."""
         if not self.fit_intercept:
-            return np.concatenate(parameters).T, np.zeros(len(self.Y))
+            return np.concatenate(parameters).T, np.zeros(self.n_classes)
         return np.concatenate([p[:-1] for p in parameters]).T, parameters[0][-1]
 
 
@@ -418,20 +426,20 @@ def _commit(coef, changes, steps):
         coef[k, positions] += steps[k] * values
 
 
-def _best_shift(z, y, C):
-    """The shift of the margins that minimises ``datafit(z + shift)``: Newton steps, halved
+def _best_shift(z, loss):
+    """The shift of the margins that minimises ``loss.value(z + shift)``: Newton steps, halved
     while they do not decrease it, until one is below ``SHIFT_TOL`` (relative)."""
     shift = 0.0
-    current = datafit(z, y, C)
+    current = loss.value(z)
     for _ in range(MAX_SWEEPS):
-        g, h = margin_derivatives(z + shift, y, C)
+        g, h = loss.derivatives(z + shift)
         curvature = float(h.sum())
         if curvature <= 0.0:
             break
         newton = -float(g.sum()) / curvature
         t = 1.0
         while abs(t * newton) > SHIFT_TOL * (1.0 + abs(shift)):
-            trial = datafit(z + shift + t * newton, y, C)
+            trial = loss.value(z + shift + t * newton)
             if trial < current:
                 shift, current = shift + t * newton, trial
                 break

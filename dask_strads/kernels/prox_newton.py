@@ -1,11 +1,12 @@
-"""Numba kernels of the logistic program: a feature block's gradient, and the coordinate descent
+"""Numba kernels of the prox-Newton program: a feature block's gradient, and the coordinate descent
 that finds a prox-Newton direction on a working set of the block's coordinates.
 
 A block is a dense (Fortran float64) array or the ``(indptr, indices, data)`` of a CSC matrix
 (see :mod:`.columns`). A column past the block's last is a column of ones, the intercept's:
 it is not stored, so that a block with an intercept is its data as given, not a copy with one
 more column. The datafit's derivatives with respect to the margins ``z = X w + b`` (``g`` and
-the curvature ``h``, one entry per sample) are computed by the caller.
+the curvature ``h``, one entry per sample) are computed by the caller
+(:mod:`.margin_losses`).
 """
 import numpy as np
 from numba import njit
@@ -56,30 +57,6 @@ def _column_range_dots(X, start, g, out):
         j = start + k
         out[k] = column_dot(X, j, g) if j < stored else _sum(g)
     return out
-
-
-@njit(cache=True, nogil=True, fastmath=True)
-def _datafit(z, y, C):
-    """sum_i C_i log(1 + exp(-y_i z_i)), without overflow."""
-    total = 0.0
-    for i in range(z.shape[0]):
-        m = -y[i] * z[i]
-        total += C[i] * (max(m, 0.0) + np.log1p(np.exp(-abs(m))))
-    return total
-
-
-@njit(cache=True, nogil=True)
-def _margin_derivatives(z, y, C, g, h):
-    """g, h: first and second derivatives of C_i log(1 + exp(-y_i z_i)) in z_i."""
-    for i in range(z.shape[0]):
-        m = y[i] * z[i]
-        if m >= 0.0:
-            e = np.exp(-m)
-            s = e / (1.0 + e)  # sigmoid(-m)
-        else:
-            s = 1.0 / (1.0 + np.exp(m))
-        g[i] = -C[i] * y[i] * s
-        h[i] = C[i] * s * (1.0 - s)
 
 
 @njit(cache=True, nogil=True)
@@ -171,20 +148,6 @@ def column_dots(X, columns, g):
 def column_range_dots(X, start, stop, g):
     """``X[:, start:stop].T @ g`` of a block."""
     return _column_range_dots(X, int(start), g, np.empty(stop - start))
-
-
-def datafit(z, y, C):
-    """``sum_i C_i log(1 + exp(-y_i z_i))`` (``C``: a float64 array, a cost per sample: the
-    inverse penalty times the sample's weight)."""
-    return _datafit(z, y, C)
-
-
-def margin_derivatives(z, y, C):
-    """``(g, h)``: first and second derivatives of ``C_i log(1 + exp(-y_i z_i))`` in ``z``
-    (``C`` as for :func:`datafit`)."""
-    g, h = np.empty(z.shape[0]), np.empty(z.shape[0])
-    _margin_derivatives(z, y, C, g, h)
-    return g, h
 
 
 def violations(grad, coef, l1, l2, free=-1, out=None):

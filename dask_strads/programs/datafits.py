@@ -1,0 +1,101 @@
+"""Datafits of the prox-Newton program: losses of the margins ``Z`` (classes x samples) of
+labels ``Y`` in {-1, +1} (classes x samples), each sample's loss times its cost (the inverse
+penalty ``C`` times the sample's weight).
+
+The program updates one class's margins at a time, the other classes' fixed; so a datafit says
+what it is as a function of class ``k``'s margins (:meth:`MarginLoss.of_class`, a
+:class:`ClassLoss`: a value and two derivatives per sample, equal to the whole datafit up to a
+constant) and what it is in all (:meth:`MarginLoss.value`). A new datafit is a subclass with
+its two kernels (see :mod:`dask_strads.kernels.margin_losses`) and, when its classes are
+coupled, its own ``of_class`` and ``value``.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..kernels import margin_losses
+
+
+@dataclass(frozen=True)
+class ClassLoss:
+    """One class's loss as a function of its margins ``z``: ``loss(z - offset, y, C)`` (offset
+    0: none) and its derivatives ``(g, h)`` in ``z``."""
+
+    loss: object
+    derivatives_of: object
+    y: np.ndarray
+    C: np.ndarray
+    offset: object = None
+
+    def _shifted(self, z):
+        return z if self.offset is None else z - self.offset
+
+    def value(self, z):
+        return self.loss(self._shifted(z), self.y, self.C)
+
+    def derivatives(self, z):
+        return self.derivatives_of(self._shifted(z), self.y, self.C)
+
+
+class MarginLoss:
+    """A datafit whose classes are independent problems (one-vs-rest, or one class for two):
+    the sum over classes of ``sum_i C_i loss(y_ik z_ik)``."""
+
+    name: str
+    #: The kernel set (:data:`dask_strads.kernels.compilation.KERNEL_SETS`) of its kernels.
+    kernels: str
+
+    def __init__(self, Y, C, sample_weight=None):
+        self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)
+        self.C = float(C) * (np.ones(self.Y.shape[1]) if sample_weight is None
+                             else np.asarray(sample_weight, dtype=np.float64))
+
+    @property
+    def n_classes(self):
+        return self.Y.shape[0]
+
+    @property
+    def n_samples(self):
+        return self.Y.shape[1]
+
+    def of_class(self, Z, k):
+        return ClassLoss(self._loss, self._derivatives, self.Y[k], self.C)
+
+    def value(self, Z):
+        return sum(self.of_class(Z, k).value(Z[k]) for k in range(self.n_classes))
+
+
+class Logistic(MarginLoss):
+    """``log(1 + exp(-y z))``: logistic regression."""
+
+    name = "logistic"
+    kernels = "logistic_loss"
+    _loss = staticmethod(margin_losses.logistic)
+    _derivatives = staticmethod(margin_losses.logistic_derivatives)
+
+
+class SquaredHinge(MarginLoss):
+    """``max(0, 1 - y z)^2``: the linear SVM's squared hinge."""
+
+    name = "squared_hinge"
+    kernels = "squared_hinge_loss"
+    _loss = staticmethod(margin_losses.squared_hinge)
+    _derivatives = staticmethod(margin_losses.squared_hinge_derivatives)
+
+
+class Multinomial(Logistic):
+    """The softmax cross-entropy ``sum_i C_i (log sum_j exp(z_ij) - z_i,label_i)`` (``Y`` +1 at
+    the sample's class, -1 elsewhere). As a function of class k's margins, the others fixed, it
+    is the logistic loss of ``z_k - o_k`` with ``o_k = log sum_{j != k} exp(z_j)``, up to a
+    constant."""
+
+    name = "multinomial"
+
+    def of_class(self, Z, k):
+        others = logsumexp(np.delete(Z, k, axis=0), axis=0)
+        return ClassLoss(self._loss, self._derivatives, self.Y[k], self.C, others)
+
+    def value(self, Z):
+        labelled = np.where(self.Y > 0, Z, 0.0).sum(axis=0)
+        return float(self.C @ (logsumexp(Z, axis=0) - labelled))
