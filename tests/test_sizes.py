@@ -23,7 +23,7 @@ from dask_strads.engine.cells import opened
 from dask_strads.engine.tasks import BlockCell, Pulled, Pushed
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.partition import block_edges
-from dask_strads.programs import lasso, lda, logistic, mf
+from dask_strads.programs import lasso, lda, mf, prox_newton
 from dask_strads.engine.plane import Source
 from dask_strads.programs.base import Program
 
@@ -148,7 +148,7 @@ def test_every_task_value_class_is_registered():
     modules = [importlib.import_module(info.name) for info in pkgutil.iter_modules(
         dask_strads.programs.__path__, "dask_strads.programs.")] + [tasks]
     classes = [cls for module in modules for cls in sizes.dataclasses_of(module)]
-    assert {lda.ShardState, mf.Ratings, logistic.Margins, Pushed} <= set(classes)
+    assert {lda.ShardState, mf.Ratings, prox_newton.Margins, Pushed} <= set(classes)
     assert [c for c in classes if sizeof.dispatch(c) is not sizes.sizeof_dataclass] == []
 
 
