@@ -15,6 +15,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..kernels import margin_losses
+from ..sizes import register_dataclasses
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,6 @@ class Multinomial(Logistic):
     def value(self, Z):
         labelled = np.where(self.Y > 0, Z, 0.0).sum(axis=0)
         return float(self.C @ (logsumexp(Z, axis=0) - labelled))
+
+
+register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)
