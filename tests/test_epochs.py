@@ -66,7 +66,7 @@ def test_an_epoch_is_as_short_as_keeps_the_graph_cost_within_its_share():
 
 
 @pytest.mark.parametrize("name", ["mf", "implicit_mf", "lda", "elastic_net", "logistic",
-                                  "lasso", "jacobi"])
+                                  "multinomial", "lasso", "jacobi"])
 def test_fused_epochs_give_the_sequential_loops_model_in_a_few_graphs(client_factory, name,
                                                                      monkeypatch):
     # epochs as long as allowed, whatever the machine's load makes of compute and graph costs

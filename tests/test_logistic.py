@@ -5,11 +5,14 @@ Problems are small (a few hundred samples) so that the tight references stay fas
 a client run in this process; the model-parallel ones run on the session's two-worker-process
 cluster.
 """
+import copy
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.special import logsumexp, softmax
 from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression as SkLogisticRegression
@@ -151,7 +154,7 @@ def test_one_vs_rest_multiclass():
     as liblinear's one-vs-rest does (no intercept, where liblinear's objective is ours)."""
     X, y = problem(n_samples=240, n_classes=3, seed=5)
     C = 0.4
-    model = ours("l1", C=C, fit_intercept=False).fit(X, y)
+    model = ours("l1", C=C, fit_intercept=False, multi_class="ovr").fit(X, y)
     assert model.coef_.shape == (3, X.shape[1])
     for k, label in enumerate(model.classes_):
         y_k = np.where(y == label, 1, 0)
@@ -164,6 +167,62 @@ def test_one_vs_rest_multiclass():
     scores = 1 / (1 + np.exp(-(X @ model.coef_.T)))
     np.testing.assert_allclose(proba, scores / scores.sum(axis=1, keepdims=True))
     np.testing.assert_array_equal(model.predict(X), model.classes_[scores.argmax(axis=1)])
+
+
+def multinomial_objective(model, X, y, C, l1_ratio):
+    """scikit-learn's multinomial objective: C times the cross-entropy plus the penalty."""
+    Z = X @ model.coef_.T + model.intercept_
+    labels = np.searchsorted(model.classes_, y)
+    cross_entropy = (logsumexp(Z, axis=1) - Z[np.arange(len(y)), labels]).sum()
+    return (C * cross_entropy + l1_ratio * np.abs(model.coef_).sum()
+            + 0.5 * (1 - l1_ratio) * (model.coef_ ** 2).sum())
+
+
+def split_sign_fit(X, y, C, l1_ratio, n_classes):
+    """The multinomial elastic net with an intercept solved by L-BFGS-B on the coefficients'
+    positive and negative parts (a smooth problem with bounds), as ``(coef, intercept)``."""
+    n_features = X.shape[1]
+    Y = np.eye(n_classes)[y]
+
+    def objective(v):
+        plus, minus = np.split(v[:-n_classes], 2)
+        W = (plus - minus).reshape(n_classes, n_features)
+        Z = np.asarray(X @ W.T) + v[-n_classes:]
+        grad_Z = C * (softmax(Z, axis=1) - Y)
+        grad_W = np.asarray(X.T @ grad_Z).T.ravel() + (1 - l1_ratio) * W.ravel()
+        value = (C * (logsumexp(Z, axis=1) - (Z * Y).sum(axis=1)).sum()
+                 + l1_ratio * v[:-n_classes].sum() + 0.5 * (1 - l1_ratio) * (W ** 2).sum())
+        return value, np.concatenate([grad_W + l1_ratio, l1_ratio - grad_W, grad_Z.sum(axis=0)])
+
+    size = n_classes * n_features
+    bounds = [(0, None)] * (2 * size) + [(None, None)] * n_classes
+    v = minimize(objective, np.zeros(2 * size + n_classes), jac=True, method="L-BFGS-B",
+                 bounds=bounds, options=dict(maxiter=100_000, ftol=1e-15, gtol=1e-12)).x
+    plus, minus = np.split(v[:-n_classes], 2)
+    return (plus - minus).reshape(n_classes, n_features), v[-n_classes:]
+
+
+@pytest.mark.parametrize("penalty, sparse, n_blocks", [
+    ("l2", False, 1), ("l1", True, 2), ("elasticnet", False, 1)])
+def test_multinomial_matches_a_reference(penalty, sparse, n_blocks):
+    """More than two classes fit the softmax model: the objective of scikit-learn's lbfgs at a
+    tight tolerance (l2) or of an independent L-BFGS-B solve (with l1), and the same
+    probabilities."""
+    X, y = problem(n_samples=240, n_classes=4, sparse=sparse, seed=3)
+    C, l1_ratio = 0.5, L1_RATIO[penalty]
+    model = ours(penalty, C=C, n_blocks=n_blocks).set_params(max_iter=3000).fit(X, y)
+    assert model.coef_.shape == (4, X.shape[1]) and model.history_.stats.converged
+    reference = copy.copy(model)
+    if penalty == "l2":
+        fitted = sklearn_fit(X, y, C, l1_ratio, "lbfgs")
+        reference.coef_, reference.intercept_ = fitted.coef_, fitted.intercept_
+    else:
+        reference.coef_, reference.intercept_ = split_sign_fit(X, y, C, l1_ratio, 4)
+    got = multinomial_objective(model, X, y, C, l1_ratio)
+    expected = multinomial_objective(reference, X, y, C, l1_ratio)
+    assert abs(got - expected) <= 1e-6 * expected
+    np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(X), atol=1e-3)
+    np.testing.assert_allclose(model.predict_proba(X), softmax(model.decision_function(X), axis=1))
 
 
 def test_binary_predictions_and_string_labels():

@@ -21,7 +21,7 @@ from dask_strads.engine.plane import Source
 from dask_strads.partition import block_edges
 from dask_strads.programs import Route, jacobi_blocks
 from dask_strads.programs import lasso, prox_newton
-from dask_strads.programs.datafits import Logistic
+from dask_strads.programs.datafits import Logistic, Multinomial
 from dask_strads.programs.elastic_net import ElasticNetProgram
 from dask_strads.programs.base import routes
 from dask_strads.programs.mf import MFProgram
@@ -181,6 +181,12 @@ def linear_program(name, P):
             X, np.zeros((1, X.shape[1]))))
         Y = np.where(y > 0, 1.0, -1.0)[:, None]
         return prox_newton.ProxNewtonProgram(P, Logistic(Y, 1.0), 0.5, 0.5, True, 0.0), raw
+    if name == "multinomial":  # three classes: the target's thirds
+        widths, y, raw = feature_blocks(P, lambda X: prox_newton.make_raw_block(
+            X, np.zeros((3, X.shape[1]))))
+        labels = np.searchsorted(np.quantile(y, [1 / 3, 2 / 3]), y)
+        Y = np.where(labels[:, None] == np.arange(3), 1.0, -1.0)
+        return prox_newton.ProxNewtonProgram(P, Multinomial(Y, 1.0), 0.5, 0.5, True, 0.0), raw
     widths, y, raw = feature_blocks(P, lambda X: lasso.make_raw_block(
         X, REGRESSION[1] - REGRESSION[1].mean(), np.zeros(X.shape[1]), X.mean(axis=0), True))
     if name == "lasso":

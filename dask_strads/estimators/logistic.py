@@ -12,11 +12,12 @@ from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_X_y
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y
 
 from ..partition import block_edges
-from ..programs.datafits import Logistic
+from ..programs.datafits import Logistic, Multinomial
 from ..programs.prox_newton import ProxNewtonProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
@@ -38,10 +39,12 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
                          BaseEstimator):
     """Penalised logistic regression by model-parallel prox-Newton with a priority schedule.
 
-    Minimises, for each class (one-vs-rest when there are more than two),
-    ``l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||^2 + C sum_i s_i log(1 + exp(-y_i z_i))``
-    (``z_i = x_i w + b``) with ``s_i`` the sample's weight
-    (``sample_weight`` times its class's ``class_weight``; 1 by default): the objective of
+    Minimises ``l1_ratio ||W||_1 + (1 - l1_ratio) / 2 ||W||^2 + C sum_i s_i loss_i``, with
+    ``s_i`` the sample's weight (``sample_weight`` times its class's ``class_weight``; 1 by
+    default) and margins ``z_i = x_i W + b``: for two classes the logistic loss
+    ``log(1 + exp(-y_i z_i))``, for more the multinomial (softmax) cross-entropy
+    ``log sum_k exp(z_ik) - z_i,y_i``, or with ``multi_class="ovr"`` one logistic problem per
+    class against the rest. This is the objective of
     :class:`sklearn.linear_model.LogisticRegression` with an unpenalised intercept (as its
     ``saga`` and ``lbfgs`` solvers); with ``solver="liblinear"``, liblinear's objective, whose
     intercept is the weight of an extra feature of value ``intercept_scaling``, penalised as
@@ -78,6 +81,11 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         scikit-learn's spellings, accepted and without effect: the solver draws nothing at random,
         fits run on the Dask cluster (``n_jobs`` has no effect in scikit-learn >= 1.8 either),
         and ``progress`` shows a fit's progress.
+    multi_class : {"auto", "multinomial", "ovr"}
+        With more than two classes: ``"auto"`` and ``"multinomial"`` fit the softmax model
+        (scikit-learn's only one since 1.8); ``"ovr"`` one-vs-rest problems side by side on the
+        same blocks, whose probabilities are normalised over the classes. No effect for two
+        classes.
     class_weight : dict, "balanced" or None
         Weights of the classes (their labels as keys), multiplying the samples' weights; as in
         scikit-learn, ``"balanced"`` weighs each class by ``n_samples / (n_classes *`` its
@@ -126,6 +134,7 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "multi_class": [StrOptions({"auto", "multinomial", "ovr"})],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
@@ -137,6 +146,7 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
                  random_state: int | np.random.RandomState | None = None,
                  n_jobs: int | None = None, verbose: bool | int = 0,
                  class_weight: dict[Any, float] | Literal["balanced"] | None = None,
+                 multi_class: Literal["auto", "multinomial", "ovr"] = "auto",
                  solver: Literal["prox_newton", "lbfgs", "newton-cg", "newton-cholesky", "sag",
                                  "saga"] = SOLVER,
                  max_iter: int = 100, warm_start: bool = False, n_blocks: int | None = None,
@@ -150,6 +160,7 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.class_weight = class_weight
+        self.multi_class = multi_class
         self.random_state = random_state
         self.solver = solver
         self.verbose = verbose
@@ -202,7 +213,8 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
 
         edges = block_edges(n_features, self.n_blocks or default_block_count(
             stored, len(executor.workers)))
-        program = ProxNewtonProgram(len(edges) - 1, Logistic(Y, cost, weights), l1, l2,
+        datafit = (Multinomial if self._multinomial(classes) else Logistic)(Y, cost, weights)
+        program = ProxNewtonProgram(len(edges) - 1, datafit, l1, l2,
                                     self.fit_intercept and not penalised_intercept, self.tol,
                                     intercept_init=intercept_init, sparse=is_sparse(X))
 
@@ -272,9 +284,15 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
                     np.array(self.intercept_, dtype=np.float64))
         return np.zeros((rows, n_features)), np.zeros(rows)
 
+    def _multinomial(self, classes):
+        return len(classes) > 2 and self.multi_class != "ovr"
+
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Probability of each class: the logistic function of each one-vs-rest decision,
-        normalised over the classes when there are more than two."""
+        """Probability of each class: the softmax of the decisions of a multinomial model, else
+        the logistic function of each decision (normalised over the classes for one-vs-rest)."""
+        check_is_fitted(self)
+        if self._multinomial(self.classes_):
+            return softmax(self.decision_function(X))
         return self._predict_proba_lr(X)
 
     def predict_log_proba(self, X: Any) -> np.ndarray:

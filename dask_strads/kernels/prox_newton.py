@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from .columns import column_axpy, column_dot, n_columns
-from .weighted_columns import column_weighted_dot, column_weighted_sq_norm
+from .weighted_columns import column_weighted_axpy, column_weighted_dot, column_weighted_sq_norm
 
 
 @njit(cache=True, nogil=True)
@@ -139,6 +139,63 @@ def _newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol, d, q)
     return max_sweeps
 
 
+@njit(cache=True, nogil=True)
+def _softmax_cd_sweep(X, ws, active_only, coef, grad, P, CP, l1, l2, free, curvature, d, q, r):
+    """:func:`_cd_sweep` for the softmax model of all classes at once: coordinate ``(k, m)`` is
+    class k's coefficient of column ``ws[m]``; the model's curvature couples the classes through
+    ``r = sum_k P[k] * q[k]`` (``P`` the probabilities, ``CP`` them times the samples' costs)."""
+    largest = 0.0
+    for k in range(coef.shape[0]):
+        for m in range(ws.shape[0]):
+            a = curvature[k, m]
+            old = coef[k, m] + d[k, m]
+            if a <= 0.0 or (active_only and old == 0.0):
+                continue
+            if m == free:
+                slope = grad[k, m] + _weighted_sum(CP[k], q[k]) - _weighted_sum(CP[k], r)
+                new = old - slope / a
+            else:
+                slope = (grad[k, m] + column_weighted_dot(X, ws[m], CP[k], q[k])
+                         - column_weighted_dot(X, ws[m], CP[k], r) + l2 * old)
+                new = _soft_threshold(old - slope / a, l1 / a)
+            if new != old:
+                step = new - old
+                d[k, m] += step
+                if m == free:
+                    _shift(step, q[k])
+                    for i in range(r.shape[0]):
+                        r[i] += step * P[k, i]
+                else:
+                    column_axpy(X, ws[m], step, q[k])
+                    column_weighted_axpy(X, ws[m], step, P[k], r)
+                largest = max(largest, a * abs(step))
+    return largest
+
+
+@njit(cache=True, nogil=True)
+def _softmax_newton_direction(X, ws, coef, grad, P, CP, l1, l2, free, max_sweeps, tol, d, q,
+                              r):
+    """:func:`_newton_direction` of the softmax cross-entropy of every class (``coef``,
+    ``grad``, ``d``: classes x the working set; ``q``: classes x samples), whose Hessian at a
+    sample is its cost times ``diag(p) - p p'``."""
+    curvature = np.empty(coef.shape)
+    for k in range(coef.shape[0]):
+        h = CP[k] * (1.0 - P[k])
+        for m in range(ws.shape[0]):
+            curvature[k, m] = _sum(h) if m == free else column_weighted_sq_norm(X, ws[m], h) + l2
+    active_only = False
+    for sweep in range(max_sweeps):
+        largest = _softmax_cd_sweep(X, ws, active_only, coef, grad, P, CP, l1, l2, free,
+                                    curvature, d, q, r)
+        if largest <= tol:
+            if not active_only:
+                return sweep + 1
+            active_only = False
+        else:
+            active_only = True
+    return max_sweeps
+
+
 # -- entry points: fixed scalar types, so that one compiled specialisation serves every fit ----
 def column_dots(X, columns, g):
     """``X[:, columns].T @ g`` of a block."""
@@ -165,4 +222,16 @@ def newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol):
     q = np.zeros(h.shape[0])
     sweeps = _newton_direction(X, ws, coef, grad, h, float(l1), float(l2), int(free),
                                int(max_sweeps), float(tol), d, q)
+    return d, q, sweeps
+
+
+def softmax_newton_direction(X, ws, coef, grad, P, C, l1, l2, free, max_sweeps, tol):
+    """``(d, q, sweeps)``: :func:`newton_direction` for the softmax cross-entropy of all
+    classes at once (``P``: the probabilities, classes x samples; ``C``: the samples' costs;
+    ``coef``, ``grad`` and ``d``: classes x the columns ``ws``; ``q``: classes x samples)."""
+    d = np.zeros(coef.shape)
+    q = np.zeros(P.shape)
+    sweeps = _softmax_newton_direction(X, ws, coef, grad, P, P * C, float(l1), float(l2),
+                                       int(free), int(max_sweeps), float(tol), d, q,
+                                       np.zeros(P.shape[1]))
     return d, q, sweeps

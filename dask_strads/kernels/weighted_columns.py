@@ -63,6 +63,26 @@ def _column_weighted_sq_norm(X, j, h):
     return csc
 
 
+def column_weighted_axpy(X, j, a, h, v):
+    raise NotImplementedError
+
+
+@overload(column_weighted_axpy)
+def _column_weighted_axpy(X, j, a, h, v):
+    """v[i] += a * h[i] * X[i, j]"""
+    if _is_dense(X):
+        def dense(X, j, a, h, v):
+            for i in range(X.shape[0]):
+                v[i] += a * h[i] * X[i, j]
+        return dense
+
+    def csc(X, j, a, h, v):
+        indptr, indices, data = X
+        for p in range(indptr[j], indptr[j + 1]):
+            v[indices[p]] += a * h[indices[p]] * data[p]
+    return csc
+
+
 def column_weighted_moments(X, j, h, v):
     raise NotImplementedError
 

@@ -12,7 +12,7 @@ coupled, its own ``of_class`` and ``value``.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import logsumexp, softmax
 
 from ..kernels import margin_losses
 from ..sizes import register_dataclasses
@@ -44,6 +44,8 @@ class MarginLoss:
     the sum over classes of ``sum_i C_i loss(y_ik z_ik)``."""
 
     name: str
+    #: Whether a class's loss depends on the other classes' margins.
+    coupled = False
     #: The kernel set (:data:`dask_strads.kernels.compilation.KERNEL_SETS`) of its kernels.
     kernels: str
 
@@ -92,6 +94,7 @@ class Multinomial(Logistic):
     constant."""
 
     name = "multinomial"
+    coupled = True
 
     def of_class(self, Z, k):
         others = logsumexp(np.delete(Z, k, axis=0), axis=0)
@@ -100,6 +103,14 @@ class Multinomial(Logistic):
     def value(self, Z):
         labelled = np.where(self.Y > 0, Z, 0.0).sum(axis=0)
         return float(self.C @ (logsumexp(Z, axis=0) - labelled))
+
+    def probabilities(self, Z):
+        """The classes' probabilities at the margins ``Z`` (classes x samples)."""
+        return softmax(Z, axis=0)
+
+    def gradients(self, P):
+        """The derivatives of the datafit in the margins, at the probabilities ``P``."""
+        return self.C * (P - (self.Y > 0))
 
 
 register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)
