@@ -130,13 +130,20 @@ def _newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol, d, q)
     active_only = False
     for sweep in range(max_sweeps):
         largest = _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, free, curvature, d, q)
-        if largest <= tol:
-            if not active_only:
-                return sweep + 1
-            active_only = False
-        else:
-            active_only = True
+        done, active_only = _next_sweeps(largest, tol, active_only)
+        if done:
+            return sweep + 1
     return max_sweeps
+
+
+@njit(cache=True, nogil=True)
+def _next_sweeps(largest, tol, active_only):
+    """``(done, active_only)`` after a sweep whose largest step times its curvature was
+    ``largest``: sweeps over the nonzero coordinates until that is at most ``tol``, then one
+    over all of them, which ends it if it is at most ``tol`` too."""
+    if largest <= tol:
+        return not active_only, False
+    return False, True
 
 
 @njit(cache=True, nogil=True)
@@ -187,12 +194,9 @@ def _softmax_newton_direction(X, ws, coef, grad, P, CP, l1, l2, free, max_sweeps
     for sweep in range(max_sweeps):
         largest = _softmax_cd_sweep(X, ws, active_only, coef, grad, P, CP, l1, l2, free,
                                     curvature, d, q, r)
-        if largest <= tol:
-            if not active_only:
-                return sweep + 1
-            active_only = False
-        else:
-            active_only = True
+        done, active_only = _next_sweeps(largest, tol, active_only)
+        if done:
+            return sweep + 1
     return max_sweeps
 
 
