@@ -70,7 +70,7 @@ def logistic_fit(key, cache):
     sys.path.insert(0, HERE)
     from logistic import problem
     X, y = problem(key)
-    return dask_strads.LogisticRegression("l1", C=1.0), X, y
+    return dask_strads.LogisticRegression(C=1.0, l1_ratio=1.0), X, y
 
 
 def mf_fit(key, cache):

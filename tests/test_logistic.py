@@ -59,9 +59,8 @@ def sklearn_fit(X, y, C, l1_ratio, solver, fit_intercept=True):
 
 
 def ours(penalty, **params):
-    l1_ratio = L1_RATIO[penalty] if penalty == "elasticnet" else None
-    return dask_strads.LogisticRegression(penalty, l1_ratio=l1_ratio, tol=TOL, max_iter=300,
-                                          **params)
+    return dask_strads.LogisticRegression(penalty, l1_ratio=L1_RATIO[penalty], tol=TOL,
+                                          max_iter=300, **params)
 
 
 @pytest.mark.parametrize("penalty", ["l1", "l2", "elasticnet"])
@@ -350,7 +349,8 @@ def test_hand_over_gives_what_collect_gives_in_the_state_itself():
 
 
 @pytest.mark.parametrize("estimator, data", [
-    (lambda **p: dask_strads.LogisticRegression("l1", tol=TOL, max_iter=2, **p), problem),
+    (lambda **p: dask_strads.LogisticRegression(l1_ratio=1.0, tol=TOL, max_iter=2, **p),
+     problem),
     (lambda **p: dask_strads.Lasso(alpha=0.01, tol=1e-12, max_iter=2, **p),
      lambda: make_regression(100, 300, n_informative=20, noise=1.0, random_state=0)),
 ], ids=["LogisticRegression", "Lasso"])
@@ -374,7 +374,7 @@ def test_bad_input_refused_before_fitting_and_fitted_model_kept():
     model.set_params(penalty="elasticnet", l1_ratio=None)
     with pytest.raises(ValueError, match="l1_ratio"):
         model.fit(X, y)
-    model.set_params(penalty="l1")
+    model.set_params(penalty="l1", l1_ratio=1.0)
     with pytest.raises(ValueError, match="at least 2 classes"):
         model.fit(X, np.zeros(len(y)))
     with pytest.raises(InvalidParameterError, match="C"):

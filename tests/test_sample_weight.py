@@ -122,8 +122,9 @@ def test_logistic_l1_integer_weights_are_repeated_rows():
     X, y, weights = classification(seed=3)
     rows = np.repeat(np.arange(len(y)), weights.astype(int))
     params = {"C": 0.5, "tol": 1e-8, "max_iter": 1000}
-    weighted = dask_strads.LogisticRegression("l1", **params).fit(X, y, sample_weight=weights)
-    repeated = dask_strads.LogisticRegression("l1", **params).fit(X[rows], y[rows])
+    weighted = dask_strads.LogisticRegression(l1_ratio=1.0, **params).fit(
+        X, y, sample_weight=weights)
+    repeated = dask_strads.LogisticRegression(l1_ratio=1.0, **params).fit(X[rows], y[rows])
     np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-6)
     np.testing.assert_allclose(weighted.intercept_, repeated.intercept_, atol=1e-6)
     assert 0 < np.count_nonzero(weighted.coef_) < X.shape[1]

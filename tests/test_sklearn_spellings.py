@@ -6,7 +6,9 @@ import pytest
 import scipy.sparse as sp
 from sklearn import linear_model
 from sklearn.base import clone
-from sklearn.datasets import make_classification, make_regression
+from sklearn.datasets import load_iris, make_classification, make_regression
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import scale
 
 import dask_strads
 
@@ -25,7 +27,8 @@ def test_l1_ratio_chooses_the_logistic_penalty_as_sklearn(classes):
         theirs.fit(X, y)
         np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=1e-5, atol=1e-6)
     l1 = dask_strads.LogisticRegression(C=0.1, l1_ratio=1.0, tol=1e-9, max_iter=500).fit(X, y)
-    named = dask_strads.LogisticRegression("l1", C=0.1, tol=1e-9, max_iter=500).fit(X, y)
+    with pytest.warns(UserWarning, match="Inconsistent values: penalty=l1 with l1_ratio=0.0"):
+        named = dask_strads.LogisticRegression("l1", C=0.1, tol=1e-9, max_iter=500).fit(X, y)
     np.testing.assert_array_equal(l1.coef_, named.coef_)
     assert 0 < np.count_nonzero(l1.coef_) < X.shape[1]
     unpenalised = dask_strads.LogisticRegression(None, tol=1e-9, max_iter=500).fit(X, y)
@@ -91,3 +94,37 @@ def test_float32_data_give_float32_parameters(regression, classes):
     X, y = classes
     est = dask_strads.LogisticRegression().fit(X.astype(np.float32), y)
     assert est.coef_.dtype == est.intercept_.dtype == np.float32
+
+
+def test_max_iter_zero_gives_the_starting_point(classes):
+    """As scikit-learn: ``max_iter=0`` fits nothing, warns, and leaves the starting point (zeros,
+    or the previous fit's coefficients with ``warm_start``)."""
+    X, y = classes
+    with pytest.warns(ConvergenceWarning, match="did not converge in 0 rounds"):
+        start = dask_strads.LogisticRegression(max_iter=0).fit(X, y)
+    assert start.n_iter_ == 0 and not np.any(start.coef_) and not np.any(start.intercept_)
+    np.testing.assert_array_equal(start.predict_proba(X), np.full((len(y), 2), 0.5))
+    warm = dask_strads.LogisticRegression(warm_start=True).fit(X, y)
+    fitted = warm.coef_.copy()
+    with pytest.warns(ConvergenceWarning):
+        warm.set_params(max_iter=0).fit(X, y)
+    np.testing.assert_array_equal(warm.coef_, fitted)
+
+
+def test_multinomial_coefficients_sum_to_zero_over_the_classes():
+    """The l2 multinomial optimum is symmetric (its coefficients sum to zero over the classes);
+    the unpenalised intercepts are made so, as scikit-learn's: lbfgs' model."""
+    X, y = load_iris(return_X_y=True)
+    X = scale(X)
+    ours = dask_strads.LogisticRegression(C=len(X), tol=1e-10, max_iter=500).fit(X, y)
+    theirs = linear_model.LogisticRegression(C=len(X), tol=1e-12, max_iter=10_000).fit(X, y)
+    np.testing.assert_allclose(ours.coef_.sum(axis=0), 0, atol=1e-10)
+    assert abs(ours.intercept_.sum()) < 1e-11
+    np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ours.intercept_, theirs.intercept_, rtol=1e-4, atol=1e-4)
+
+
+def test_penalty_none_with_c_warns_as_sklearn(classes):
+    X, y = classes
+    with pytest.warns(UserWarning, match="Setting penalty=None will ignore the C"):
+        dask_strads.LogisticRegression(None, C=4.0, max_iter=3).fit(X, y)

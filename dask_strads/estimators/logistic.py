@@ -1,6 +1,7 @@
 """``dask_strads.LogisticRegression``: sklearn's penalised logistic regression, fitted by the
 STRADS logistic program (prox-Newton over feature blocks) on Dask."""
 import os
+import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any, Final, Literal
@@ -16,6 +17,7 @@ from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y
 
+from ..engine.history import History
 from ..partition import block_edges
 from ..programs.datafits import Logistic, Multinomial
 from ..programs.prox_newton import ProxNewtonProgram, make_raw_block
@@ -27,8 +29,7 @@ from .inputs import (blocks_along, check_dask_design, check_magnitude, fitted_dt
                      to_scipy_if_pydata)
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
-                ("max_iter", "random_state", "checkpoint_interval", "checkpoint_dir", "progress",
-                 "callback")}
+                ("random_state", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
 
 #: Our solver, and scikit-learn's names of solvers of the same objective, which run it.
 SOLVER: Final = "prox_newton"
@@ -124,6 +125,7 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
 
     _parameter_constraints = {
         **_CONSTRAINTS,
+        "max_iter": [NumberInterval(Integral, 0, None, closed="left")],
         "penalty": [StrOptions({"auto", "l1", "l2", "elasticnet"}), None],
         "C": [NumberInterval(Real, 0, None, closed="right")],
         "l1_ratio": [NumberInterval(Real, 0, 1, closed="both"), None],
@@ -221,12 +223,17 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         def make_block(columns, lo, hi):
             return make_raw_block(columns, coef_init[:, lo:hi])
 
-        result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1),
-                                  executor, self.max_iter, (X, y, coef_init))
-        history = result.history
+        if self.max_iter == 0:  # the starting point, as scikit-learn gives it
+            coef, intercept, history = coef_init, intercept_init, History()
+        else:
+            result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1),
+                                      executor, self.max_iter, (X, y, coef_init))
+            history = result.history
+            coef, intercept = program.coefficients(result.gather())
         self._reset_features(given)
         self.classes_ = classes
-        coef, intercept = program.coefficients(result.gather())
+        if datafit.coupled:
+            coef, intercept = _symmetric(coef, intercept, l1)
         if penalised_intercept:
             coef, intercept = coef[:, :-1], self.intercept_scaling * coef[:, -1]
         # liblinear's coefficients are float64 whatever X's dtype, the other solvers' X's
@@ -268,7 +275,19 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
 
     def _penalties(self):
         """``(C, l1, l2)`` of the program's objective ``C loss + l1 ||w||_1 + l2/2 ||w||^2``:
-        with no penalty (``penalty=None`` or ``C=inf``), the loss alone."""
+        with no penalty (``penalty=None`` or ``C=inf``), the loss alone. Warns as scikit-learn
+        does where ``penalty`` makes ``l1_ratio`` or ``C`` meaningless."""
+        if (self.penalty not in ("auto", "elasticnet") and self.l1_ratio is not None
+                and 0 < self.l1_ratio < 1):
+            warnings.warn("l1_ratio parameter is only used when penalty is 'elasticnet'. Got "
+                          f"(penalty={self.penalty})")
+        if ((self.penalty == "l2" and self.l1_ratio != 0)
+                or (self.penalty == "l1" and self.l1_ratio != 1)):
+            warnings.warn(f"Inconsistent values: penalty={self.penalty} with "
+                          f"l1_ratio={self.l1_ratio}: penalty={self.penalty!r} decides; use "
+                          "l1_ratio alone (with penalty='auto') to avoid this warning.")
+        if self.penalty is None and self.C != 1.0:
+            warnings.warn("Setting penalty=None will ignore the C and l1_ratio parameters")
         if self.penalty is None or np.isinf(self.C):
             return 1.0, 0.0, 0.0
         share = {"l1": 1.0, "l2": 0.0}.get(self.penalty, float(self.l1_ratio or 0.0))
@@ -302,6 +321,15 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+def _symmetric(coef, intercept, l1):
+    """The multinomial model's coefficients and intercepts that sum to zero over the classes,
+    as scikit-learn's: the same probabilities (a softmax is unchanged by a shift of all its
+    inputs), and for the intercepts and the l2 penalty (``l1 == 0``) no larger an objective."""
+    if l1 == 0:
+        coef = coef - coef.mean(axis=0)
+    return coef, intercept - intercept.mean()
 
 
 def _with_constant_column(X, value):
