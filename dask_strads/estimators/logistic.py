@@ -82,15 +82,15 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         scikit-learn's spellings, accepted and without effect: the solver draws nothing at random,
         fits run on the Dask cluster (``n_jobs`` has no effect in scikit-learn >= 1.8 either),
         and ``progress`` shows a fit's progress.
+    class_weight : dict, "balanced" or None
+        Weights of the classes (their labels as keys), multiplying the samples' weights; as in
+        scikit-learn, ``"balanced"`` weighs each class by ``n_samples / (n_classes *`` its
+        weighted count``)``.
     multi_class : {"auto", "multinomial", "ovr"}
         With more than two classes: ``"auto"`` and ``"multinomial"`` fit the softmax model
         (scikit-learn's only one since 1.8); ``"ovr"`` one-vs-rest problems side by side on the
         same blocks, whose probabilities are normalised over the classes. No effect for two
         classes.
-    class_weight : dict, "balanced" or None
-        Weights of the classes (their labels as keys), multiplying the samples' weights; as in
-        scikit-learn, ``"balanced"`` weighs each class by ``n_samples / (n_classes *`` its
-        weighted count``)``.
     solver : {"prox_newton", "lbfgs", "newton-cg", "newton-cholesky", "sag", "saga", "liblinear"}
         ``"prox_newton"``, the model-parallel solver described above. scikit-learn's names of
         solvers of the same objective are accepted and run it; ``"liblinear"`` runs it on
