@@ -1,17 +1,21 @@
-"""The linear SVM's objectives against independent references: scikit-learn's LinearSVC
-(liblinear) at a tight tol, on liblinear's objective computed here in numpy."""
+"""The linear SVM's programs against independent references: scikit-learn's LinearSVC
+(liblinear) at a tight tol, on liblinear's objective computed here in numpy; the SVM dual program
+over several sample blocks and past its stop."""
 import warnings
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC as SkLinearSVC
 
 import dask_strads
+from conftest import run_past_the_stop
 from dask_strads.programs import run_sequential
 from dask_strads.programs.datafits import SquaredHinge
 from dask_strads.programs.prox_newton import ProxNewtonProgram, make_raw_block
+from dask_strads.programs.svm_dual import SVMDualProgram
 
 OBJECTIVE_RTOL = 1e-6
 #: liblinear's tolerances that reach its optimum: its l1 solver stalls below 1e-8, its dual
@@ -110,3 +114,41 @@ def test_squared_hinge_l1_reaches_coordinates_whose_samples_all_left_the_margin(
             return np.abs(w).sum() + 5.0 * (np.maximum(0.0, 1.0 - signs * (X @ w)) ** 2).sum()
 
         assert_same_objective(primal(program.coefficients(parameters)[0][0]), primal(reference))
+
+
+@pytest.mark.parametrize("loss, tol", [("hinge", 1e-5), ("squared_hinge", 1e-8)])
+def test_dual_program_blocks_reach_the_single_blocks_optimum(loss, tol):
+    """Sample blocks updated in the same round: their changes combined with the factors that
+    minimise the dual objective, the fit reaches the optimum of one block (liblinear's solver),
+    its duality gap below the tolerance (the hinge's dual, not smooth, converges the slower)."""
+    X, y = problem(sparse=True, seed=10, n_samples=300)
+    signs = np.where(y == 1, 1.0, -1.0)[:, None]
+    X = X.tocsr()
+    results = {}
+    for n_blocks in (1, 3):
+        program = SVMDualProgram(n_blocks, signs, 0.5, loss, X.shape[1], tol, sparse=True)
+        edges = np.linspace(0, X.shape[0], n_blocks + 1).astype(int)
+        blocks = [{"X": X[lo:hi], "rows": (lo, hi)} for lo, hi in zip(edges[:-1], edges[1:])]
+        parameters, reports = run_sequential(program, blocks, max_rounds=5000)
+        assert reports[-1]["gap"] <= tol
+        w = program.coefficients(parameters)[0][0]
+        slack = np.maximum(0.0, 1.0 - signs[:, 0] * (X @ w))
+        results[n_blocks] = 0.5 * w @ w + 0.5 * (slack if loss == "hinge" else slack ** 2).sum()
+        assert results[n_blocks] == pytest.approx(reports[-1]["objective"], rel=1e-12)
+    assert results[3] == pytest.approx(results[1], rel=2 * tol)
+
+
+def test_dual_rounds_behind_the_stop_change_nothing():
+    """Pushes update the blocks' alphas in place; after the report that meets the tolerance,
+    further rounds leave the weights as they were, and those are the weights whose objective
+    that report gave."""
+    X, y = problem(sparse=True, seed=11)
+    X = X.tocsr()
+    signs = np.where(y == 1, 1.0, -1.0)[:, None]
+    program = SVMDualProgram(2, signs, 0.5, "hinge", X.shape[1], 1e-5, sparse=True)
+    blocks = [{"X": X[lo:lo + 100], "rows": (lo, lo + 100)} for lo in (0, 100)]
+    at_stop, collected, stop = run_past_the_stop(program, blocks, max_rounds=2000)
+    np.testing.assert_array_equal(collected, at_stop)
+    w = program.coefficients(np.split(collected, [X.shape[1]]))[0][0]
+    slack = np.maximum(0.0, 1.0 - signs[:, 0] * (X @ w))
+    assert 0.5 * w @ w + 0.5 * slack.sum() == pytest.approx(stop["objective"], rel=1e-12)
