@@ -37,13 +37,33 @@ def sample_weights(sample_weight, y, classes, class_weight):
     """Each sample's weight: ``sample_weight`` times its class's weight (None for none)."""
     if sample_weight is None and class_weight is None:
         return None
-    weights = _check_sample_weight(sample_weight, np.empty((len(y), 0)), dtype=np.float64,
-                                   copy=True, ensure_non_negative=True)
+    weights = _checked_sample_weight(sample_weight, len(y))
     if class_weight is not None:
-        per_class = compute_class_weight(class_weight, classes=classes, y=y,
-                                         sample_weight=weights)
-        weights *= per_class[np.searchsorted(classes, y)]
+        weights *= _class_weights(class_weight, y, classes, weights)[np.searchsorted(classes, y)]
     return weights
+
+
+def liblinear_weights(sample_weight, y, classes, class_weight):
+    """The samples' weights in liblinear's one-vs-rest problems (None for none): for two
+    classes, :func:`sample_weights`; for more, one row a problem, where a sample of the
+    problem's class weighs ``sample_weight`` times that class's weight and the others their
+    ``sample_weight`` alone (liblinear weighs each problem's positive class only)."""
+    if len(classes) == 2 or class_weight is None:
+        return sample_weights(sample_weight, y, classes, class_weight)
+    weights = _checked_sample_weight(sample_weight, len(y))
+    per_class = _class_weights(class_weight, y, classes, weights)
+    return weights * np.where(y == classes[:, None], per_class[:, None], 1.0)
+
+
+def _checked_sample_weight(sample_weight, n_samples):
+    return _check_sample_weight(sample_weight, np.empty((n_samples, 0)), dtype=np.float64,
+                                copy=True, ensure_non_negative=True)
+
+
+def _class_weights(class_weight, y, classes, weights):
+    """Each class's weight, as scikit-learn computes it (``"balanced"``: from the samples'
+    weighted counts)."""
+    return compute_class_weight(class_weight, classes=classes, y=y, sample_weight=weights)
 
 
 def with_constant_column(X, value):
