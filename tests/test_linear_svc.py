@@ -187,13 +187,14 @@ def test_binary_decision_function_and_string_labels():
     assert isinstance(model.n_iter_, int) and model.coef_.dtype == np.float64
 
 
-def test_dual_auto_chooses_the_dual_for_sparse_or_wide_data_and_the_primal_else():
+def test_dual_auto_chooses_the_dual_for_sparse_or_wide_data_in_one_block_else_the_primal():
     dense, y = problem(seed=6)
     sparse = sp.csr_matrix(dense)
     wide = dense[:25]
-    for X, labels, measure in ((dense, y, "violation"), (sparse, y, "gap"),
-                               (wide, y[:25], "gap")):
-        model = dask_strads.LinearSVC().fit(X, labels)
+    for X, labels, n_blocks, measure in ((dense, y, None, "violation"), (sparse, y, None, "gap"),
+                                         (wide, y[:25], None, "gap"),
+                                         (sparse, y, 2, "violation")):
+        model = dask_strads.LinearSVC(n_blocks=n_blocks).fit(X, labels)
         assert measure in model.history_.records[-1]
     for X in (dense, sparse):  # the l1 penalty has no dual, the hinge no primal
         assert "violation" in dask_strads.LinearSVC("l1").fit(X, y).history_.records[-1]
@@ -202,16 +203,18 @@ def test_dual_auto_chooses_the_dual_for_sparse_or_wide_data_and_the_primal_else(
 
 def test_dask_chunks_give_the_in_memory_fit():
     """Dask arrays, dense and pydata-sparse chunks: the dual program's sample blocks and the
-    primal's feature blocks (the constant column a chunk of its own) give the in-memory fit."""
+    primal's feature blocks (the constant column a chunk of its own) give the fit of the same
+    array in memory (numpy, scipy CSR)."""
     import dask.array as da
     import sparse
 
     X, y = problem(seed=7)
     for dual in (True, False):
         params = dict(n_blocks=2, C=0.5, tol=1e-7)
-        expected = ours("l2", "squared_hinge", dual).set_params(**params).fit(X, y)
-        for chunked in (da.from_array(X, chunks=(100, 15)),
-                        da.from_array(sparse.COO.from_numpy(X), chunks=(100, 15))):
+        for in_memory, chunked in ((X, da.from_array(X, chunks=(100, 15))),
+                                   (sp.csr_matrix(X), da.from_array(sparse.COO.from_numpy(X),
+                                                                     chunks=(100, 15)))):
+            expected = ours("l2", "squared_hinge", dual).set_params(**params).fit(in_memory, y)
             got = ours("l2", "squared_hinge", dual).set_params(**params).fit(chunked, y)
             np.testing.assert_allclose(got.coef_, expected.coef_, rtol=1e-9, atol=1e-12)
             np.testing.assert_allclose(got.intercept_, expected.intercept_, rtol=1e-9)

@@ -64,9 +64,10 @@ class LinearSVC(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMixin, Base
     dual : "auto" or bool
         True: the dual program; False: the primal one (scikit-learn's combinations: the hinge
         has only a dual, the l1 penalty only a primal). ``"auto"``: the dual when the loss and
-        penalty have one and X is sparse or has fewer samples than features, else the primal
-        (scikit-learn's "auto" looks at the shape only: our dual program is the faster on
-        sparse data of more samples than features as well, see docs/linear_svc.md).
+        penalty have one, the fit runs one block and X is sparse or has fewer samples than
+        features, else the primal. scikit-learn's "auto" looks at the shape only; our dual
+        program is the faster on sparse data of more samples than features as well, and its
+        sample blocks interfere more than the primal's feature blocks (docs/linear_svc.md).
     tol : float
         The stopping tolerance: the relative duality gap (dual) or relative violation
         (primal), see above.
@@ -165,7 +166,7 @@ class LinearSVC(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMixin, Base
         if self.fit_intercept:
             X = with_constant_column(X, self.intercept_scaling)
         n_blocks = self.n_blocks or default_block_count(stored, len(executor.workers))
-        if self._solves_dual(X):
+        if self._solves_dual(X, n_blocks):
             costs = self.C * (1.0 if weights is None else weights)
             program = SVMDualProgram(n_blocks, Y, costs, self.loss, X.shape[1], self.tol,
                                      seed=self._seed(), sparse=is_sparse(X))
@@ -217,13 +218,13 @@ class LinearSVC(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMixin, Base
         raise ValueError(f"Unsupported set of arguments: {problem}, Parameters: "
                          f"penalty={self.penalty!r}, loss={self.loss!r}, dual={self.dual!r}")
 
-    def _solves_dual(self, X):
+    def _solves_dual(self, X, n_blocks):
         """Whether the fit runs the dual program (see ``dual`` in the class docstring)."""
         if self.dual != "auto":
             return bool(self.dual)
-        if self.penalty == "l1":
-            return False
-        return self.loss == "hinge" or is_sparse(X) or X.shape[0] < X.shape[1]
+        if self.loss == "hinge" or self.penalty == "l1":
+            return self.loss == "hinge"
+        return n_blocks == 1 and (is_sparse(X) or X.shape[0] < X.shape[1])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

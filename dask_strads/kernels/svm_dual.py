@@ -61,9 +61,12 @@ def _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
     """One pass of dual coordinate descent over the samples ``order``: each ``alpha_i`` (in
     place) to the minimum over [0, upper_i] of ``1/2 ||w||^2 + sum_i (diag_i / 2 alpha_i^2 -
     alpha_i)``, the others fixed, where ``w = w_0 + sum_i alpha_i y_i x_i`` (kept in place);
-    ``curvature_i = ||x_i||^2 + diag_i``. Returns the largest |projected gradient| met."""
-    largest = 0.0
-    for i in order:
+    ``curvature_i = ||x_i||^2 + diag_i``. The samples whose projected gradient was not 0 are
+    moved to the front of ``order`` (the next pass's, as liblinear shrinks the others).
+    Returns ``(the largest |projected gradient| met, how many such samples)``."""
+    largest, kept = 0.0, 0
+    for k in range(order.shape[0]):
+        i = order[k]
         a, bound = alpha[i], upper[i]
         if bound <= 0.0:  # a sample of weight 0
             continue
@@ -71,6 +74,8 @@ def _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
         projected = _projected(G, a, bound)
         if projected == 0.0:
             continue
+        order[kept] = i
+        kept += 1
         largest = max(largest, abs(projected))
         if curvature[i] > 0.0:
             new = min(max(a - G / curvature[i], 0.0), bound)
@@ -79,7 +84,7 @@ def _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
         if new != a:
             column_axpy(Xt, i, (new - a) * y[i], w)
             alpha[i] = new
-    return largest
+    return largest, kept
 
 
 # -- entry points: fixed types, so that one compiled specialisation serves every fit ----------
@@ -92,12 +97,12 @@ def measure(Xt, w, y, alpha, cost, upper, diag, squared):
 
 
 def dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
-    """:func:`_dual_sweep`, ``alpha`` and ``w`` updated in place; the largest |projected
-    gradient| it met."""
-    return _dual_sweep(Xt, y, alpha, upper, diag, curvature, order.astype(np.int64, copy=False),
-                       w)
+    """:func:`_dual_sweep` (``order``: int64), ``alpha``, ``w`` and ``order`` updated in place;
+    ``(the largest |projected gradient| met, the samples moved to the front of order)``."""
+    return _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w)
 
 
 def change_terms(alpha, new, diag, working):
     """:func:`_change_terms`."""
     return _change_terms(alpha, new, diag, working.astype(np.int64, copy=False))
+
