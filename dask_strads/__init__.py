@@ -10,7 +10,8 @@ __version__ = "0.1.0"
 
 __all__ = ["BayesianPersonalizedRanking", "ElasticNet", "ElasticNetCV", "Engine",
            "ImplicitMatrixFactorization", "Lasso",
-           "LassoCV", "LatentDirichletAllocation", "LogisticRegression", "MatrixFactorization",
+           "LassoCV", "LatentDirichletAllocation", "LinearSVC", "LogisticRegression",
+           "MatrixFactorization",
            "MedLDA",
            "Program", "RatingsMatrix", "close_embedded_client", "embedded_client", "enet_path",
            "lasso_path", "load", "run_sequential", "save"]
@@ -45,6 +46,10 @@ def __getattr__(name):
         from .estimators.logistic import LogisticRegression
 
         return LogisticRegression
+    if name == "LinearSVC":
+        from .estimators.linear_svc import LinearSVC
+
+        return LinearSVC
     if name in ("LassoCV", "ElasticNetCV"):
         from .estimators import cv
 

@@ -22,6 +22,9 @@ PENALTY_GRID = {"alpha_": Real(), "alphas_": Array(FLOATS, [("alphas",), ("l1_ra
                 "mse_path_": Array(FLOATS, [("alphas", "folds"),
                                             ("l1_ratios", "alphas", "folds")])}
 LASSO = {"l1_ratio": Equal(1.0)}  # a Lasso is an ElasticNet of l1_ratio 1
+LINEAR_CLASSIFIER = {**FEATURES, "classes_": Array("biufUO", ("classes",)),
+                     "coef_": Array(FLOATS, ("coef_rows", "n_features_in_")),
+                     "intercept_": Array(FLOATS, ("coef_rows",)), "history_": HISTORY}
 
 
 def _edges():
@@ -81,12 +84,10 @@ STATES = {
     "ElasticNetCV": State({**FEATURES, **PENALTY_GRID, "l1_ratio_": Real(), **COEF},
                           optional=NAMES),
     "LassoCV": State({**FEATURES, **PENALTY_GRID, **COEF}, always=LASSO, optional=NAMES),
-    "LogisticRegression": State(
-        {**FEATURES, "classes_": Array("biufUO", ("classes",)),
-         "coef_": Array(FLOATS, ("coef_rows", "n_features_in_")),
-         "intercept_": Array(FLOATS, ("coef_rows",)), "n_iter_": Array(INTEGERS, (1,)),
-         "history_": HISTORY},
-        optional=NAMES, checks=(_one_row_for_two_classes,)),
+    "LogisticRegression": State({**LINEAR_CLASSIFIER, "n_iter_": Array(INTEGERS, (1,))},
+                                optional=NAMES, checks=(_one_row_for_two_classes,)),
+    "LinearSVC": State({**LINEAR_CLASSIFIER, "n_iter_": Int()}, optional=NAMES,
+                       checks=(_one_row_for_two_classes,)),
     "LatentDirichletAllocation": State(
         {**FEATURES, "vocabulary_": Optional(Array(STRINGS, ("n_features_in_",))),
          "components_": Array(FLOATS, ("n_components", "n_features_in_")),

@@ -265,6 +265,19 @@ def test_logistic_regression_from_labels(tmp_path, regression_file):
     np.testing.assert_array_equal(np.load(tmp_path / "classes.npy"), reference.predict(X))
 
 
+def test_linear_svc_from_labels(tmp_path, regression_file):
+    X, y = load_svmlight_file(str(regression_file))
+    dump_svmlight_file(X, (y > 0).astype(int), str(tmp_path / "labels.svm"))
+    assert main(["fit", "linear_svc", str(tmp_path / "labels.svm"), "-o",
+                 str(tmp_path / "m.npz"), "-p", "loss=hinge", "-p", "random_state=0",
+                 "--quiet"]) == 0
+    assert main(["predict", str(tmp_path / "m.npz"), str(tmp_path / "labels.svm"), "-o",
+                 str(tmp_path / "classes.npy"), "--quiet"]) == 0
+    reference = dask_strads.LinearSVC(loss="hinge", random_state=0).fit(X, (y > 0).astype(int))
+    np.testing.assert_array_equal(dask_strads.load(tmp_path / "m.npz").coef_, reference.coef_)
+    np.testing.assert_array_equal(np.load(tmp_path / "classes.npy"), reference.predict(X))
+
+
 @pytest.mark.parametrize("argv, code, message", [
     (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "alpa=1"], 2,
      "Lasso has no parameter 'alpa'; valid names: alpha, checkpoint_interval"),
@@ -472,7 +485,8 @@ def test_help_lists_parameters_and_models(capsys):
             f"alpha={defaults['alpha']!r}" in out)
     assert main(["predict", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    for name in ("Lasso", "ElasticNet", "LogisticRegression", "LatentDirichletAllocation",
+    for name in ("Lasso", "ElasticNet", "LogisticRegression", "LinearSVC",
+                 "LatentDirichletAllocation",
                  "MatrixFactorization", "ImplicitMatrixFactorization"):
         assert name in out
     assert main(["recommend", "--help"]) == 0

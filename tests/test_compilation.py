@@ -114,11 +114,13 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     result, _ = run("""
         import scipy.sparse as sp
         from dask_strads import (BayesianPersonalizedRanking, Lasso, LatentDirichletAllocation,
-                                 LogisticRegression, MatrixFactorization)
+                                 LinearSVC, LogisticRegression, MatrixFactorization)
         rng = np.random.default_rng(0)
         X = sp.random(60, 30, density=0.3, format="csc", random_state=0)
         Lasso(alpha=0.01).fit(X, rng.standard_normal(60))
         LogisticRegression(C=10.0).fit(X, np.arange(60) % 2)
+        LinearSVC(C=10.0).fit(X, np.arange(60) % 2)  # sparse: the dual program
+        LinearSVC("l1", C=10.0).fit(X, np.arange(60) % 2)  # the primal's squared hinge
         counts = sp.random(30, 40, density=0.3, format="csr", random_state=0)
         counts.data = np.ceil(counts.data * 5)
         lda = LatentDirichletAllocation(n_components=3, max_iter=3).fit(counts)
@@ -131,12 +133,13 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     """, tmp_path)
     assert result["after_lda_fit"]["lda"] is None
     assert result["after_lda_fit"]["lda_inference"] is not None
-    # only the sparse variants of the elastic net and of logistic regression were fitted, and
-    # the STRADS sampling schedules ("lasso"), a cross-validation's folds, LDA's alias sampler
-    # (K = 3 samples with SparseLDA) and MedLDA's sampler run in no such fit
+    # only the sparse variants of the elastic net, of logistic regression and of the SVM's two
+    # programs were fitted, and the STRADS sampling schedules ("lasso"), a cross-validation's
+    # folds, LDA's alias sampler (K = 3 samples with SparseLDA) and MedLDA's sampler run in no
+    # such fit
     assert [name for name, message in result["messages"].items() if message] == [
         "lasso", "lasso_sparse", "enet", "enet_folds", "enet_folds_sparse", "lda_alias",
-        "medlda", "implicit_mf", "prox_newton", "squared_hinge_loss"]
+        "medlda", "implicit_mf", "prox_newton", "svm_dual"]
 
 
 def test_announced_once_per_process(tmp_path):

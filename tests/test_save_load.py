@@ -15,7 +15,8 @@ import scipy.sparse as sp
 
 import dask_strads
 from dask_strads import (ElasticNet, ImplicitMatrixFactorization, Lasso,
-                         LatentDirichletAllocation, LogisticRegression, MatrixFactorization)
+                         LatentDirichletAllocation, LinearSVC, LogisticRegression,
+                         MatrixFactorization)
 from dask_strads.persistence import ModelFileError
 from bounded import fifo, within  # noqa: F401  (fifo: a fixture)
 
@@ -33,9 +34,9 @@ def refuse(*args, **kwargs):
 folder = sys.argv[1]
 allowed = pickle.load, pickle.loads, pickle.Unpickler
 pickle.load = pickle.loads = pickle.Unpickler = refuse
-lasso, enet, lda, mf, logistic, als = (
+lasso, enet, lda, mf, logistic, als, svc = (
     dask_strads.load(f"{folder}/{name}.npz")
-    for name in ("lasso", "enet", "lda", "mf", "logistic", "als"))
+    for name in ("lasso", "enet", "lda", "mf", "logistic", "als", "svc"))
 pickle.load, pickle.loads, pickle.Unpickler = allowed
 data = np.load(folder + "/data.npz")
 counts = sp.csr_matrix(data["counts"])
@@ -43,7 +44,8 @@ np.savez(folder + "/loaded.npz", lasso=lasso.predict(data["X"]), enet=enet.predi
          lda=lda.transform(counts), logistic=logistic.predict_proba(data["X"]),
          mf=mf.predict_entries(data["users"], data["items"]), top=mf.recommend([0, 3], n=4),
          fold=mf.transform(sp.csr_matrix(data["ratings"])), als=als.recommend([0, 3], n=4),
-         als_fold=als.transform(sp.csr_matrix(data["ratings"])))
+         als_fold=als.transform(sp.csr_matrix(data["ratings"])),
+         svc=svc.decision_function(data["X"]))
 """
 
 
@@ -60,7 +62,8 @@ def fitted_models():
               "lda": LatentDirichletAllocation(3, max_iter=5, random_state=0).fit(counts),
               "mf": MatrixFactorization(2, max_iter=5, random_state=0).fit(ratings),
               "logistic": LogisticRegression(C=0.5).fit(X, y > 0),
-              "als": ImplicitMatrixFactorization(2, max_iter=3, random_state=0).fit(ratings)}
+              "als": ImplicitMatrixFactorization(2, max_iter=3, random_state=0).fit(ratings),
+              "svc": LinearSVC(C=0.5, random_state=0).fit(X, y > 0)}
     data = {"X": X, "counts": counts.toarray(), "ratings": ratings.toarray()[:5],
             "users": np.array([0, 1, 5]), "items": np.array([3, 0, 7])}
     return models, data
@@ -75,7 +78,8 @@ def predictions(models, data):
             "mf": mf.predict_entries(data["users"], data["items"]),
             "top": mf.recommend([0, 3], n=4), "fold": mf.transform(sp.csr_matrix(data["ratings"])),
             "als": models["als"].recommend([0, 3], n=4),
-            "als_fold": models["als"].transform(sp.csr_matrix(data["ratings"]))}
+            "als_fold": models["als"].transform(sp.csr_matrix(data["ratings"])),
+            "svc": models["svc"].decision_function(data["X"])}
 
 
 def test_every_estimator_round_trips_in_a_fresh_process_without_pickle(tmp_path):
@@ -572,6 +576,10 @@ def test_every_estimator_and_variant_of_its_state_loads_back(tmp_path):
                           lambda m: m.predict_proba(X)),
         "named_classes": (LogisticRegression().fit(X, np.where(X[:, 0] > 0, "yes", "no")),
                           lambda m: m.predict(X)),
+        "svc_three_classes": (LinearSVC(loss="hinge", random_state=0).fit(
+            sp.csr_matrix(X), rng.integers(0, 3, 40)), lambda m: m.decision_function(X)),
+        "svc_no_intercept": (LinearSVC("l1", fit_intercept=False).fit(X, X[:, 0] > 0),
+                             lambda m: (m.predict(X), m.intercept_)),
         "string_ids": (MatrixFactorization(2, max_iter=2, random_state=0).fit(table),
                        lambda m: m.recommend(["a", "c"], n=2)),
         "no_biases": (MatrixFactorization(2, max_iter=2, biases=False, random_state=0)

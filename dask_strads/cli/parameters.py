@@ -13,6 +13,7 @@ ESTIMATORS = {
     "implicit": "ImplicitMatrixFactorization",
     "lasso": "Lasso",
     "lda": "LatentDirichletAllocation",
+    "linear_svc": "LinearSVC",
     "logistic": "LogisticRegression",
     "mf": "MatrixFactorization",
 }

@@ -12,10 +12,8 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import softmax
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y
+from sklearn.utils.validation import check_is_fitted
 
 from ..engine.history import History
 from ..partition import block_edges
@@ -24,9 +22,9 @@ from ..programs.prox_newton import ProxNewtonProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .elastic_net import rounds_to_stop
-from .inputs import (blocks_along, check_dask_design, check_magnitude, fitted_dtype,
-                     is_dask_array, is_sparse, largest_magnitude, one_vs_rest_signs,
-                     to_scipy_if_pydata)
+from .inputs import blocks_along, fitted_dtype, is_sparse, one_vs_rest_signs
+from .linear_classifiers import (checked_classification_data, sample_weights,
+                                 with_constant_column)
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("random_state", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
@@ -184,32 +182,18 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         self._check_params()
         cost, l1, l2 = self._penalties()
         given = X
-        if is_dask_array(X):
-            X, _, y, executor = check_dask_design(X, y, self._fit_executor, self._client,
-                                                  numeric_y=False)
-            stored = None
-        else:
-            X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"],
-                             dtype=np.float64, estimator=self)
-            check_magnitude(largest_magnitude(X), "X")
-            stored = X.nnz if sp.issparse(X) else X.size
-            executor = self._fit_executor(stored)
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if len(classes) < 2:
-            raise ValueError("This solver needs samples of at least 2 classes in the data, but "
-                             f"the data contain only one class: {classes[0]!r}")
+        X, y, classes, stored, executor = checked_classification_data(self, X, y)
         if self.solver == "liblinear" and len(classes) > 2:
             raise ValueError(
                 "The 'liblinear' solver does not support multiclass classification (n_classes "
                 f">= 3, got {len(classes)}). Either use another solver or wrap the estimator in a "
                 "OneVsRestClassifier to keep applying a one-versus-rest scheme.")
-        weights = self._sample_weights(sample_weight, y, classes)
+        weights = sample_weights(sample_weight, y, classes, self.class_weight)
         Y = one_vs_rest_signs(y, classes)
         coef_init, intercept_init = self._initial_coef(X.shape[1], classes)
         penalised_intercept = self.solver == "liblinear" and self.fit_intercept
         if penalised_intercept:
-            X = _with_constant_column(X, self.intercept_scaling)
+            X = with_constant_column(X, self.intercept_scaling)
             coef_init = np.hstack([coef_init, intercept_init[:, None] / self.intercept_scaling])
         n_features = X.shape[1]
 
@@ -249,18 +233,6 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
             f"(relative violation {violations[-1] if violations else np.inf:.2e}, tol "
             f"{self.tol:.1e}). Consider increasing max_iter.")
         return self
-
-    def _sample_weights(self, sample_weight, y, classes):
-        """Each sample's weight: ``sample_weight`` times its class's weight (None for none)."""
-        if sample_weight is None and self.class_weight is None:
-            return None
-        weights = _check_sample_weight(sample_weight, np.empty((len(y), 0)), dtype=np.float64,
-                                       copy=True, ensure_non_negative=True)
-        if self.class_weight is not None:
-            per_class = compute_class_weight(self.class_weight, classes=classes, y=y,
-                                             sample_weight=weights)
-            weights *= per_class[np.searchsorted(classes, y)]
-        return weights
 
     def _check_params(self):
         super()._check_params()
@@ -330,20 +302,3 @@ def _symmetric(coef, intercept, l1):
     if l1 == 0:
         coef = coef - coef.mean(axis=0)
     return coef, intercept - intercept.mean()
-
-
-def _with_constant_column(X, value):
-    """X (ndarray, scipy CSR/CSC or Dask array) with a last column of ``value``."""
-    if is_dask_array(X):
-        import dask.array as da
-
-        column = da.full((X.shape[0], 1), float(value), chunks=(X.chunks[0], 1))
-        if is_sparse(X):
-            import sparse
-
-            column = column.map_blocks(sparse.COO.from_numpy)
-        return da.concatenate([X, column], axis=1)
-    column = np.full((X.shape[0], 1), float(value))
-    if sp.issparse(X):
-        return sp.hstack([X, sp.csr_matrix(column)], format=X.format)
-    return np.hstack([X, column])

@@ -82,6 +82,12 @@ KERNEL_SETS["logistic_loss"] = (("margin_losses", "_logistic", _any),
                                 ("margin_losses", "_logistic_derivatives", _any))
 KERNEL_SETS["squared_hinge_loss"] = (("margin_losses", "_squared_hinge", _any),
                                      ("margin_losses", "_squared_hinge_derivatives", _any))
+# the SVM dual program's, on dense rows or CSR ones
+_SVM_DUAL = (("svm_dual", "_measure"), ("svm_dual", "_dual_sweep"))
+KERNEL_SETS["svm_dual"] = (tuple((module, name, _dense) for module, name in _SVM_DUAL)
+                           + (("svm_dual", "_change_terms", _any),))
+KERNEL_SETS["svm_dual_sparse"] = (tuple((module, name, _sparse) for module, name in _SVM_DUAL)
+                                  + (("svm_dual", "_change_terms", _any),))
 
 #: How a kernel set is named to the user.
 LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",
@@ -89,7 +95,8 @@ LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",
           "enet_folds": "elastic-net folds", "enet_folds_sparse": "sparse elastic-net folds",
           "lda_alias": "lda (alias sampler)", "medlda": "MedLDA",
           "prox_newton": "prox-Newton", "prox_newton_sparse": "sparse prox-Newton",
-          "logistic_loss": "logistic loss", "squared_hinge_loss": "squared hinge"}
+          "logistic_loss": "logistic loss", "squared_hinge_loss": "squared hinge",
+          "svm_dual": "SVM dual", "svm_dual_sparse": "sparse SVM dual"}
 
 _announced = set()
 _lock = threading.Lock()

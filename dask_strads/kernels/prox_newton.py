@@ -110,6 +110,13 @@ def _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, free, curvature, d, q):
     return largest
 
 
+#: The curvature of a penalised coordinate at least (liblinear's floor): the squared hinge has
+#: none, and no gradient, at a coordinate whose samples are all outside the margin, and its
+#: quadratic model is then the l1 term alone, whose minimum, 0, a coordinate without curvature
+#: would never reach.
+MIN_CURVATURE = 1e-12
+
+
 @njit(cache=True, nogil=True)
 def _newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol, d, q):
     """Minimise the quadratic model of the datafit plus the penalty over the columns ``ws``,
@@ -126,7 +133,10 @@ def _newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol, d, q)
     """
     curvature = np.empty(ws.shape[0])
     for k in range(ws.shape[0]):
-        curvature[k] = _sum(h) if k == free else column_weighted_sq_norm(X, ws[k], h) + l2
+        if k == free:
+            curvature[k] = _sum(h)
+        else:
+            curvature[k] = max(column_weighted_sq_norm(X, ws[k], h) + l2, MIN_CURVATURE)
     active_only = False
     for sweep in range(max_sweeps):
         largest = _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, free, curvature, d, q)

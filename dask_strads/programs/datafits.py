@@ -51,8 +51,10 @@ class MarginLoss:
 
     def __init__(self, Y, C, sample_weight=None):
         self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)
+        # a weight per sample, or per class and sample (classes x samples: one-vs-rest problems
+        # that weigh a sample differently, as liblinear's class weights do)
         self.C = float(C) * (np.ones(self.Y.shape[1]) if sample_weight is None
-                             else np.asarray(sample_weight, dtype=np.float64))
+                             else np.ascontiguousarray(sample_weight, dtype=np.float64))
 
     @property
     def n_classes(self):
@@ -63,7 +65,8 @@ class MarginLoss:
         return self.Y.shape[1]
 
     def of_class(self, Z, k):
-        return ClassLoss(self._loss, self._derivatives, self.Y[k], self.C)
+        return ClassLoss(self._loss, self._derivatives, self.Y[k],
+                         self.C if self.C.ndim == 1 else self.C[k])
 
     def value(self, Z):
         return sum(self.of_class(Z, k).value(Z[k]) for k in range(self.n_classes))

@@ -1,0 +1,83 @@
+"""What the linear classifiers (LogisticRegression, LinearSVC) share: checking their input, the
+samples' weights from ``sample_weight`` and ``class_weight``, and liblinear's intercept, the
+weight of a constant feature."""
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_X_y
+
+from .inputs import (check_dask_design, check_magnitude, is_dask_array, is_sparse,
+                     largest_magnitude, to_scipy_if_pydata)
+
+
+def checked_classification_data(estimator, X, y):
+    """``(X, y, classes, stored, executor)``: X (numpy, scipy.sparse, pydata sparse or dask
+    array) and its labels checked, their sorted classes (at least two), X's stored values (None
+    for a dask array) and where the fit runs."""
+    if is_dask_array(X):
+        X, _, y, executor = check_dask_design(X, y, estimator._fit_executor, estimator._client,
+                                              numeric_y=False)
+        stored = None
+    else:
+        X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"],
+                         dtype=np.float64, estimator=estimator)
+        check_magnitude(largest_magnitude(X), "X")
+        stored = X.nnz if sp.issparse(X) else X.size
+        executor = estimator._fit_executor(stored)
+    check_classification_targets(y)
+    classes = np.unique(y)
+    if len(classes) < 2:
+        raise ValueError("This solver needs samples of at least 2 classes in the data, but "
+                         f"the data contain only one class: {classes[0]!r}")
+    return X, y, classes, stored, executor
+
+
+def sample_weights(sample_weight, y, classes, class_weight):
+    """Each sample's weight: ``sample_weight`` times its class's weight (None for none)."""
+    if sample_weight is None and class_weight is None:
+        return None
+    weights = _checked_sample_weight(sample_weight, len(y))
+    if class_weight is not None:
+        weights *= _class_weights(class_weight, y, classes, weights)[np.searchsorted(classes, y)]
+    return weights
+
+
+def liblinear_weights(sample_weight, y, classes, class_weight):
+    """The samples' weights in liblinear's one-vs-rest problems (None for none): for two
+    classes, :func:`sample_weights`; for more, one row a problem, where a sample of the
+    problem's class weighs ``sample_weight`` times that class's weight and the others their
+    ``sample_weight`` alone (liblinear weighs each problem's positive class only)."""
+    if len(classes) == 2 or class_weight is None:
+        return sample_weights(sample_weight, y, classes, class_weight)
+    weights = _checked_sample_weight(sample_weight, len(y))
+    per_class = _class_weights(class_weight, y, classes, weights)
+    return weights * np.where(y == classes[:, None], per_class[:, None], 1.0)
+
+
+def _checked_sample_weight(sample_weight, n_samples):
+    return _check_sample_weight(sample_weight, np.empty((n_samples, 0)), dtype=np.float64,
+                                copy=True, ensure_non_negative=True)
+
+
+def _class_weights(class_weight, y, classes, weights):
+    """Each class's weight, as scikit-learn computes it (``"balanced"``: from the samples'
+    weighted counts)."""
+    return compute_class_weight(class_weight, classes=classes, y=y, sample_weight=weights)
+
+
+def with_constant_column(X, value):
+    """X (ndarray, scipy CSR/CSC or Dask array) with a last column of ``value``."""
+    if is_dask_array(X):
+        import dask.array as da
+
+        column = da.full((X.shape[0], 1), float(value), chunks=(X.chunks[0], 1))
+        if is_sparse(X):
+            import sparse
+
+            column = column.map_blocks(sparse.COO.from_numpy)
+        return da.concatenate([X, column], axis=1)
+    column = np.full((X.shape[0], 1), float(value))
+    if sp.issparse(X):
+        return sp.hstack([X, sp.csr_matrix(column)], format=X.format)
+    return np.hstack([X, column])
