@@ -1,8 +1,12 @@
 """Column access for dense (Fortran) and CSC blocks, chosen at compile time.
 
-A block is either a 2-D float64 array or a tuple ``(indptr, indices, data)`` of a CSC matrix;
-every kernel is written once against the primitives below (numba picks the implementation
-from the argument's type when it compiles the caller).
+A block is either a 2-D array or a tuple ``(indptr, indices, data)`` of a CSC matrix, of
+float64 or float32 values (:func:`kernel_dtype`); every kernel is written once against the
+primitives below (numba picks the implementation from the argument's type when it compiles the
+caller, and compiles one specialisation per value type). The primitives compute in float64
+whatever the values' type: a float32 value meets float64 vectors and factors, which promote it,
+and is widened explicitly where it is multiplied by itself (its square in float32 would keep
+half the digits, and overflow beyond 1.8e19).
 """
 import numpy as np
 from numba import njit, types
@@ -51,6 +55,12 @@ def column_chunks(width):
     return [(start, min(start + COLUMN_CHUNK, width)) for start in range(0, width, COLUMN_CHUNK)]
 
 
+def kernel_dtype(dtype):
+    """The type of the values a block keeps in the kernels' format: float32 values stay float32
+    (half the memory of the data), any other becomes float64."""
+    return np.float32 if np.dtype(dtype) == np.float32 else np.float64
+
+
 def index_type(largest):
     """The type of a CSC block's column pointers or row indices up to ``largest``: int32 where
     it fits (scipy's own type), int64 beyond."""
@@ -93,7 +103,8 @@ def _column_norm2(X, j):
         def dense(X, j):
             norm2 = 0.0
             for i in range(X.shape[0]):
-                norm2 += X[i, j] * X[i, j]
+                value = np.float64(X[i, j])
+                norm2 += value * value
             return norm2
         return dense
 
@@ -101,7 +112,8 @@ def _column_norm2(X, j):
         indptr, _, data = X
         norm2 = 0.0
         for p in range(indptr[j], indptr[j + 1]):
-            norm2 += data[p] * data[p]
+            value = np.float64(data[p])
+            norm2 += value * value
         return norm2
     return csc
 
@@ -190,7 +202,7 @@ def _column_moments(X, j, v):
         def dense(X, j, v):
             total, norm2, product = 0.0, 0.0, 0.0
             for i in range(X.shape[0]):
-                value = X[i, j]
+                value = np.float64(X[i, j])
                 total += value
                 norm2 += value * value
                 product += value * v[i]
@@ -203,7 +215,7 @@ def _column_moments(X, j, v):
         increasing = True
         previous = -1
         for p in range(indptr[j], indptr[j + 1]):
-            value = data[p]
+            value = np.float64(data[p])
             total += value
             norm2 += value * value
             product += value * v[indices[p]]

@@ -184,7 +184,7 @@ def take_csc(indptr, indices, data, positions):
         j = positions[k]
         new_indptr[k + 1] = new_indptr[k] + indptr[j + 1] - indptr[j]
     new_indices = np.empty(new_indptr[-1], dtype=indices.dtype)
-    new_data = np.empty(new_indptr[-1])
+    new_data = np.empty(new_indptr[-1], dtype=data.dtype)
     for k in range(positions.shape[0]):
         start = indptr[positions[k]]
         for q in range(new_indptr[k + 1] - new_indptr[k]):

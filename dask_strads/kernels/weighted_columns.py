@@ -134,7 +134,7 @@ def take_csc_rows(indptr, indices, data, positions, row_map):
             kept += row_map[indices[p]] >= 0
         new_indptr[k + 1] = new_indptr[k] + kept
     new_indices = np.empty(new_indptr[-1], dtype=indices.dtype)
-    new_data = np.empty(new_indptr[-1])
+    new_data = np.empty(new_indptr[-1], dtype=data.dtype)
     for k in range(positions.shape[0]):
         q = new_indptr[k]
         for p in range(indptr[positions[k]], indptr[positions[k] + 1]):
