@@ -118,6 +118,7 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
         rng = np.random.default_rng(0)
         X = sp.random(60, 30, density=0.3, format="csc", random_state=0)
         Lasso(alpha=0.01).fit(X, rng.standard_normal(60))
+        Lasso(alpha=0.01).fit(X.astype(np.float32), rng.standard_normal(60))
         LogisticRegression(C=10.0).fit(X, np.arange(60) % 2)
         LinearSVC(C=10.0).fit(X, np.arange(60) % 2)  # sparse: the dual program
         LinearSVC("l1", C=10.0).fit(X, np.arange(60) % 2)  # the primal's squared hinge
@@ -133,13 +134,45 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     """, tmp_path)
     assert result["after_lda_fit"]["lda"] is None
     assert result["after_lda_fit"]["lda_inference"] is not None
-    # only the sparse variants of the elastic net, of logistic regression and of the SVM's two
-    # programs were fitted, and the STRADS sampling schedules ("lasso"), a cross-validation's
-    # folds, LDA's alias sampler (K = 3 samples with SparseLDA) and MedLDA's sampler run in no
-    # such fit
+    # only the sparse variants of the elastic net (float64 and float32), of logistic regression
+    # and of the SVM's two programs were fitted, and the STRADS sampling schedules ("lasso"), a
+    # cross-validation's folds, LDA's alias sampler (K = 3 samples with SparseLDA) and MedLDA's
+    # sampler run in no such fit
     assert [name for name, message in result["messages"].items() if message] == [
-        "lasso", "lasso_sparse", "enet", "enet_folds", "enet_folds_sparse", "lda_alias",
-        "medlda", "implicit_mf", "prox_newton", "svm_dual"]
+        "lasso", "lasso_sparse", "enet", "enet_folds", "enet_folds_sparse", "lasso_float32",
+        "lasso_sparse_float32", "enet_float32", "enet_folds_float32",
+        "enet_folds_sparse_float32", "lda_alias", "medlda", "implicit_mf", "prox_newton",
+        "svm_dual"]
+
+
+def test_a_float32_fit_compiles_and_announces_its_own_set(tmp_path):
+    """float32 blocks are a specialisation of their own: compiled (and said so) by the first
+    float32 fit after float64 ones, then cached like the others."""
+    fits = """
+        import warnings
+        warnings.simplefilter("ignore")
+        from dask_strads import Lasso
+        from dask_strads.datasets import make_correlated_regression
+        X, y, _ = make_correlated_regression(50, 10, 3, random_state=0)
+        Lasso(alpha=0.1).fit(X, y)
+        out["after_float64"] = messages()
+        print("float32 fit", file=sys.stderr, flush=True)
+        Lasso(alpha=0.1).fit(X.astype(np.float32), y)
+        Lasso(alpha=0.2).fit(X.astype(np.float32), y)
+        out["after_float32"] = messages()
+    """
+    first, cold = run("import sys\n" + textwrap.dedent(fits), tmp_path)
+    assert first["after_float64"]["enet"] is None
+    assert first["after_float64"]["enet_float32"] == (
+        "compiling numba kernels for elastic net (float32) (first use on this machine; cached "
+        "afterwards)")
+    assert first["after_float32"]["enet_float32"] is None
+    float64_part, float32_part = cold.split("float32 fit")
+    assert float64_part.count("compiling numba kernels for elastic net (first use") == 1, cold
+    assert "(float32)" not in float64_part
+    assert float32_part.count("compiling numba kernels for elastic net (float32)") == 1, cold
+    _, warm = run("import sys\n" + textwrap.dedent(fits), tmp_path)
+    assert "compiling" not in warm, warm
 
 
 def test_announced_once_per_process(tmp_path):

@@ -21,9 +21,9 @@ from ..programs.elastic_net import ElasticNetProgram, kernel_csc
 from ..programs.elastic_net_path import ElasticNetPathProgram
 from ..programs.lasso import make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
-from .elastic_net import (SKLEARN_ONLY, ElasticNet, check_weights, gap_target, rounds_to_stop,
-                          solution, zeros)
-from .inputs import blocks_along, check_in_memory_design, fitted_dtype, gathered
+from .elastic_net import (SKLEARN_ONLY, ElasticNet, check_weights, gap_target, in_fitted_dtype,
+                          rounds_to_stop, solution, zeros)
+from .inputs import blocks_along, check_in_memory_design, gathered
 from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
 
 #: The shared parameters a CV estimator takes (a checkpoint directory or a callback would mix
@@ -186,7 +186,7 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             program = ElasticNetPathProgram(
                 widths, y_fold, grids[i], l1_ratios[i], self.positive,
                 gap_target(self.tol, y_fold), self.max_iter, rows=train,
-                seed=self._seed(), sparse=sparse, sample_weight=train_weights)
+                seed=self._seed(), sparse=sparse, sample_weight=train_weights, dtype=X.dtype)
             result = self._run_engine(program, placements[k % len(placements)], executor,
                                       len(grids[i]) * self.max_iter + 1, (X, y))
             coefs, _, _ = path_solutions(result.history, program, X.shape[1], grids[i])
@@ -208,7 +208,7 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         y_refit = _scaled(y_centred, weights)
         refit = ElasticNetProgram(widths, y_refit, alpha, l1_ratio, self.positive,
                                   gap_target(self.tol, y_refit), seed=self._seed(),
-                                  sparse=sparse, sample_weight=weights)
+                                  sparse=sparse, sample_weight=weights, dtype=X.dtype)
         result = self._run_engine(refit, placed, executor, self.max_iter, (X, y))
         self._reset_features(given)
         self.alpha_ = float(alpha)
@@ -217,11 +217,9 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.alphas_ = (np.asarray(grids) if len(l1_ratios) > 1
                         and not np.ndim(self.alphas) else np.asarray(grids[0]))
         self.mse_path_ = np.squeeze(np.moveaxis(mse, 2, 1))
-        self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
-                                                               executor, weights)
-        if fitted_dtype(given) == np.float32 and not self.keep_on_cluster:
-            self.coef_, self.intercept_ = (self.coef_.astype(np.float32),
-                                           np.float32(self.intercept_))
+        self.coef_, self.intercept_, self.dual_gap_ = in_fitted_dtype(
+            solution(self, result, X, means, y_mean, executor, weights), given,
+            self.fit_intercept)
         self.n_iter_ = rounds_to_stop(result.history)
         self._executor = executor
         if not result.history.stats.converged:

@@ -19,9 +19,9 @@ from ..programs.elastic_net import ElasticNetProgram
 from ..programs.lasso import SCHEDULES, LassoProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
-from .inputs import (DaskArray, blocks_along, check_dask_design, check_dask_matrix,
-                     check_finite_block, check_in_memory_design, column_means, fitted_dtype,
-                     is_dask_array, is_sparse, to_scipy_if_pydata)
+from .inputs import (KEPT_FLOATS, DaskArray, blocks_along, check_dask_design,
+                     check_dask_matrix, check_finite_block, check_in_memory_design, column_means,
+                     fitted_dtype, is_dask_array, is_sparse, to_scipy_if_pydata)
 
 #: The default schedule; the others are the STRADS sampling schedules (Lasso only).
 WORKING_SET: Final = "working_set"
@@ -49,6 +49,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     and ``"random"`` run the STRADS sub-rounds of the paper instead (Lasso only): sample
     ``n_candidates`` coordinates, drop those correlated with another kept one by
     ``dependency_threshold`` or more, update the rest in parallel.
+
+    float32 data (numpy, scipy.sparse or dask) stay float32 on the workers, half the memory of
+    their values, with every schedule: the kernels read them as float32 and compute in float64
+    (the residual, coefficients and sums); any other dtype is fitted as float64.
 
     Parameters
     ----------
@@ -104,13 +108,12 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     Attributes
     ----------
     coef_, intercept_, n_iter_, dual_gap_, n_features_in_, sparse_coef_
-        As in sklearn (float32 for float32 data; a 2-D y gives one row of ``coef_`` per
-        target, each target fitted on its own); ``n_iter_`` is the number of rounds. ``dual_gap_``
-        bounds the objective's
-        distance to its minimum from above. With ``alpha=0`` (least squares, which has no
-        dual) it is that distance, from the least-squares solution of the features' columns
-        gathered on one worker (as dense arrays): the working set then solves least squares
-        exactly (non-negative least squares with ``positive``).
+        As in sklearn (float32 for float32 X; a 2-D y gives one row of ``coef_`` per target,
+        each target fitted on its own); ``n_iter_`` is the number of rounds. ``dual_gap_``
+        bounds the objective's distance to its minimum from above. With ``alpha=0`` (least
+        squares, which has no dual) it is that distance, from the least-squares solution of the
+        features' columns gathered on one worker (as dense arrays): the working set then solves
+        least squares exactly (non-negative least squares with ``positive``).
     n_blocks_ : int
         The feature blocks the fit used.
     history_ : dask_strads.engine.History
@@ -219,7 +222,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         # no copy of a dense X, no means on the client
         centre_dense = self.fit_intercept and self.schedule != WORKING_SET
         if is_dask_array(X):
-            X, means, y, executor = check_dask_design(X, y, self._fit_executor, self._client)
+            X, means, y, executor = check_dask_design(X, y, self._fit_executor, self._client,
+                                                      floats=KEPT_FLOATS)
             stored = None
         else:
             X, y = check_in_memory_design(X, y, self)
@@ -244,16 +248,15 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                                   None if means is None else means[lo:hi], centre_dense)
 
         gap_tolerance = gap_target(self.tol, y_centred)
-        program = self._program(np.diff(edges), y_centred, gap_tolerance, is_sparse(X), weights)
+        program = self._program(np.diff(edges), y_centred, gap_tolerance, is_sparse(X), weights,
+                                X.dtype)
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
                                   self.max_iter, (X, y, coef_init), staleness=self.staleness)
         history = result.history
         self._reset_features(given)
-        self.coef_, self.intercept_, self.dual_gap_ = solution(self, result, X, means, y_mean,
-                                                               executor, weights)
-        if fitted_dtype(given) == np.float32 and not is_dask_array(self.coef_):
-            self.coef_, self.intercept_ = (self.coef_.astype(np.float32),
-                                           np.float32(self.intercept_))
+        self.coef_, self.intercept_, self.dual_gap_ = in_fitted_dtype(
+            solution(self, result, X, means, y_mean, executor, weights), given,
+            self.fit_intercept)
         self.n_iter_ = rounds_to_stop(history)
         self.n_blocks_ = len(edges) - 1
         self.history_ = history
@@ -294,16 +297,17 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         """``coef_`` as a scipy CSR matrix (one row per target)."""
         return sp.csr_matrix(np.atleast_2d(self._in_memory(self.coef_)))
 
-    def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None):
+    def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None,
+                 dtype=np.float64):
         if self.schedule == WORKING_SET:
             return ElasticNetProgram(widths, y_centred, self.alpha, self.l1_ratio, self.positive,
                                      gap_tolerance, seed=self._seed(), sparse=sparse,
-                                     sample_weight=weights)
+                                     sample_weight=weights, dtype=dtype)
         return LassoProgram(
             widths, y_centred, self.alpha, self.positive, gap_tolerance,
             schedule=self.schedule, n_candidates=self.n_candidates, sub_rounds=self.sub_rounds,
             rho=self.dependency_threshold, eta=self.priority_floor, power=self.priority_power,
-            staleness=self.staleness, seed=self._seed(), sparse=sparse)
+            staleness=self.staleness, seed=self._seed(), sparse=sparse, dtype=dtype)
 
     def _initial_coef(self, n_features):
         if self.warm_start and hasattr(self, "coef_"):
@@ -317,10 +321,11 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         if is_dask_array(X):
             X = check_dask_matrix(X, self, self.n_features_in_)
-            return X.rechunk({1: -1}).map_blocks(_predict_block, self.coef_, self.intercept_,
-                                                 drop_axis=1, dtype=np.float64)
+            return X.rechunk({1: -1}).map_blocks(
+                _predict_block, self.coef_, self.intercept_, drop_axis=1,
+                dtype=np.result_type(X.dtype, self.coef_.dtype, self.intercept_))
         X = validate_data(self, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], reset=False,
-                          dtype=np.float64)
+                          dtype=list(KEPT_FLOATS))
         coef = np.asarray(self._in_memory(self.coef_))
         if coef.ndim == 2:  # several targets
             return safe_sparse_dot(X, coef.T, dense_output=True) + self.intercept_
@@ -366,6 +371,16 @@ def check_weights(sample_weight, X, executor):
     if total <= 0:
         raise ValueError("sample_weight must not be all zero")
     return weights * (len(weights) / total)
+
+
+def in_fitted_dtype(solved, given, fit_intercept):
+    """``(coef, intercept, dual gap)`` in the dtype scikit-learn's linear models give them for
+    the data ``given``: float32 for float32 X (the fit computes in float64), else float64; the
+    intercept a Python 0.0 without one."""
+    dtype = fitted_dtype(given)
+    coef, intercept, gap = solved
+    return (coef.astype(dtype, copy=False), dtype(intercept) if fit_intercept else intercept,
+            dtype(gap))
 
 
 def solution(estimator, result, X, means, y_mean, executor, weights=None):

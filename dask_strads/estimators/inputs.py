@@ -23,6 +23,12 @@ DaskArray = Any
 DataFrame = Any
 
 
+#: The dtypes the elastic net's fits keep X in, as scikit-learn's linear models: float32 data
+#: stay float32 (on the workers too: the kernels have a float32 specialisation), any other
+#: becomes float64 (the first).
+KEPT_FLOATS = (np.float64, np.float32)
+
+
 def fitted_dtype(X):
     """The dtype of the parameters fitted on X, as scikit-learn's linear models give them:
     float32 for float32 data, else float64 (the fits compute in float64)."""
@@ -74,11 +80,11 @@ def _as_pydata(block):
     return pydata_sparse.COO.from_scipy_sparse(block) if sp.issparse(block) else block
 
 
-def check_dask_design(X, y, choose_executor, client=None, numeric_y=True):
+def check_dask_design(X, y, choose_executor, client=None, numeric_y=True, floats=(np.float64,)):
     """Shapes and dtypes of dask inputs, then (on the executor ``choose_executor(size)`` gives)
-    their finiteness, magnitude and column means in one pass over the data. Returns
-    ``(X, means, y, executor)``, y in memory: floats with ``numeric_y``, else labels as
-    given."""
+    their finiteness, magnitude and column means (float64) in one pass over the data. Returns
+    ``(X, means, y, executor)``: X of its dtype if one of ``floats``, else of the first; y in
+    memory, float64 with ``numeric_y``, else labels as given."""
     import dask.array as da
 
     X = as_dask_input(X, client)
@@ -93,12 +99,12 @@ def check_dask_design(X, y, choose_executor, client=None, numeric_y=True):
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"Found array with shape {X.shape}: need at least 1 sample and feature")
-    X = X.astype(np.float64)
+    X = X.astype(X.dtype if X.dtype in floats else floats[0])
     executor = choose_executor(X.size)
     # chunk by chunk: da.isfinite(X).all() fails on pydata sparse chunks (the reduction
     # concatenates COO arrays of different fill values)
     largest = X.map_blocks(_largest_magnitude_block, chunks=(1, 1), dtype=float)
-    means, largest, y_np = executor.compute(X.mean(axis=0), largest.max(), y)
+    means, largest, y_np = executor.compute(X.mean(axis=0, dtype=np.float64), largest.max(), y)
     check_magnitude(largest, "X")
     y_np = np.asarray(y_np)
     if numeric_y:
@@ -170,9 +176,12 @@ def check_magnitude(largest, name):
 
 def check_in_memory_design(X, y, estimator, multi_output=False):
     """X and y checked without touching the estimator (a fit sets its features at the end),
-    the magnitude of their values included; ``multi_output``: y may have several columns."""
-    X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"], dtype=np.float64,
-                     y_numeric=True, multi_output=multi_output, estimator=estimator)
+    the magnitude of their values included; ``multi_output``: y may have several columns.
+    X is kept in one of :data:`KEPT_FLOATS`, y is float64 (the residual's type)."""
+    X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"],
+                     dtype=list(KEPT_FLOATS), y_numeric=True, multi_output=multi_output,
+                     estimator=estimator)
+    y = y.astype(np.float64, copy=False)
     check_magnitude(largest_magnitude(X), "X")
     check_magnitude(largest_magnitude(y), "y")
     return X, y
@@ -186,7 +195,8 @@ def check_finite_block(block):
 
 
 def column_means(X):
-    return np.asarray(X.mean(axis=0)).ravel()
+    """X's column means, summed in float64 whatever X's dtype."""
+    return np.asarray(X.mean(axis=0, dtype=np.float64)).ravel()
 
 
 def one_vs_rest_signs(y, classes):

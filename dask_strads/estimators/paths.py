@@ -35,10 +35,12 @@ class _PathFit(ElasticNet):
 
     path_alphas = stage_rounds = path_program = None
 
-    def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None):
+    def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None,
+                 dtype=np.float64):
         self.path_program = ElasticNetPathProgram(
             widths, y_centred, self.path_alphas, self.l1_ratio, self.positive, gap_tolerance,
-            self.stage_rounds, seed=self._seed(), sparse=sparse, sample_weight=weights)
+            self.stage_rounds, seed=self._seed(), sparse=sparse, sample_weight=weights,
+            dtype=dtype)
         return self.path_program
 
 
@@ -181,6 +183,7 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
     -------
     alphas : array of shape (n_alphas,)
     coefs : array of shape (n_features, n_alphas)
+        float32 for float32 X (as scikit-learn's), else float64.
     dual_gaps : array of shape (n_alphas,)
         The duality gap (divided by n) at each alpha's solution.
     n_iters : array of shape (n_alphas,)
@@ -194,6 +197,7 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
     coefs, _, dual_gaps, n_iters = fit_path(
         X, y, grid, l1_ratio, fit_intercept=False, tol=tol, max_iter=max_iter,
         positive=positive, n_blocks=n_blocks, coef_init=coef_init, client=client)
+    coefs = coefs.astype(X.dtype, copy=False)  # float32 for float32 X, as scikit-learn's
     return (grid, coefs, dual_gaps, n_iters) if return_n_iter else (grid, coefs, dual_gaps)
 
 

@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 
+import numpy as np
 from numba.core import types
 
 #: A kernel set: what one kind of fit calls from Python, as (module in dask_strads.kernels,
@@ -29,7 +30,8 @@ from numba.core import types
 #: set "not compiled" for good. "lda_inference" is LDA's transform (and score).
 #: "lasso" is a fit on dense (Fortran float64) blocks, "lasso_sparse" one on CSC blocks: each
 #: compiles its own variant of the same kernels; "enet" and "enet_sparse" are the same for the
-#: working-set solver (Lasso and ElasticNet by default).
+#: working-set solver (Lasso and ElasticNet by default). A fit on float32 data compiles the
+#: float32 variant of its set, named with the suffix "_float32" ("enet_float32", ...).
 KERNEL_SETS = {}
 
 
@@ -45,19 +47,51 @@ def _any(signature):
     return True
 
 
+def _block_of(layout, values):
+    """Accepts the signatures whose first argument is a block of ``layout`` (``_dense``: a 2-D
+    array, ``_sparse``: a CSC triple) holding ``values`` (a numba type)."""
+    def accepts(signature):
+        if not layout(signature):
+            return False
+        block = signature[0]
+        return (block if isinstance(block, types.Array) else block[2]).dtype == values
+    return accepts
+
+
+def _csc_arrays_of(values):
+    """Accepts the signatures of a kernel given a CSC matrix as its first three arguments
+    (``indptr, indices, data``) whose ``data`` hold ``values``."""
+    return lambda signature: signature[2].dtype == values
+
+
+#: The suffix of the name of a set compiled for blocks of float32 values (see :func:`kernel_set`).
+FLOAT32 = "_float32"
 _LASSO = (("columns", "column_stats"), ("columns", "add_columns"), ("lasso", "_full_pass"),
           ("lasso", "_sub_rounds"))
-KERNEL_SETS["lasso"] = tuple((module, name, _dense) for module, name in _LASSO)
-KERNEL_SETS["lasso_sparse"] = tuple((module, name, _sparse) for module, name in _LASSO)
 _ENET = (("columns", "column_norms"), ("columns", "add_columns"), ("columns", "centred_norms"),
          ("elastic_net", "_screen_and_score"), ("elastic_net", "_gradient"),
          ("elastic_net", "_epochs"))
-KERNEL_SETS["enet"] = tuple((module, name, _dense) for module, name in _ENET)
-KERNEL_SETS["enet_sparse"] = tuple((module, name, _sparse) for module, name in _ENET)
-# a fold of a cross-validation on blocks that hold every row: its column statistics
-KERNEL_SETS["enet_folds"] = (("weighted_columns", "weighted_column_stats", _dense),)
-KERNEL_SETS["enet_folds_sparse"] = (("weighted_columns", "weighted_column_stats", _sparse),
-                                    ("weighted_columns", "take_csc_rows", _any))
+
+
+def _linear_model_sets(values, suffix):
+    """The kernel sets of the Lasso and the elastic net on blocks holding ``values`` (a numba
+    type), their names ending in ``suffix``."""
+    dense, sparse = _block_of(_dense, values), _block_of(_sparse, values)
+    return {
+        "lasso" + suffix: tuple((module, name, dense) for module, name in _LASSO),
+        "lasso_sparse" + suffix: tuple((module, name, sparse) for module, name in _LASSO),
+        "enet" + suffix: tuple((module, name, dense) for module, name in _ENET),
+        "enet_sparse" + suffix: tuple((module, name, sparse) for module, name in _ENET),
+        # a fold of a cross-validation on blocks that hold every row: its column statistics
+        "enet_folds" + suffix: (("weighted_columns", "weighted_column_stats", dense),),
+        "enet_folds_sparse" + suffix: (("weighted_columns", "weighted_column_stats", sparse),
+                                       ("weighted_columns", "take_csc_rows",
+                                        _csc_arrays_of(values))),
+    }
+
+
+KERNEL_SETS.update(_linear_model_sets(types.float64, ""))
+KERNEL_SETS.update(_linear_model_sets(types.float32, FLOAT32))
 KERNEL_SETS["lda"] = tuple(("lda", name, _any) for name in (
     "add_counts", "topic_totals", "fill_nonzero", "_sample_block"))
 KERNEL_SETS["lda_alias"] = tuple(("lda", name, _any) for name in (
@@ -97,6 +131,19 @@ LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",
           "prox_newton": "prox-Newton", "prox_newton_sparse": "sparse prox-Newton",
           "logistic_loss": "logistic loss", "squared_hinge_loss": "squared hinge",
           "svm_dual": "SVM dual", "svm_dual_sparse": "sparse SVM dual"}
+
+LABELS.update({name: f"{LABELS.get(plain, plain)} (float32)"
+               for name, plain in ((name, name.removesuffix(FLOAT32)) for name in KERNEL_SETS)
+               if name != plain})
+
+
+def kernel_set(kind, sparse, values):
+    """The name of the kernel set of ``kind`` ("lasso", "enet" or "enet_folds") that a fit on
+    blocks of that layout (``sparse``: CSC) holding ``values`` (a numpy dtype: float64 or
+    float32) compiles."""
+    return (kind + ("_sparse" if sparse else "")
+            + (FLOAT32 if np.dtype(values) == np.float32 else ""))
+
 
 _announced = set()
 _lock = threading.Lock()

@@ -40,8 +40,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.columns import (COLUMN_CHUNK, add_columns, all_bits, column_chunks, column_norms,
-                               column_stats, count_bits, index_type, unpacked_bits,
+                               column_stats, count_bits, index_type, kernel_dtype, unpacked_bits,
                                upper_bound_codes)
+from ..kernels.compilation import kernel_set
 from ..kernels.elastic_net import UNWEIGHTED, dot, half_norm2, screen_and_score
 from ..kernels.weighted_columns import weighted_column_stats
 from ..sizes import register_dataclasses
@@ -166,7 +167,10 @@ class ElasticNetProgram(Program):
     switch the solver's parts off for ablations (without a working set, every feature not
     screened out is in it). ``sample_weight``: weights of the rows, as in scikit-learn (scaled
     here to sum to n), the objective's ``||y - Xw - b||^2`` becoming ``sum_i s_i (y_i - x_i w
-    - b)^2``; ``y_centred`` is then ``sqrt(s) (y - b)`` (see :mod:`.working_set`).
+    - b)^2``; ``y_centred`` is then ``sqrt(s) (y - b)`` (see :mod:`.working_set`). ``dtype``:
+    the type of X's values; float32 blocks keep their values in float32 (the kernels'
+    float32 specialisation, which computes in float64), the residual and coefficients are
+    float64 whatever it is.
     """
 
     name = "lasso"
@@ -176,7 +180,7 @@ class ElasticNetProgram(Program):
 
     def __init__(self, widths, y_centred, alpha, l1_ratio, positive, gap_tolerance, seed=0,
                  sparse=False, working_set=True, anderson=True, screening=True,
-                 sample_weight=None):
+                 sample_weight=None, dtype=np.float64):
         self.widths = list(widths)
         # y serves the duality gap's y . (r + offset), on the pull's worker (one copy there)
         self.y_centred = np.asarray(y_centred, dtype=np.float64)
@@ -190,7 +194,8 @@ class ElasticNetProgram(Program):
         self.working_set = working_set
         self.anderson = anderson
         self.screening = screening
-        self.kernels = ("enet_sparse" if sparse else "enet",)
+        self.values = kernel_dtype(dtype)
+        self.kernels = (kernel_set("enet", sparse, self.values),)
         if sample_weight is None:
             self.weights = self.root_weights = UNWEIGHTED
         else:
@@ -458,10 +463,11 @@ def centred_columns(X_kernel, col_sums, norms2, n_samples, means):
 
 
 def _kernel_matrix(X):
-    """A Fortran float64 array, or a CSC triple (see :func:`kernel_csc`): the copies the
-    kernels' compiled types need, no others."""
+    """A Fortran array, or a CSC triple (see :func:`kernel_csc`), of float64 or float32 values
+    (:func:`~dask_strads.kernels.columns.kernel_dtype`): the copies the kernels' compiled
+    types need, no others."""
     if isinstance(X, np.ndarray):
-        return np.asfortranarray(X, dtype=np.float64)
+        return np.asfortranarray(X, dtype=kernel_dtype(X.dtype))
     X = X.tocsc()
     return kernel_csc(X.indptr, X.indices, X.data, X.shape[0])
 
@@ -469,9 +475,10 @@ def _kernel_matrix(X):
 def kernel_csc(indptr, indices, data, n_rows):
     """A CSC matrix in the kernels' types: 32-bit column pointers and row indices where the
     stored values and the rows allow (scipy's own type, so that they are not copied, and the
-    one variant a fit compiles), 64-bit beyond; float64 values."""
+    one variant a fit compiles), 64-bit beyond; float32 values kept, any other as float64."""
     return (indptr.astype(index_type(indptr[-1]), copy=False),
-            indices.astype(index_type(n_rows), copy=False), data.astype(np.float64, copy=False))
+            indices.astype(index_type(n_rows), copy=False),
+            data.astype(kernel_dtype(data.dtype), copy=False))
 
 
 def _unpacked(state):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..kernels.columns import add_columns, centred_norms
+from ..kernels.compilation import kernel_set
 from ..kernels.weighted_columns import take_csc_rows, weighted_column_stats
 from ..sizes import register_dataclasses
 from .base import initial_parameters
@@ -90,7 +91,7 @@ class ElasticNetPathProgram(ElasticNetProgram):
         self.starts = np.cumsum([0] + self.widths[:-1])
         self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
         if rows is not None:
-            self.kernels += ("enet_folds_sparse" if options.get("sparse") else "enet_folds",)
+            self.kernels += (kernel_set("enet_folds", options.get("sparse"), self.values),)
 
     def penalties(self, shared):
         return self.l1[shared.stage], self.l2[shared.stage]

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..kernels.columns import add_columns
+from ..kernels.columns import add_columns, kernel_dtype
+from ..kernels.compilation import kernel_set
 from ..kernels.lasso import CYCLIC, PRIORITY, RANDOM, full_pass, sub_rounds
 from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule, initial_parameters, round_seed
@@ -35,7 +36,7 @@ LOCAL_TOL = 1e-6
 class LassoData:
     """A feature block as the kernels want it (on its worker)."""
 
-    X: object  # Fortran float64 array, or (indptr, indices, data) of a CSC matrix
+    X: object  # Fortran array, or (indptr, indices, data) of a CSC matrix (float64 or float32)
     col_sums: np.ndarray
     col_means: np.ndarray
     col_norm2: np.ndarray
@@ -124,10 +125,11 @@ def make_raw_block(X, y_centred, coef_init, col_means, centre_dense):
 
 def prepare_columns(raw):
     """A raw block's columns as the kernels want them and their ``x~_j . y``
-    (:func:`.elastic_net.block_columns`); dense blocks are centred here when asked."""
+    (:func:`.elastic_net.block_columns`); dense blocks are centred here when asked, in the type
+    of their values (float32 data stay float32)."""
     X, means = raw["X"], np.asarray(raw["means"], dtype=np.float64)
     if raw["centre_dense"] and isinstance(X, np.ndarray):
-        X = X - means
+        X = np.subtract(X, means, dtype=kernel_dtype(X.dtype))
         means = np.zeros_like(means)
     return block_columns(X, raw["y"], means)
 
@@ -138,7 +140,8 @@ class LassoProgram(Program):
     ``widths``: features per block. ``gap_tolerance``: stop when the duality gap (divided by n,
     as sklearn's ``dual_gap_``) is at most this. ``sparse``: the blocks are CSC matrices.
     ``alpha`` must be positive: at 0 the duality gap is the objective itself, which no round
-    brings to the tolerance.
+    brings to the tolerance. ``dtype``: the type of X's values (float32 blocks stay float32, as
+    in :class:`.elastic_net.ElasticNetProgram`).
     """
 
     name = "lasso"
@@ -146,7 +149,7 @@ class LassoProgram(Program):
 
     def __init__(self, widths, y_centred, alpha, positive, gap_tolerance, schedule="priority",
                  n_candidates=32, sub_rounds=None, rho=0.1, eta=0.1, power=1, staleness=0,
-                 seed=0, sparse=False):
+                 seed=0, sparse=False, dtype=np.float64):
         self.widths = list(widths)
         self.y_centred = np.asarray(y_centred, dtype=np.float64)
         self.n_samples = len(self.y_centred)
@@ -164,7 +167,7 @@ class LassoProgram(Program):
         self.staleness = staleness
         self.seed = seed
         self.report_lag = 1 + staleness
-        self.kernels = ("lasso_sparse" if sparse else "lasso",)
+        self.kernels = (kernel_set("lasso", sparse, kernel_dtype(dtype)),)
 
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
