@@ -49,6 +49,11 @@ Usage
   python benchmarks/lasso.py --solvers dask_strads --blocks 1,2,4   # block counts
   python benchmarks/lasso.py --problems e --solvers dask_strads,sklearn --repeats 1
   python benchmarks/lasso.py --problems b,d,c,e --workers 1,2,4 --repeats 3
+  python benchmarks/lasso.py --problems a,c --solvers dask_strads --float32
+
+``--float32`` adds the row "dask_strads float32": dask_strads fitted on the problem's X in
+float32 (kept float32 on the workers), its solution measured, like every row's, on the float64
+data: its relative suboptimality includes the rounding of the data to float32.
 
 ``--workers`` measures where model parallelism pays instead: dask_strads alone, with its
 default block count and with one block per worker (one fit when they are the same count),
@@ -81,6 +86,7 @@ from dask_strads.datasets import (  # noqa: E402
 from dask_strads.datasets.loaders import load_news_passages_tfidf  # noqa: E402
 
 STRADS = "dask_strads"
+STRADS_FLOAT32 = "dask_strads float32"
 
 
 def blocks_name(n_blocks):
@@ -150,7 +156,8 @@ PROBLEMS = {"a": problem_a, "b": problem_b, "c": problem_c, "d": problem_d, "e":
 
 # --- solvers ----------------------------------------------------------------------------
 
-def make_solvers(alpha, tol, fit_intercept, strads_max_iter=None, only=None, blocks=(1,)):
+def make_solvers(alpha, tol, fit_intercept, strads_max_iter=None, only=None, blocks=(1,),
+                 float32=False):
     """name -> unfitted estimator (skglm's tol is calibrated later)."""
     from celer import Lasso as CelerLasso
     from skglm import Lasso as SkglmLasso
@@ -172,6 +179,9 @@ def make_solvers(alpha, tol, fit_intercept, strads_max_iter=None, only=None, blo
         for n_blocks in blocks:
             solvers[blocks_name(n_blocks)] = StradsLasso(
                 alpha=alpha, fit_intercept=fit_intercept, tol=tol, n_blocks=n_blocks, **kw)
+        if float32:  # fitted on the data in float32 (see run_problem)
+            solvers[STRADS_FLOAT32] = StradsLasso(alpha=alpha, fit_intercept=fit_intercept,
+                                                  tol=tol, **kw)
     # max_iter: sklearn counts epochs, celer/skglm count outer working-set iterations;
     # all set high enough never to be the binding stop at these tolerances.
     solvers["sklearn"] = SklearnLasso(alpha=alpha, fit_intercept=fit_intercept, tol=tol,
@@ -232,7 +242,7 @@ def calibrate_skglm(est, X, y, alpha, target_gap, fit_intercept, start_factor=1e
 
 # --- driver -----------------------------------------------------------------------------
 
-def run_problem(key, tol, repeats, only=None, strads_max_iter=None, blocks=(1,)):
+def run_problem(key, tol, repeats, only=None, strads_max_iter=None, blocks=(1,), float32=False):
     t0 = time.perf_counter()
     X, y, frac, desc, fit_intercept = PROBLEMS[key]()
     if not sp.issparse(X):
@@ -249,25 +259,29 @@ def run_problem(key, tol, repeats, only=None, strads_max_iter=None, blocks=(1,))
           f"{gap_ref / target_gap:.1e}, {t_ref:.1f} s{'' if conv_ref else ', NOT converged'}",
           flush=True)
 
-    solvers = make_solvers(alpha, tol, fit_intercept, strads_max_iter, only, blocks)
+    solvers = make_solvers(alpha, tol, fit_intercept, strads_max_iter, only, blocks, float32)
+    X32 = X.astype(np.float32) if float32 else None
     rows = []
     for name, est in solvers.items():
+        data = X32 if name == STRADS_FLOAT32 else X
         # warm-up (untimed): JIT compilation, embedded cluster start, skglm calibration
         try:
             if name == "skglm":
                 est = calibrate_skglm(est, X, y, alpha, target_gap, fit_intercept)
                 print(f"    skglm tol calibrated to {est.tol:.2g}", flush=True)
-            timed_fit(est, X, y)
+            timed_fit(est, data, y)
         except Exception as exc:  # a broken solver must not take the peers down with it
             print(f"    {name}: warm-up fit failed, skipped ({type(exc).__name__}: {exc})",
                   flush=True)
             continue
         times, fitted, converged = [], None, True
         for _ in range(repeats):
-            fitted, seconds, conv = timed_fit(est, X, y)
+            fitted, seconds, conv = timed_fit(est, data, y)
             times.append(seconds)
             converged &= conv
-        coef, intercept = np.asarray(fitted.coef_).ravel(), float(fitted.intercept_)
+        # in float64: a float32 coef_'s l1 norm summed in float32 is off by ~1e-8
+        coef = np.asarray(fitted.coef_, dtype=np.float64).ravel()
+        intercept = float(fitted.intercept_)
         rows.append({
             "solver": name if name != "skglm" else f"skglm (tol {est.tol:.2g})",
             "key": name,
@@ -393,6 +407,8 @@ def main(argv=None):
     parser.add_argument("--workers", default=None,
                         help="instead of the peers: dask_strads on LocalClusters of these "
                              "worker process counts (comma-separated, e.g. 1,2,4)")
+    parser.add_argument("--float32", action="store_true",
+                        help="also fit dask_strads on the data in float32")
     parser.add_argument("--markdown", action="store_true", help="print tables as markdown")
     args = parser.parse_args(argv)
 
@@ -418,8 +434,8 @@ def main(argv=None):
                              args.markdown))
     else:
         blocks = [int(b) for b in args.blocks.split(",") if b.strip()]
-        results = [run_problem(p, args.tol, args.repeats, only, args.strads_max_iter, blocks)
-                   for p in problems]
+        results = [run_problem(p, args.tol, args.repeats, only, args.strads_max_iter, blocks,
+                               args.float32) for p in problems]
         print()
         for res in results:
             print(format_table(res, args.tol, args.markdown))

@@ -20,6 +20,8 @@ Problems (chosen so that the model dominates the data):
        nonzero-topic lists), the documents' D x K table counted with the data shard
   lasso make_sparse_regression n x p (CSC), alpha = 0.1 alpha_max, no intercept; model the p
        float64 coefficients; data the CSC arrays (values, row indices, column pointers)
+  lasso_dense  make_correlated_regression n x p (a Fortran array), alpha = 0.1 alpha_max, with
+       an intercept; model the p float64 coefficients; data the n x p values
   logistic  the lasso problem's X with classes y > median(y), L1 penalty, C ten times the
        smallest with a non-zero coefficient, no intercept; model and data as lasso's
 
@@ -29,7 +31,14 @@ Usage
       --mf-rank 64 --workers 2,4 --markdown
   python benchmarks/memory.py --programs lda --lda-topics 1000 --lda-words 1e5 --lda-tokens 2e6
   python benchmarks/memory.py --programs lasso --lasso-features 1e7 --lasso-nnz 2e7 --workers 1,2
+  python benchmarks/memory.py --programs lasso_dense,lasso --dtypes float64,float32 --workers 1,2
+
+``--dtypes``: the Lasso problems are fitted on their data in each dtype, side by side (float32
+data stay float32 on the workers); with several, the ratios to the first are printed. For the
+Lasso problems "blocks MB" is also what the workers hold of the prepared blocks (their data,
+``dask.sizeof``), summed over a worker's blocks in the fit's first round.
 """
+import copy
 import os
 import sys
 
@@ -40,10 +49,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 from _common import arguments  # noqa: E402
+from dask.sizeof import sizeof  # noqa: E402
 from dask_strads import (ImplicitMatrixFactorization, Lasso,  # noqa: E402
                          LatentDirichletAllocation, LogisticRegression, MatrixFactorization)
-from dask_strads.datasets import (make_lda_corpus, make_ratings,  # noqa: E402
-                                 make_sparse_regression)
+from dask_strads.datasets import (make_correlated_regression, make_lda_corpus,  # noqa: E402
+                                  make_ratings, make_sparse_regression)
+from dask_strads.engine import cells  # noqa: E402
 from dask_strads.kernels.lda import row_bytes  # noqa: E402
 from dask_strads.partition import block_edges  # noqa: E402
 from dask_strads.programs.mf import sub_rounds_for  # noqa: E402
@@ -160,8 +171,18 @@ class LDAProblem:
         est.fit(X)
 
 
+def held_block_bytes(shape):
+    """On a worker: the Dask size of the prepared data of the blocks it holds of a fit on a
+    design of ``shape`` (not the warm-up's, which may not be released yet)."""
+    return sum(sizeof(cell.data) for cell in list(cells._CELLS.values())
+               if (getattr(cell.program, "n_samples", None),
+                   sum(getattr(cell.program, "widths", ()))) == shape)
+
+
 class LassoProblem:
     name = "lasso"
+    #: the fit keeps float32 data float32 (``--dtypes``)
+    keeps_float32 = True
 
     def __init__(self, args):
         n, p = int(args.lasso_samples), int(args.lasso_features)
@@ -170,15 +191,67 @@ class LassoProblem:
                                                    n_informative=100, random_state=0)
         self.alpha = 0.1 * np.abs(self.X.T @ self.y).max() / n
         self.model_bytes = p * 8
-        self.data_bytes = self.X.data.nbytes + self.X.indices.nbytes + self.X.indptr.nbytes
         self.describe = f"Lasso {n:,} x {p:,}, {self.X.nnz:,} stored values"
+        self.fit_intercept = False
+        self.held = None
+
+    @property
+    def data_bytes(self):
+        return self.X.data.nbytes + self.X.indices.nbytes + self.X.indptr.nbytes
+
+    @property
+    def dtype(self):
+        return self.X.dtype.name
+
+    def in_dtype(self, dtype):
+        """The same problem with X's values in ``dtype``."""
+        problem = copy.copy(self)
+        problem.X = self.X.astype(dtype, copy=False)
+        return problem
+
+    def warm_up_data(self):
+        """``(X, y)`` of a fit too small to count, that compiles what the fit does."""
+        return self.X[:, :20000], self.y
 
     def fit(self, client, n_workers, warm_up=False):
-        X = self.X[:, :20000] if warm_up else self.X
-        est = Lasso(self.alpha, fit_intercept=False, tol=1e-6, n_blocks=n_workers,
-                    checkpoint_interval=0)
+        est = Lasso(self.alpha, fit_intercept=self.fit_intercept, tol=1e-6, n_blocks=n_workers,
+                    checkpoint_interval=0, callback=None if warm_up else self._watch(client))
         est.client = client
-        est.fit(X, self.y)
+        est.fit(*(self.warm_up_data() if warm_up else (self.X, self.y)))
+
+    def _watch(self, client):
+        """A callback that records, in its first round, what each worker holds of the blocks."""
+        self.held = None
+
+        def watch(record):
+            if self.held is None:
+                held = client.run(held_block_bytes, self.X.shape)
+                self.held = np.array(list(held.values()), dtype=float)
+        return watch
+
+
+class DenseLassoProblem(LassoProblem):
+    """An AR(1)-correlated dense design (a Fortran array: its column blocks are views)."""
+
+    name = "lasso_dense"
+
+    def __init__(self, args):
+        n, p = int(args.lasso_dense_samples), int(args.lasso_dense_features)
+        X, self.y, _ = make_correlated_regression(n_samples=n, n_features=p,
+                                                  n_informative=100, random_state=0)
+        self.X = np.asfortranarray(X)
+        self.alpha = 0.1 * np.abs(self.X.T @ (self.y - self.y.mean())).max() / n
+        self.model_bytes = p * 8
+        self.describe = f"dense Lasso {n:,} x {p:,}"
+        self.fit_intercept = True
+        self.held = None
+
+    @property
+    def data_bytes(self):
+        return self.X.nbytes
+
+    def warm_up_data(self):
+        return self.X[:200, :2000], self.y[:200]
 
 
 class LogisticProblem(LassoProblem):
@@ -186,6 +259,7 @@ class LogisticProblem(LassoProblem):
     logistic regression (C such that about as many features enter as in the Lasso)."""
 
     name = "logistic"
+    keeps_float32 = False
 
     def __init__(self, args):
         super().__init__(args)
@@ -204,7 +278,8 @@ class LogisticProblem(LassoProblem):
 
 
 PROBLEMS = {"mf": MFProblem, "implicit_mf": ImplicitMFProblem, "lda": LDAProblem,
-            "lasso": LassoProblem, "logistic": LogisticProblem}
+            "lasso": LassoProblem, "lasso_dense": DenseLassoProblem,
+            "logistic": LogisticProblem}
 
 
 def measure(problem, n_workers, memory_limit):
@@ -217,6 +292,32 @@ def measure(problem, n_workers, memory_limit):
         problem.fit(client, n_workers)
         peaks = client.run(peak_resident_bytes)
     return np.array([peaks[w] - before[w] for w in sorted(peaks)], dtype=float)
+
+
+def row(name, n_workers, problem, growth):
+    """A line of the table: sizes in MB, the growth per worker against the target."""
+    share, shard = problem.model_bytes / n_workers, problem.data_bytes / n_workers
+    target = MODEL_FACTOR * share + shard
+    held = getattr(problem, "held", None)
+    blocks = "" if held is None else f"{np.median(held) / MB:.1f} ({held.max() / MB:.1f})"
+    return (name, n_workers, getattr(problem, "dtype", ""), f"{problem.model_bytes / MB:.0f}",
+            f"{share / MB:.0f}", f"{shard / MB:.1f}", blocks,
+            f"{np.median(growth) / MB:.0f} ({growth.max() / MB:.0f})",
+            f"{growth.max() / share:.2f}", f"{target / MB:.0f}",
+            "yes" if growth.max() <= target else "no")
+
+
+def dtype_ratios(name, n_workers, measured):
+    """Each variant's figures over the first variant's (``measured``: ``(problem, growth)``
+    pairs of one problem in several dtypes): the data shard, the blocks held, the growth."""
+    (first, first_growth), lines = measured[0], []
+    for problem, growth in measured[1:]:
+        lines.append({"program": name, "P": n_workers,
+                      "dtypes": f"{problem.dtype} / {first.dtype}",
+                      "shard": f"{problem.data_bytes / first.data_bytes:.3f}",
+                      "blocks (max)": f"{problem.held.max() / first.held.max():.3f}",
+                      "growth (max)": f"{growth.max() / first_growth.max():.3f}"})
+    return lines
 
 
 def main():
@@ -236,30 +337,43 @@ def main():
         ("--lasso-samples", {"type": float, "default": 1e4}),
         ("--lasso-features", {"type": float, "default": 1e6}),
         ("--lasso-nnz", {"type": float, "default": 2e6}),
+        ("--lasso-dense-samples", {"type": float, "default": 4000}),
+        ("--lasso-dense-features", {"type": float, "default": 1e4}),
+        ("--dtypes", {"default": "float64",
+                      "help": "the Lasso problems' data dtypes, e.g. float64,float32"}),
     ])
-    header = ("program", "P", "model MB", "model / P MB", "shard MB", "growth / worker MB (max)",
-              "growth / (model / P)", f"target {MODEL_FACTOR} model / P + shard MB", "met")
-    rows = []
+    header = ("program", "P", "dtype", "model MB", "model / P MB", "shard MB",
+              "blocks / worker MB (max)", "growth / worker MB (max)", "growth / (model / P)",
+              f"target {MODEL_FACTOR} model / P + shard MB", "met")
+    rows, ratios = [], []
     for name in args.programs.split(","):
         problem = PROBLEMS[name](args)
         print(problem.describe, flush=True)
+        variants = ([problem.in_dtype(dtype) for dtype in args.dtypes.split(",")]
+                    if getattr(problem, "keeps_float32", False) else [problem])
         for n in (int(w) for w in args.workers.split(",")):
-            growth = measure(problem, n, args.memory_limit)
-            share, shard = problem.model_bytes / n, problem.data_bytes / n
-            target = MODEL_FACTOR * share + shard
-            rows.append((name, n, f"{problem.model_bytes / MB:.0f}", f"{share / MB:.0f}",
-                         f"{shard / MB:.0f}",
-                         f"{np.median(growth) / MB:.0f} ({growth.max() / MB:.0f})",
-                         f"{growth.max() / share:.2f}", f"{target / MB:.0f}",
-                         "yes" if growth.max() <= target else "no"))
-            print("  ".join(f"{h}: {v}" for h, v in zip(header, rows[-1])), flush=True)
-            if hasattr(problem, "breakdown"):
-                print("  " + problem.breakdown(n), flush=True)
+            measured = []
+            for variant in variants:
+                growth = measure(variant, n, args.memory_limit)
+                measured.append((variant, growth))
+                rows.append(row(name, n, variant, growth))
+                print("  ".join(f"{h}: {v}" for h, v in zip(header, rows[-1])), flush=True)
+                if hasattr(variant, "breakdown"):
+                    print("  " + variant.breakdown(n), flush=True)
+            ratios.extend(dtype_ratios(name, n, measured))
+    for line in ratios:
+        print("  ".join(f"{h}: {v}" for h, v in line.items()), flush=True)
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|---|" + "---:|" * (len(header) - 2) + "---|")
-        for row in rows:
-            print("| " + " | ".join(map(str, row)) + " |")
+        for line in rows:
+            print("| " + " | ".join(map(str, line)) + " |")
+        if ratios:
+            print()
+            print("| " + " | ".join(ratios[0]) + " |")
+            print("|---|---:|---|" + "---:|" * (len(ratios[0]) - 3))
+            for line in ratios:
+                print("| " + " | ".join(map(str, line.values())) + " |")
 
 
 if __name__ == "__main__":
