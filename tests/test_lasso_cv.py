@@ -136,7 +136,7 @@ def fitted_on_cluster(client_factory):
     ({"alphas": 0}, ValueError, "alphas"),
     ({"alphas": [0.1, np.nan]}, ValueError, "alphas"),
     ({"l1_ratio": [0.5, 1.5]}, ValueError, "l1_ratio"),
-    ({"l1_ratio": 0.0}, ValueError, "l1_ratio > 0"),
+    ({"l1_ratio": 0.0}, ValueError, "not supported for l1_ratio=0"),
     ({"eps": -1.0}, ValueError, "eps"),
     ({"cv": "five"}, ValueError, "cv"),
     ({"max_iter": 1.5}, ValueError, "max_iter"),

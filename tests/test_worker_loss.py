@@ -154,7 +154,7 @@ def test_a_worker_lost_after_the_last_report_is_recovered_from_the_round_before(
     clean = make().set_params(checkpoint_interval=1)
     clean.client = client
     clean.fit(*args)
-    last = clean.n_iter_ - 1
+    last = len(clean.history_) - 1
     kill, state = _killer(client, last)
 
     def callback(record):

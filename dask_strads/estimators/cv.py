@@ -1,6 +1,5 @@
 """``dask_strads.LassoCV`` / ``ElasticNetCV``: alpha (and l1_ratio) chosen by cross-validation
 over regularisation paths, then a refit on the whole data."""
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 from typing import Any, Literal, TypeVar
@@ -9,9 +8,10 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
 from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.metadata_routing import (MetadataRouter, MethodMapping, _raise_for_params,
+                                            _routing_enabled, process_routing)
 
 from ..engine.blocks import PlacedBlocks, place_blocks
 from ..engine.runtime import default_cluster_size
@@ -22,9 +22,9 @@ from ..programs.elastic_net_path import ElasticNetPathProgram
 from ..programs.lasso import make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
 from .elastic_net import (SKLEARN_ONLY, ElasticNet, check_weights, gap_target, in_fitted_dtype,
-                          rounds_to_stop, solution, zeros)
+                          iterations_run, not_converged, solution, zeros)
 from .inputs import blocks_along, check_in_memory_design, gathered
-from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions
+from .paths import PATH_CONSTRAINTS, path_alphas, path_solutions, rounds_per_alpha
 
 #: The shared parameters a CV estimator takes (a checkpoint directory or a callback would mix
 #: the fits of every fold).
@@ -136,13 +136,16 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         return tags
 
     def fit(self: _ElasticNetCVT, X: Any, y: ArrayLike, sample_weight: ArrayLike | None = None,
-            groups: ArrayLike | None = None) -> _ElasticNetCVT:
+            **params: Any) -> _ElasticNetCVT:
         """Cross-validate the paths on X (numpy, scipy.sparse, or a dask array, gathered into
         this process from the cluster it is on: the folds' errors are computed here) and y,
         then refit. ``sample_weight`` as for :meth:`ElasticNet.fit`, on every fold (the
         training rows' weights rescaled to sum to their count, the test errors averaged with
-        the test rows' weights) and the refit, as scikit-learn; ``groups`` go to the ``cv``
-        splitter."""
+        the test rows' weights) and the refit, as scikit-learn. ``params`` are routed as
+        scikit-learn's LinearModelCV routes them (``groups`` to the ``cv`` splitter's ``split``),
+        which needs ``sklearn.set_config(enable_metadata_routing=True)``: without it any raises
+        a ValueError."""
+        _raise_for_params(params, self, "fit")
         self._check_params()
         given = X
         X, y = check_in_memory_design(*gathered((X, y), self._fit_executor), self)
@@ -151,8 +154,11 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         l1_ratios = self._l1_ratios()
         grids = [path_alphas(X, y, self.alphas, ratio, self.eps, self.fit_intercept,
                              self.positive, weights) for ratio in l1_ratios]
+        split_params = (process_routing(self, "fit", sample_weight=sample_weight,
+                                        **params).splitter.split
+                        if _routing_enabled() else {})
         folds = [(np.sort(train), test)
-                 for train, test in check_cv(self.cv).split(X, y, groups)]
+                 for train, test in check_cv(self.cv).split(X, y, **split_params)]
         X = _placeable(X)
         y_mean = float(np.average(y, weights=weights)) if self.fit_intercept else 0.0
         y_centred = y - y_mean
@@ -185,10 +191,10 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             y_fold = _scaled(y_centred[train] - y_shift, train_weights)
             program = ElasticNetPathProgram(
                 widths, y_fold, grids[i], l1_ratios[i], self.positive,
-                gap_target(self.tol, y_fold), self.max_iter, rows=train,
+                gap_target(self.tol, y_fold), rounds_per_alpha(self.max_iter), rows=train,
                 seed=self._seed(), sparse=sparse, sample_weight=train_weights, dtype=X.dtype)
             result = self._run_engine(program, placements[k % len(placements)], executor,
-                                      len(grids[i]) * self.max_iter + 1, (X, y))
+                                      len(grids[i]) * program.stage_rounds + 1, (X, y))
             coefs, _, _ = path_solutions(result.history, program, X.shape[1], grids[i])
             support = np.flatnonzero(coefs.any(axis=1))
             fitted = safe_sparse_dot(X[:, support], coefs[support], dense_output=True)
@@ -209,7 +215,8 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         refit = ElasticNetProgram(widths, y_refit, alpha, l1_ratio, self.positive,
                                   gap_target(self.tol, y_refit), seed=self._seed(),
                                   sparse=sparse, sample_weight=weights, dtype=X.dtype)
-        result = self._run_engine(refit, placed, executor, self.max_iter, (X, y))
+        result = self._run_engine(refit, placed, executor, self.max_iter + refit.report_lag,
+                                  (X, y))
         self._reset_features(given)
         self.alpha_ = float(alpha)
         if self._chooses_l1_ratio:
@@ -220,13 +227,19 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.coef_, self.intercept_, self.dual_gap_ = in_fitted_dtype(
             solution(self, result, X, means, y_mean, executor, weights), given,
             self.fit_intercept)
-        self.n_iter_ = rounds_to_stop(result.history)
+        self.n_iter_ = iterations_run(result.history, refit)
         self._executor = executor
-        if not result.history.stats.converged:
-            warnings.warn(f"The refit at alpha={alpha:.3e} did not converge in {self.n_iter_} "
-                          f"rounds (duality gap {self.dual_gap_:.3e}). Consider increasing "
-                          "max_iter.", ConvergenceWarning)
+        self._warn_unless_converged(result.history, f"The refit at alpha={alpha:.3e}: "
+                                    + not_converged(self.max_iter, self.dual_gap_,
+                                                    refit.stop_rule.tolerance))
         return self
+
+    def get_metadata_routing(self) -> MetadataRouter:
+        """The metadata routing of the fit, as scikit-learn's LinearModelCV: its own
+        ``sample_weight`` and the ``cv`` splitter's ``split`` (``groups``)."""
+        return (MetadataRouter(owner=self).add_self_request(self)
+                .add(splitter=check_cv(self.cv),
+                     method_mapping=MethodMapping().add(caller="fit", callee="split")))
 
     @staticmethod
     def _concurrent_paths(executor):

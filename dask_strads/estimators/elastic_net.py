@@ -57,7 +57,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     Parameters
     ----------
     alpha, l1_ratio, fit_intercept, max_iter, tol, warm_start, positive, random_state
-        As in :class:`sklearn.linear_model.ElasticNet`; ``max_iter`` counts rounds.
+        As in :class:`sklearn.linear_model.ElasticNet`; ``max_iter`` counts rounds that update
+        the coefficients (a fit runs one more, which measures where they got).
     precompute, copy_X, selection
         scikit-learn's spellings, accepted and without effect on the result: the working set
         computes the products it needs from the blocks (no Gram matrix), X is never modified,
@@ -109,7 +110,9 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     ----------
     coef_, intercept_, n_iter_, dual_gap_, n_features_in_, sparse_coef_
         As in sklearn (float32 for float32 X; a 2-D y gives one row of ``coef_`` per target,
-        each target fitted on its own); ``n_iter_`` is the number of rounds. ``dual_gap_``
+        each target fitted on its own). ``n_iter_`` has scikit-learn's meaning, the iterations
+        whose updates ``coef_`` includes: the rounds but the last, which measures the duality
+        gap of the state the others reached (0 for a warm start at the solution). ``dual_gap_``
         bounds the objective's distance to its minimum from above. With ``alpha=0`` (least
         squares, which has no dual) it is that distance, from the least-squares solution of the
         features' columns gathered on one worker (as dense arrays): the working set then solves
@@ -251,20 +254,19 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         program = self._program(np.diff(edges), y_centred, gap_tolerance, is_sparse(X), weights,
                                 X.dtype)
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
-                                  self.max_iter, (X, y, coef_init), staleness=self.staleness)
+                                  self.max_iter + program.report_lag, (X, y, coef_init),
+                                  staleness=self.staleness)
         history = result.history
         self._reset_features(given)
         self.coef_, self.intercept_, self.dual_gap_ = in_fitted_dtype(
             solution(self, result, X, means, y_mean, executor, weights), given,
             self.fit_intercept)
-        self.n_iter_ = rounds_to_stop(history)
+        self.n_iter_ = iterations_run(history, program)
         self.n_blocks_ = len(edges) - 1
         self.history_ = history
         self._executor = executor
-        self._warn_unless_converged(
-            history, f"Objective did not converge in {self.n_iter_} rounds. Duality gap: "
-            f"{self.dual_gap_:.3e}, tolerance: {gap_tolerance:.3e}. Consider increasing "
-            "max_iter.")
+        self._warn_unless_converged(history, not_converged(self.max_iter, self.dual_gap_,
+                                                           gap_tolerance))
         return self
 
     def _fit_each_target(self, X, Y, sample_weight):
@@ -342,6 +344,21 @@ def gap_target(tol, y_centred):
     """The duality gap (divided by n) a fit stops at: ``tol`` in scikit-learn's meaning, a
     fraction of ``||y||^2 / n``."""
     return tol * dot(y_centred, y_centred) / len(y_centred)
+
+
+def iterations_run(history, program):
+    """scikit-learn's ``n_iter_``: the rounds whose updates the fitted coefficients include, at
+    most ``max_iter``. A fit runs up to ``max_iter + program.report_lag`` rounds: the report of
+    a round measures the state before its updates (the first, the starting point: a warm start
+    at the solution stops there, with 0), so the last ``report_lag`` rounds only measure."""
+    return max(0, rounds_to_stop(history) - program.report_lag)
+
+
+def not_converged(max_iter, gap, tolerance):
+    """The ConvergenceWarning's message of an elastic-net fit, in scikit-learn's words."""
+    return (f"Objective did not converge. You might want to increase the number of iterations "
+            f"(max_iter={max_iter} rounds). Duality gap: {gap:.3e}, tolerance: "
+            f"{tolerance:.3e}")
 
 
 def rounds_to_stop(history):

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_scalar
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.extmath import safe_sparse_dot
 
@@ -54,9 +55,10 @@ def alpha_grid(X, y, l1_ratio, eps, n_alphas, fit_intercept, positive, weights=N
     """scikit-learn's automatic grid: ``n_alphas`` alphas spaced evenly on a log scale from
     ``alpha_max``, the smallest alpha whose solution is zero (under sample ``weights`` summing
     to the samples, if given), down to ``eps * alpha_max``."""
-    if l1_ratio == 0:
-        raise ValueError("an automatic alpha grid needs l1_ratio > 0 (at l1_ratio=0 no alpha "
-                         "makes the solution zero): give alphas as a grid of values")
+    if l1_ratio == 0:  # no alpha makes the solution zero: no alpha_max
+        raise ValueError("Automatic alpha grid generation is not supported for l1_ratio=0. "
+                         "Please supply a grid by providing your estimator with the "
+                         "appropriate `alphas=` argument.")
     if fit_intercept:
         y = y - np.average(y, weights=weights)
     weighted_y = y if weights is None else weights * y
@@ -72,13 +74,17 @@ def alpha_grid(X, y, l1_ratio, eps, n_alphas, fit_intercept, positive, weights=N
 
 
 def check_alpha_grid(alphas):
-    """A grid given by the user, largest alpha first (as scikit-learn orders it)."""
-    grid = np.asarray(alphas, dtype=np.float64)
-    if grid.ndim != 1 or len(grid) == 0:
+    """A grid given by the user, largest alpha first (as scikit-learn orders it), each alpha
+    checked as scikit-learn's CV estimators check them (``check_scalar``: a real number
+    >= 0, the error naming ``alphas[i]``), and finite."""
+    if np.ndim(alphas) != 1 or len(alphas) == 0:
         raise ValueError(f"alphas must be a count or a non-empty 1-D grid, got shape "
-                         f"{grid.shape}")
-    if not np.isfinite(grid).all() or (grid < 0).any():
-        raise ValueError(f"alphas must be finite and >= 0, got {alphas!r}")
+                         f"{np.shape(alphas)}")
+    for index, alpha in enumerate(alphas):
+        check_scalar(alpha, f"alphas[{index}]", Real, min_val=0.0, include_boundaries="left")
+    grid = np.asarray(alphas, dtype=np.float64)
+    if not np.isfinite(grid).all():
+        raise ValueError(f"alphas must be finite, got {alphas!r}")
     return np.sort(grid)[::-1]
 
 
@@ -94,10 +100,11 @@ def fit_path(X, y, alphas, l1_ratio, *, fit_intercept, tol, max_iter, positive, 
     run. Returns ``(coefs, intercepts, dual_gaps, n_iters)``: coefs of shape
     ``(n_features, n_alphas)``; a ConvergenceWarning names the alphas not solved to ``tol``
     in ``max_iter`` rounds."""
+    stage_rounds = rounds_per_alpha(max_iter)
     fit = _PathFit(alpha=float(alphas[-1]), l1_ratio=l1_ratio, fit_intercept=fit_intercept,
-                   tol=tol, max_iter=len(alphas) * max_iter + 1, positive=positive,
+                   tol=tol, max_iter=len(alphas) * stage_rounds, positive=positive,
                    n_blocks=n_blocks, warm_start=coef_init is not None, **options)
-    fit.path_alphas, fit.stage_rounds = alphas, max_iter
+    fit.path_alphas, fit.stage_rounds = alphas, stage_rounds
     if coef_init is not None:
         fit.coef_ = np.asarray(coef_init, dtype=np.float64)
     fit.client = client
@@ -111,13 +118,21 @@ def fit_path(X, y, alphas, l1_ratio, *, fit_intercept, tol, max_iter, positive, 
     return coefs, intercepts, dual_gaps, n_iters
 
 
+def rounds_per_alpha(max_iter):
+    """A path's rounds at an alpha for ``max_iter`` iterations: the first measures the
+    previous alpha's solution at this one, each other one the updates of the one before (see
+    :func:`~dask_strads.estimators.elastic_net.iterations_run`)."""
+    return max_iter + 1
+
+
 def path_solutions(history, program, n_features, alphas):
     """``(coefs, dual_gaps, n_iters)`` of the path ``program`` (an
-    :class:`ElasticNetPathProgram` over ``alphas``) recorded in ``history``; a
-    ConvergenceWarning names the alphas not solved to its tolerance in its rounds per alpha."""
+    :class:`ElasticNetPathProgram` over ``alphas``) recorded in ``history``, ``n_iters`` the
+    iterations whose updates each alpha's solution includes; a ConvergenceWarning names the
+    alphas not solved to its tolerance in its rounds per alpha."""
     coefs = np.zeros((n_features, len(alphas)))
     dual_gaps = np.empty(len(alphas))
-    n_iters = np.zeros(len(alphas), dtype=np.int64)
+    n_iters = np.full(len(alphas), -1, dtype=np.int64)  # an alpha's first round measures
     for record in history.records:
         if record.get("after_stop"):  # a round submitted behind the last alpha's
             continue
@@ -129,9 +144,10 @@ def path_solutions(history, program, n_features, alphas):
             dual_gaps[stage] = record["gap"]
     unsolved = alphas[dual_gaps * program.n_samples > program.tolerance]
     if len(unsolved):
-        warnings.warn(f"Objective did not converge for {len(unsolved)} alphas of the path "
-                      f"(the largest: {unsolved[0]:.3e}) in max_iter={program.stage_rounds} "
-                      f"rounds each. Consider increasing max_iter.", ConvergenceWarning)
+        warnings.warn(f"Objective did not converge. You might want to increase the number of "
+                      f"iterations (max_iter={program.stage_rounds - 1} rounds per alpha): "
+                      f"{len(unsolved)} alphas of the path were not solved to the tolerance "
+                      f"(the largest: {unsolved[0]:.3e}).", ConvergenceWarning)
     return coefs, dual_gaps, n_iters
 
 
@@ -146,7 +162,7 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
               precompute: bool | Literal["auto"] | ArrayLike = "auto", Xy: ArrayLike | None = None,
               copy_X: bool = True, verbose: bool | int = False, check_input: bool = True,
               tol: float = 1e-4, max_iter: int = 1000, n_blocks: int | None = None,
-              client: Any = None) -> tuple[np.ndarray, ...]:
+              client: Any = None, **params: Any) -> tuple[np.ndarray, ...]:
     """Elastic-net path: the solutions at every alpha of a grid, as
     :func:`sklearn.linear_model.enet_path`, fitted by the working-set STRADS program.
 
@@ -178,6 +194,10 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
     client : distributed.Client or None
         Where to run; None: as the estimators choose (the active client, this process for a
         small problem, else the embedded cluster).
+    **params
+        scikit-learn's signature takes its solver's options here; none is taken by this one:
+        any raises a ValueError ("Unexpected parameters in params"), as scikit-learn's for
+        those it does not know.
 
     Returns
     -------
@@ -189,6 +209,8 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
     n_iters : array of shape (n_alphas,)
         Rounds each alpha took (with ``return_n_iter=True``).
     """
+    if params:
+        raise ValueError(f"Unexpected parameters in params: {', '.join(sorted(params))}")
     X, y = check_in_memory_design(*gathered((X, y), partial(executor_for, client)), None)
     if coef_init is not None and np.shape(coef_init) != (X.shape[1],):
         raise ValueError(f"coef_init must have shape ({X.shape[1]},), got "
@@ -207,11 +229,12 @@ def lasso_path(X: Any, y: ArrayLike, *, eps: float = 1e-3, coef_init: ArrayLike 
                precompute: bool | Literal["auto"] | ArrayLike = "auto",
                Xy: ArrayLike | None = None, copy_X: bool = True, verbose: bool | int = False,
                check_input: bool = True, tol: float = 1e-4, max_iter: int = 1000,
-               n_blocks: int | None = None, client: Any = None) -> tuple[np.ndarray, ...]:
+               n_blocks: int | None = None, client: Any = None,
+               **params: Any) -> tuple[np.ndarray, ...]:
     """Lasso path: :func:`enet_path` with ``l1_ratio=1`` (as
     :func:`sklearn.linear_model.lasso_path`), whose documentation describes the parameters and
     return values."""
     return enet_path(X, y, l1_ratio=1.0, eps=eps, alphas=alphas, precompute=precompute, Xy=Xy,
                      copy_X=copy_X, coef_init=coef_init, verbose=verbose,
                      return_n_iter=return_n_iter, positive=positive, check_input=check_input,
-                     tol=tol, max_iter=max_iter, n_blocks=n_blocks, client=client)
+                     tol=tol, max_iter=max_iter, n_blocks=n_blocks, client=client, **params)
