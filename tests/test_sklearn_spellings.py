@@ -4,6 +4,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn import config_context as sklearn_config
 from sklearn import linear_model
 from sklearn.base import clone
 from sklearn.datasets import load_iris, make_classification, make_regression
@@ -128,3 +129,79 @@ def test_penalty_none_with_c_warns_as_sklearn(classes):
     X, y = classes
     with pytest.warns(UserWarning, match="Setting penalty=None will ignore the C"):
         dask_strads.LogisticRegression(None, C=4.0, max_iter=3).fit(X, y)
+
+
+def test_enet_n_iter_has_sklearns_meaning(regression):
+    """n_iter_ counts the iterations that updated coef_ (at most max_iter): 0 for a warm start
+    at the solution, as scikit-learn's, whose coordinate descent checks the gap first."""
+    X, Y = regression
+    cold = dask_strads.ElasticNet(alpha=0.5, tol=1e-8).fit(X, Y[:, 0])
+    assert cold.n_iter_ >= 1 and len(cold.history_) == cold.n_iter_ + 1
+    assert cold.fit(X, Y[:, 0]).n_iter_ == len(cold.history_) - 1
+    warm = cold.set_params(warm_start=True).fit(X, Y[:, 0])
+    theirs = linear_model.ElasticNet(alpha=0.5, tol=1e-8, warm_start=True)
+    theirs.coef_ = warm.coef_.copy()
+    assert warm.n_iter_ == theirs.fit(X, Y[:, 0]).n_iter_ == 0
+    with pytest.warns(ConvergenceWarning) as caught:
+        once = dask_strads.ElasticNet(alpha=0.5, tol=1e-30, max_iter=1).fit(X, Y[:, 0])
+    assert once.n_iter_ == 1 and np.any(once.coef_)  # one update, not the starting point
+    with pytest.warns(ConvergenceWarning) as sklearns:
+        linear_model.ElasticNet(alpha=0.5, tol=1e-30, max_iter=1).fit(X, Y[:, 0])
+    words = "Objective did not converge. You might want to increase the number of iterations"
+    assert str(sklearns[0].message).startswith(words)
+    assert str(caught[0].message).startswith(words)
+
+
+def _raised(make, *args, **kwargs):
+    """The exception ``make(*args, **kwargs)`` raises, as (type, message)."""
+    with pytest.raises(Exception) as info:
+        make(*args, **kwargs)
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("alphas", [(1, -1, -100), (-0.1, -1.0, -10.0), (1, 1.0, "1")],
+                         ids=str)
+def test_cv_alphas_checked_as_sklearn(regression, alphas):
+    X, Y = regression
+    ours = _raised(dask_strads.LassoCV(alphas=alphas).fit, X, Y[:, 0])
+    assert ours == _raised(linear_model.LassoCV(alphas=alphas).fit, X, Y[:, 0])
+
+
+def test_no_automatic_grid_at_l1_ratio_zero_as_sklearn(regression):
+    X, Y = regression
+    ours = _raised(dask_strads.ElasticNetCV(l1_ratio=0).fit, X, Y[:, 0])
+    assert ours == _raised(linear_model.ElasticNetCV(l1_ratio=0).fit, X, Y[:, 0])
+    assert ours[0] is ValueError
+    assert _raised(dask_strads.enet_path, X, Y[:, 0], l1_ratio=0)[1] == ours[1]
+
+
+@pytest.mark.parametrize("path", ["enet_path", "lasso_path"])
+def test_paths_refuse_unknown_params_as_sklearn(regression, path):
+    X, Y = regression
+    ours = _raised(getattr(dask_strads, path), X, Y[:, 0], normalize=True)
+    theirs = _raised(getattr(linear_model, path), X, Y[:, 0], normalize=True)
+    assert ours[0] is theirs[0] is ValueError
+    assert "Unexpected parameters in params" in ours[1] and "normalize" in ours[1]
+
+
+@pytest.mark.parametrize("name", ["LassoCV", "ElasticNetCV"])
+def test_cv_routes_groups_to_the_splitter_as_sklearn(regression, name):
+    """``groups`` reach the splitter only with metadata routing enabled, as scikit-learn's
+    LinearModelCV; routed, the folds are scikit-learn's (the same test errors)."""
+    from sklearn.model_selection import GroupKFold
+
+    X, Y = regression
+    groups = np.arange(len(X)) % 4
+    ours, theirs = getattr(dask_strads, name), getattr(linear_model, name)
+    refused = _raised(ours().fit, X, Y[:, 0], groups=groups)
+    assert refused == _raised(theirs().fit, X, Y[:, 0], groups=groups)
+    assert "enable_metadata_routing=True" in refused[1]
+    params = {"alphas": 5, "cv": GroupKFold(4), "tol": 1e-10}
+    weights = 1.0 + np.arange(len(X)) % 3
+    with sklearn_config(enable_metadata_routing=True):
+        fits = [make(**params).set_fit_request(sample_weight=True).fit(
+            X, Y[:, 0], sample_weight=weights, groups=groups) for make in (ours, theirs)]
+        with pytest.raises(ValueError, match="groups"):  # GroupKFold needs them
+            ours(**params).fit(X, Y[:, 0])
+    np.testing.assert_allclose(fits[0].mse_path_, fits[1].mse_path_, rtol=1e-6)
+    assert fits[0].alpha_ == pytest.approx(fits[1].alpha_)
