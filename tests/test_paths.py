@@ -85,3 +85,16 @@ def test_bad_input_is_named(params, error, match):
     X, y = ar1_design(30, 10, 0.5)
     with pytest.raises(error, match=match):
         dask_strads.enet_path(X, y, **params)
+
+
+def test_a_2d_y_is_refused_not_fitted_as_independent_targets():
+    """scikit-learn's paths fit a 2-D y as one multi-task problem: its solution is not the
+    paths of the columns (checked on scikit-learn's own), so a 2-D y is refused here."""
+    X, y = ar1_design(40, 20, 0.5)
+    Y = np.column_stack([y, y[::-1]])
+    _, joint, _ = sk_enet_path(X, Y, alphas=[0.1])
+    columns = [sk_enet_path(X, Y[:, k], alphas=[0.1])[1] for k in range(2)]
+    assert not np.allclose(joint, np.array(columns), atol=1e-3)
+    for path in (dask_strads.enet_path, dask_strads.lasso_path):
+        with pytest.raises(ValueError, match="multi-task"):
+            path(X, Y, alphas=[0.1])

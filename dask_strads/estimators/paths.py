@@ -176,6 +176,8 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
     X : array or sparse matrix of shape (n_samples, n_features)
         A dask array is gathered into this process, computed on ``client``'s cluster.
     y : array of shape (n_samples,)
+        One target: a 2-D y raises a ValueError (scikit-learn's multi-task path, another
+        problem than a path per column).
     l1_ratio, eps, coef_init, return_n_iter, positive
         As in scikit-learn.
     alphas : int or array-like
@@ -211,7 +213,14 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
     """
     if params:
         raise ValueError(f"Unexpected parameters in params: {', '.join(sorted(params))}")
-    X, y = check_in_memory_design(*gathered((X, y), partial(executor_for, client)), None)
+    X, y = gathered((X, y), partial(executor_for, client))
+    if np.ndim(y) == 2:
+        raise ValueError(
+            f"y of shape {np.shape(y)}: scikit-learn's paths fit a 2-D y as one multi-task "
+            "problem (MultiTaskElasticNet's penalty on the l2 norms of the coefficients' rows), "
+            "for which dask_strads has no program; for independent targets, fit the path of "
+            "each column of y")
+    X, y = check_in_memory_design(X, y, None)
     if coef_init is not None and np.shape(coef_init) != (X.shape[1],):
         raise ValueError(f"coef_init must have shape ({X.shape[1]},), got "
                          f"{np.shape(coef_init)}")
