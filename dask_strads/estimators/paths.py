@@ -169,7 +169,9 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
     Minimises ``(1 / (2 n)) ||y - Xw||^2 + alpha l1_ratio ||w||_1
     + alpha (1 - l1_ratio) / 2 ||w||^2`` at each alpha (no intercept: centre X and y first for
     one). The data are placed on the workers once; each alpha starts from the solution of the
-    one before (the grid runs from the largest alpha down).
+    one before (the grid runs from the largest alpha down). Keyword arguments beyond these
+    (scikit-learn's ``**params``, its solver's options) raise a ValueError ("Unexpected
+    parameters in params"), as scikit-learn's for those it does not know.
 
     Parameters
     ----------
@@ -196,10 +198,6 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
     client : distributed.Client or None
         Where to run; None: as the estimators choose (the active client, this process for a
         small problem, else the embedded cluster).
-    **params
-        scikit-learn's signature takes its solver's options here; none is taken by this one:
-        any raises a ValueError ("Unexpected parameters in params"), as scikit-learn's for
-        those it does not know.
 
     Returns
     -------
