@@ -314,7 +314,8 @@ class ProxNewtonProgram(Program):
         X = data.X
         P = self.datafit.probabilities(Z)
         G = G_start = self.datafit.gradients(P)
-        picked = [self._violators(data, c, g) for c, g in zip(coef, G)]
+        smallest = MIN_WORKING_SET // len(coef)  # the union's columns start at the minimum
+        picked = [self._violators(data, c, g, smallest) for c, g in zip(coef, G)]
         worst = max(w for w, _ in picked)
         ws = np.unique(np.concatenate([positions for _, positions in picked]))
         target = max(INNER_SHARE * worst, floor)
@@ -342,13 +343,13 @@ class ProxNewtonProgram(Program):
             steps += 1
         return ws, new, Z - Z_start, worst, steps, G_start
 
-    def _violators(self, data, coef, g):
+    def _violators(self, data, coef, g, smallest=MIN_WORKING_SET):
         """The block's largest violation of its optimality conditions (the loss's derivative in
         the margins being ``g``) and its working set: the nonzero coefficients and the worst
-        violators, twice as many coordinates as nonzeros, at least ``MIN_WORKING_SET``, none
+        violators, twice as many coordinates as nonzeros, at least ``smallest``, none
         that satisfies its condition; sorted. The gradient and the violations are computed
         ``kernels.columns.COLUMN_CHUNK`` columns at a time, the worst so far kept."""
-        size = max(MIN_WORKING_SET, 2 * np.count_nonzero(coef))
+        size = max(smallest, 2 * np.count_nonzero(coef))
         free = data.width - 1 if data.has_intercept else -1
         worst, best = 0.0, TopScores(size)
         for start, stop in column_chunks(data.width):
