@@ -43,6 +43,7 @@ from ..kernels.prox_newton import (column_dots, column_range_dots, newton_direct
                                    softmax_newton_direction, violations)
 from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule
+from ..kernels.elastic_net import dot
 from .elastic_net import kernel_csc
 from .selection import TopScores, box_quadratic
 
@@ -268,7 +269,7 @@ class ProxNewtonProgram(Program):
             old = coef[ws]
             before[k] = self.block_penalty(coef)
             after[k] = before[k] + self.penalty(new, free) - self.penalty(old, free)
-            slope[k] = float(np.dot(g, dz[k])) + after[k] - before[k]
+            slope[k] = dot(g, dz[k]) + after[k] - before[k]
             moved = new != old
             state.changes[k] = (ws[moved], (new - old)[moved])
         return state, BlockUpdate(dz, shift, before, after, slope, violation, steps)
@@ -296,7 +297,7 @@ class ProxNewtonProgram(Program):
             d, q, _ = newton_direction(X, ws, new, grad, h, self.l1, self.l2, free, MAX_SWEEPS,
                                        INNER_SHARE * ws_violation)
             t, value = self._line_search(lambda t: loss.value(z + t * q), value,
-                                         float(np.dot(g, q)), new, d, free)
+                                         dot(g, q), new, d, free)
             if t == 0.0:
                 break
             new += t * d
@@ -333,7 +334,7 @@ class ProxNewtonProgram(Program):
                                                self.l2, free, MAX_SWEEPS,
                                                SOFTMAX_DIRECTION_SHARE * ws_violation)
             t, value = self._line_search(lambda t: self.datafit.value(Z + t * q), value,
-                                         float(np.vdot(G, q)), new, d, free)
+                                         dot(G.ravel(), q.ravel()), new, d, free)
             if t == 0.0:
                 break
             new = new + t * d
@@ -391,7 +392,7 @@ class ProxNewtonProgram(Program):
         objective = self.datafit.value(z) + sum(u.penalty_before.sum() for u in updates)
         if self.datafit.coupled:
             factors, shifts = self._combine_classes(z, updates)
-            z += np.tensordot(factors, [u.dz for u in updates], 1) + shifts[:, None]
+            z += _combination(factors, np.array([u.dz for u in updates])) + shifts[:, None]
             intercept += shifts
             step[:, blocks] = factors
         for k in range(self.n_classes):
@@ -402,7 +403,7 @@ class ProxNewtonProgram(Program):
                                         for name in ("dz", "shift", "penalty_before",
                                                      "penalty_after", "slope")))
                 factors, shift = self._combine(z[k], loss, change)
-                z[k] += factors @ change.dz + shift
+                z[k] += _combination(factors, change.dz) + shift
                 step[k, blocks] = factors
             if self.fit_intercept and len(updates) > 1:  # one block's steps moved it already
                 best = _best_shift(z[k], loss)
@@ -431,12 +432,12 @@ class ProxNewtonProgram(Program):
 
         def bound(candidate):
             f, s = candidate
-            return (loss.value(z + f @ change.dz + s) + change.before.sum()
+            return (loss.value(z + _combination(f, change.dz) + s) + change.before.sum()
                     + f @ (change.after - change.before))
 
         g, h = loss.derivatives(z)
         directions = np.vstack([change.dz, np.ones(len(z))]) if self.fit_intercept else change.dz
-        curvature = (directions * h) @ directions.T
+        curvature = np.einsum("bn,cn->bc", directions * h, directions)
         linear = np.append(change.slope, g.sum()) if self.fit_intercept else change.slope
         model = box_quadratic(curvature, linear, free=self.fit_intercept)
         n = len(change.dz)
@@ -457,7 +458,7 @@ class ProxNewtonProgram(Program):
 
         def bound(candidate):
             f, s = candidate
-            return (self.datafit.value(Z + np.tensordot(f, dz, 1)) + before + f @ gains)
+            return (self.datafit.value(Z + _combination(f, dz)) + before + f @ gains)
 
         P = self.datafit.probabilities(Z)
         G = self.datafit.gradients(P)
@@ -497,6 +498,12 @@ class ProxNewtonProgram(Program):
         if not self.fit_intercept:
             return np.concatenate(parameters).T, np.zeros(self.n_classes)
         return np.concatenate([p[:-1] for p in parameters]).T, parameters[0][-1]
+
+
+def _combination(factors, changes):
+    """``sum_b factors[b] * changes[b]``. Not ``factors @ changes``: BLAS's threads, over
+    vectors of every sample, more than doubled a one-block fit's CPU time on 2 cores."""
+    return np.einsum("b,b...->...", factors, changes)
 
 
 def _largest_magnitude(values):
