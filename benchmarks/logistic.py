@@ -2,13 +2,14 @@
 and skglm, on real TF-IDF text classification.
 
 One process run, every solver on the same data and the same C (the l1 penalty's weight is 1,
-the datafit's C, as in scikit-learn). Per problem it prints the median wall time of
-``--repeats`` timed fits (``--slow-repeats`` for saga and tight liblinear, which take tens of
-seconds; dask_strads and skglm first fit once untimed: numba compilation), the
-relative suboptimality ``(P(w, b) - P*) / P*`` of the objective with an unpenalised intercept
-(computed here in numpy), the nonzero coefficients, and ``dask_strads time / this solver's
-time``. ``P*`` is the best objective of a reference fit by dask_strads at tol 1e-10 and
-everything the solvers reached.
+the datafit's C, as in scikit-learn). Per problem it prints the median wall and CPU time of
+``--repeats`` timed fits, interleaved across the solvers (``--slow-repeats`` for saga and tight
+liblinear, which take tens of seconds; dask_strads and skglm first fit once untimed: numba
+compilation), the relative suboptimality ``(P(w, b) - P*) / P*`` of the objective with an
+unpenalised intercept (computed here in numpy), the nonzero coefficients, and ``dask_strads
+time / this solver's time`` in wall and in CPU seconds (the process's, all its threads; on a
+shared machine it varies less with the load than wall time). ``P*`` is the best objective of a
+reference fit by dask_strads at tol 1e-10 and everything the solvers reached.
 
 Stopping rules, each solver's own at its default ``tol=1e-4``: dask_strads stops when no
 coordinate violates its optimality condition by more than ``tol`` times the largest feature
@@ -80,6 +81,27 @@ def solvers(n_samples):
     }
 
 
+def timed_fits(make_solvers, X, y, repeats, slow_repeats):
+    """Per solver: the median wall and CPU seconds of its fits, and its last model. The
+    repeats are interleaved (one fit of every solver, then again), so that the machine's load
+    weighs on every solver alike."""
+    wall, cpu, models = {}, {}, {}
+    for name, make in make_solvers.items():
+        if name in COMPILED:
+            make().fit(X, y)  # warm-up: numba compilation
+        wall[name], cpu[name] = [], []
+    for repeat in range(repeats):
+        for name, make in make_solvers.items():
+            if name in SLOW and repeat >= slow_repeats:
+                continue
+            start, start_cpu = time.perf_counter(), time.process_time()
+            models[name] = make().fit(X, y)
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+    return {name: (statistics.median(wall[name]), statistics.median(cpu[name]), models[name])
+            for name in make_solvers}
+
+
 def main():
     args = arguments(__doc__, repeats=5, extra=[("--problems", {"default": "a,b"}),
                                                  ("--slow-repeats", {"type": int, "default": 1})])
@@ -87,35 +109,31 @@ def main():
     for key in args.problems.split(","):
         X, y = problem(key)
         reference = LogisticRegression(C=C, l1_ratio=1.0, tol=1e-10, max_iter=1000).fit(X, y)
-        results = {}
-        for name, make in solvers(X.shape[0]).items():
-            if name in COMPILED:
-                make().fit(X, y)  # warm-up: numba compilation
-            times = []
-            for _ in range(args.repeats if name not in SLOW else args.slow_repeats):
-                start = time.perf_counter()
-                model = make().fit(X, y)
-                times.append(time.perf_counter() - start)
-            value = objective(X, y, model.coef_, model.intercept_)
-            results[name] = (statistics.median(times), value, int(np.count_nonzero(model.coef_)))
-        best = min([objective(X, y, reference.coef_, reference.intercept_)]
-                   + [value for _, value, _ in results.values()])
-        ours = results["dask_strads"][0]
-        for name, (seconds, value, nonzeros) in results.items():
+        fits = timed_fits(solvers(X.shape[0]), X, y, args.repeats, args.slow_repeats)
+        values = {name: objective(X, y, model.coef_, model.intercept_)
+                  for name, (_, _, model) in fits.items()}
+        best = min([objective(X, y, reference.coef_, reference.intercept_), *values.values()])
+        ours_wall, ours_cpu, _ = fits["dask_strads"]
+        for name, (seconds, cpu_seconds, model) in fits.items():
             rows.append((f"{key} {PROBLEMS[key][0]} {X.shape[0]}x{X.shape[1]}", name, seconds,
-                         (value - best) / best, nonzeros, ours / seconds))
-        tight = results["liblinear tight"][1]
+                         cpu_seconds, (values[name] - best) / best,
+                         int(np.count_nonzero(model.coef_)), ours_wall / seconds,
+                         ours_cpu / cpu_seconds))
+        tight = values["liblinear tight"]
         print(f"{key}: dask_strads objective vs liblinear tight: "
-              f"{(results['dask_strads'][1] - tight) / tight:+.2e} relative")
-    header = ("problem", "solver", "median s", "rel. subopt.", "nonzeros", "dask_strads / solver")
+              f"{(values['dask_strads'] - tight) / tight:+.2e} relative")
+    header = ("problem", "solver", "median s", "median CPU s", "rel. subopt.", "nonzeros",
+              "dask_strads / solver (s)", "dask_strads / solver (CPU s)")
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
-        for p, name, seconds, subopt, nnz, ratio in rows:
-            print(f"| {p} | {name} | {seconds:.3f} | {subopt:.1e} | {nnz} | {ratio:.2f} |")
+        for p, name, seconds, cpu, subopt, nnz, ratio, cpu_ratio in rows:
+            print(f"| {p} | {name} | {seconds:.3f} | {cpu:.3f} | {subopt:.1e} | {nnz} | "
+                  f"{ratio:.2f} | {cpu_ratio:.2f} |")
     else:
-        for p, name, seconds, subopt, nnz, ratio in rows:
-            print(f"{p:34} {name:16} {seconds:8.3f} s  {subopt:9.1e}  {nnz:6d}  {ratio:6.2f}")
+        for p, name, seconds, cpu, subopt, nnz, ratio, cpu_ratio in rows:
+            print(f"{p:34} {name:16} {seconds:8.3f} s {cpu:8.3f} CPU s  {subopt:9.1e}  "
+                  f"{nnz:6d}  {ratio:6.2f}  {cpu_ratio:6.2f}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 
 from ..kernels import margin_losses
+from ..kernels.elastic_net import dot
 from ..sizes import register_dataclasses
 
 
@@ -105,7 +106,7 @@ class Multinomial(Logistic):
 
     def value(self, Z):
         labelled = np.where(self.Y > 0, Z, 0.0).sum(axis=0)
-        return float(self.C @ (logsumexp(Z, axis=0) - labelled))
+        return dot(self.C, logsumexp(Z, axis=0) - labelled)
 
     def probabilities(self, Z):
         """The classes' probabilities at the margins ``Z`` (classes x samples)."""
