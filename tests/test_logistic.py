@@ -138,6 +138,22 @@ def test_solver_liblinear_refuses_what_liblinear_refuses():
         dask_strads.LogisticRegression(solver="liblinear", C=np.inf).fit(X, y)
 
 
+def test_dual_true_gives_liblinears_dual_fit_with_l2_and_is_refused_otherwise():
+    """liblinear's dual formulation of the l2 penalty has the primal's optimum: scikit-learn's
+    ``dual=True`` fit at a tight tolerance; scikit-learn's refusals elsewhere."""
+    X, y = problem(seed=7)
+    params = dict(solver="liblinear", C=0.5, l1_ratio=0.0)
+    model = dask_strads.LogisticRegression(dual=True, tol=1e-10, max_iter=500,
+                                           **params).fit(X, y)
+    reference = SkLogisticRegression(dual=True, tol=1e-12, max_iter=100_000, **params).fit(X, y)
+    np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-6)
+    np.testing.assert_allclose(model.intercept_, reference.intercept_, atol=1e-6)
+    with pytest.raises(ValueError, match="Solver lbfgs supports only dual=False"):
+        dask_strads.LogisticRegression(dual=True, solver="lbfgs").fit(X, y)
+    with pytest.raises(ValueError, match="l2 penalty alone, got penalty='l1'"):
+        dask_strads.LogisticRegression(dual=True, solver="liblinear", penalty="l1").fit(X, y)
+
+
 def test_sparse_input_gives_the_dense_fit():
     """Sparse blocks run the CSC kernels: the same model as the dense ones (checked against
     saga above), intercept and elastic net included."""

@@ -67,8 +67,10 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         Inverse of the regularisation strength, as in scikit-learn; ``np.inf``: no penalty.
     l1_ratio : float in [0, 1] or None
         The l1 share of the penalty (None: 0).
-    dual : False
-        scikit-learn's spelling; the dual problem is not solved (True is refused).
+    dual : bool
+        scikit-learn's spelling: ``True`` is liblinear's dual formulation, accepted with
+        ``solver="liblinear"`` and an l2 penalty, whose optimum is the primal's (solved here in
+        the primal); refused otherwise, as scikit-learn refuses it.
     tol : float
         Stop when no coefficient or intercept violates its optimality condition by more than
         ``tol`` times the largest feature gradient at ``w = 0``.
@@ -239,9 +241,13 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         if self.solver == "liblinear" and (self.penalty is None or np.isinf(self.C)):
             raise ValueError("C=np.inf as well as penalty=None is not supported for the "
                              "liblinear solver")
-        if self.dual:
-            raise ValueError(f"dual=True is liblinear's dual formulation; solver={SOLVER!r} "
-                             "solves the primal problem: use dual=False")
+        if self.dual and self.solver != "liblinear":
+            raise ValueError(f"Solver {self.solver} supports only dual=False, got dual=True")
+        l2_only = self.penalty == "l2" or (self.penalty in ("auto", "elasticnet")
+                                           and self.l1_ratio == 0)
+        if self.dual and not l2_only:
+            raise ValueError("dual=True is liblinear's dual formulation of the l2 penalty "
+                             f"alone, got penalty={self.penalty!r}, l1_ratio={self.l1_ratio}")
         if self.penalty == "elasticnet" and self.l1_ratio is None:
             raise ValueError("penalty='elasticnet' needs l1_ratio (a number in [0, 1])")
 
