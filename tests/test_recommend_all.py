@@ -2,14 +2,19 @@
 implicit MF against the ``implicit`` library's ``recommend`` on the same factors, MF against its
 predicted ratings ranked by numpy; in memory, and with the factors kept on 2 worker processes,
 where every block of users is scored on the workers and written as Parquet."""
+import dask
+import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from dask.core import flatten, get_dependencies
+from distributed import get_task_stream
 from implicit.cpu.als import AlternatingLeastSquares
 
 import dask_strads
 from dask_strads import ImplicitMatrixFactorization, MatrixFactorization
+from dask_strads.estimators.ranking import block_best, merged_best
 from test_ranking_metrics import interactions
 
 N = 6
@@ -150,6 +155,114 @@ def test_recommend_all_on_the_workers_writes_parquet_equal_to_the_references(
             np.testing.assert_array_equal(found[u][0], expected[0][u])
             np.testing.assert_allclose(found[u][1], expected[1][u], rtol=1e-5)
         (tmp_path / "all.parquet").rename(tmp_path / f"{model.__name__}.parquet")
+
+
+def with_blocked_factors(est, user_chunk, item_chunk, client=None):
+    """``est`` with its factors as Dask arrays of these chunks (on ``client``'s workers, as
+    ``keep_on_cluster=True`` leaves them, when given)."""
+    users = da.from_array(np.asarray(est.user_factors_), chunks=(user_chunk, -1))
+    components = da.from_array(np.asarray(est.components_), chunks=(-1, item_chunk))
+    if client is not None:
+        users, components = client.persist([users, components])
+        est.client = client
+    est.user_factors_, est.components_ = users, components
+    return est
+
+
+def tied_model():
+    """An implicit model of 150 users and 90 items whose scores tie often: coarse item factors,
+    every seventh item's zero, every eleventh user's zero (all of its scores tie)."""
+    rng = np.random.default_rng(3)
+    train, _ = interactions(12)
+    est = implicit_model().fit(train)
+    users = rng.standard_normal((150, 4))
+    users[::11] = 0.0
+    items = np.round(rng.standard_normal((4, 90)), 1)
+    items[:, ::7] = 0.0
+    est.user_factors_, est.components_ = users, items
+    return est
+
+
+def test_recommend_all_ties_go_to_the_earlier_item_block_as_merging_all_blocks_at_once():
+    est = with_blocked_factors(tied_model(), 60, 25)
+    users, items = np.asarray(est.user_factors_), np.asarray(est.components_).T
+    parts = [block_best(users, items[first:first + 25], est._seen, first, N)
+             for first in range(0, 90, 25)]
+    top, scores = merged_best(parts, N)
+    found = as_lists(est.recommend_all(n=N))
+    for u in range(150):
+        np.testing.assert_array_equal(found[u][0], top[u])
+        np.testing.assert_allclose(found[u][1], scores[u], rtol=1e-14)
+
+
+class GraphKeeper:
+    """An executor computing here, synchronously, that keeps the graph it computes."""
+
+    def compute(self, *collections):
+        self.graph = dict(dask.base.collections_to_expr(collections).__dask_graph__())
+        return list(dask.compute(*collections, scheduler="sync"))
+
+
+def test_recommend_all_tasks_hold_one_item_block_each_released_after_its_step(monkeypatch):
+    train, _ = interactions(13)
+    est = with_blocked_factors(implicit_model().fit(train), 50, 18)  # 3 x 5 blocks
+    keeper = GraphKeeper()
+    monkeypatch.setattr(est, "_data_executor", lambda *args: keeper)
+    est.recommend_all(n=N)
+    graph = keeper.graph
+    values = dict(zip(graph, dask.get(graph, list(graph))))
+    dependents = {key: [] for key in graph}
+    for key in graph:
+        for dependency in get_dependencies(graph, key):
+            dependents[dependency].append(key)
+    user_block, item_block = 50 * 4 * 8, 18 * 4 * 8
+
+    def factor_inputs(key):
+        return [d for d in get_dependencies(graph, key)
+                if isinstance(values[d], np.ndarray) and values[d].ndim == 2]
+
+    def running_best_inputs(key):
+        return [d for d in get_dependencies(graph, key) if isinstance(values[d], tuple)]
+
+    for key in graph:
+        assert sum(values[d].nbytes for d in factor_inputs(key)) <= user_block + item_block
+    steps = [key for key in graph if running_best_inputs(key) and factor_inputs(key)]
+    assert len(steps) == 3 * 5
+    for step in steps:
+        # the worker of a step lets go of its item block, and of the running best it updates
+        # in place, when the step is done: no other task reads them
+        (item_rows,) = [d for d in factor_inputs(step) if len(values[d]) == 18]
+        assert dependents[item_rows] == [step]
+        assert [dependents[d] for d in running_best_inputs(step)] == [[step]]
+
+
+@pytest.mark.cluster
+def test_recommend_all_streamed_on_the_workers_equals_recommend_for_every_user(
+        client_factory, tmp_path):
+    """More item blocks than workers: each block of users meets them one at a time, on the
+    worker holding its users."""
+    train, _ = interactions(14)
+    client = client_factory(2)
+    in_memory = implicit_model().fit(train)
+    users = np.arange(train.shape[0])
+    ids, scores = in_memory.recommend(users, n=N, return_scores=True)
+    library_ids, library_scores = implicit_library_recommend(in_memory, train, users)
+    est = with_blocked_factors(implicit_model().fit(train), 75, 30, client)  # 2 x 3 blocks
+    with get_task_stream(client) as stream:
+        est.recommend_all(n=N, path=tmp_path / "all")
+    found = as_lists(pd.read_parquet(tmp_path / "all"))
+    assert sorted(found) == users.tolist()
+    for u in users:
+        np.testing.assert_array_equal(found[u][0], ids[u])
+        np.testing.assert_allclose(found[u][1], scores[u], rtol=1e-12)
+    for u in np.flatnonzero(train.getnnz(axis=1)):  # others score every item 0: ties
+        np.testing.assert_array_equal(found[u][0], library_ids[u])
+        np.testing.assert_allclose(found[u][1], library_scores[u], rtol=1e-5)
+    holders = client.who_has(est.user_factors_)
+    for block, key in enumerate(flatten(est.user_factors_.__dask_keys__())):
+        ran_on = {task["worker"] for task in stream.data
+                  if str(task["key"]).startswith(f"('best-of-users-{block}-")}
+        assert ran_on == set(holders[key])
 
 
 def test_recommend_all_of_a_loaded_model_refuses_a_folder_in_use(tmp_path):

@@ -10,14 +10,20 @@ from .mf_pairs import ids_of, known_positions
 
 #: Rows of scores built at a time (rows x n_items floats), at most.
 RANKING_ROWS = 1024
-#: The bytes of scores a ranking builds at a time, at most: fewer rows for wide item blocks.
-SCORE_BYTES = 4 << 20
+#: The scores a ranking builds at a time take at most this share of the bytes of the item rows
+#: they are scored against (ranking them takes twice that): they scale with the block...
+SCORE_SHARE = 1 / 8
+#: ... or at most these bytes, where that is more: a few users at a time against small blocks.
+SCORE_FLOOR_BYTES = 1 << 20
 
 
 def best(scores, n):
-    """Columns of the ``n`` highest scores of each row, best first; -1 for -inf ones."""
+    """Columns of the ``n`` highest scores of each row, best first; -1 for -inf ones.
+    ``scores`` is negated in place while ranked, then restored (no copy of it is made)."""
     kept = min(n, scores.shape[1])
-    top = np.argpartition(-scores, kept - 1, axis=1)[:, :kept]
+    np.negative(scores, out=scores)
+    top = np.argpartition(scores, kept - 1, axis=1)[:, :kept]
+    np.negative(scores, out=scores)
     order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
     top = np.take_along_axis(top, order, axis=1)
     top[np.take_along_axis(scores, top, axis=1) == -np.inf] = -1
@@ -50,44 +56,79 @@ def block_best(user_rows, item_rows, seen, first, k, allowed=None):
     """``(positions, scores)`` of each user's ``k`` best items of one item block whose first
     item is at ``first`` (positions among all items), the items of ``seen`` (boolean CSR, users
     x all items; None: none) and those ``allowed`` (a mask over all items; None: all) leaves
-    out; -1 and -inf where the block has fewer. Scores are built :func:`rows_at_a_time` users
-    at a time."""
+    out; -1 and -inf where the block has fewer."""
+    block = slice(first, first + len(item_rows))
     top = np.full((len(user_rows), k), -1, dtype=np.int64)
     kept = np.full((len(user_rows), k), -np.inf)
-    n_block = len(item_rows)
-    refused = None if allowed is None else ~allowed[first:first + n_block]
-    step = rows_at_a_time(n_block)
-    for lo in range(0, len(user_rows), step):
-        chunk = slice(lo, lo + step)
-        scores = np.asarray(user_rows[chunk], dtype=np.float64) @ np.asarray(item_rows).T
-        if seen is not None:
-            rated = seen[chunk, first:first + n_block].tocoo()
-            scores[rated.row, rated.col] = -np.inf
-        if refused is not None:
-            scores[:, refused] = -np.inf
-        best_here = best(scores, k)
-        top[chunk, :best_here.shape[1]] = np.where(best_here >= 0, best_here + first, -1)
-        kept[chunk, :best_here.shape[1]] = np.where(
-            best_here >= 0, np.take_along_axis(scores, np.maximum(best_here, 0), axis=1),
-            -np.inf)
+    for users, positions, scores in chunk_best(
+            user_rows, item_rows, None if seen is None else seen[:, block],
+            None if allowed is None else ~allowed[block], first, k):
+        top[users, :positions.shape[1]] = positions
+        kept[users, :scores.shape[1]] = scores
     return top, kept
 
 
-def rows_at_a_time(n_columns):
-    """How many rows of ``n_columns`` scores to build at once: ``RANKING_ROWS``, fewer when
-    they would take more than ``SCORE_BYTES``."""
-    return max(1, min(RANKING_ROWS, SCORE_BYTES // (8 * max(1, n_columns))))
+def merge_block_best(running, user_rows, item_rows, seen, refused, first):
+    """``running`` (``(positions, scores)`` of each user's best items so far, -1 and -inf where
+    none yet) updated in place with those of one more item block, whose first item is at
+    ``first`` and which comes after the blocks already merged (ties go to the earlier block,
+    as :func:`merged_best` breaks them); ``seen`` (boolean CSR, users x the block's items) and
+    ``refused`` (a mask over the block's items) as :func:`chunk_best` takes them."""
+    top, kept = running
+    k = top.shape[1]
+    for users, positions, scores in chunk_best(user_rows, item_rows, seen, refused, first, k):
+        top[users], kept[users] = ranked_first([(top[users], kept[users]),
+                                                (positions, scores)], k)
+    return running
 
 
-def merged_best(parts, k):
-    """``(positions, scores)``: the ``k`` best of the ``(positions, scores)`` of every item
-    block, best first; -1 and NaN past the last."""
+def chunk_best(user_rows, item_rows, seen, refused, first, k):
+    """``(users, positions, scores)`` per chunk of users (a slice of :func:`rows_at_a_time`
+    users): each user's ``min(k, n_block)`` best items of an item block whose first item is at
+    ``first`` (positions among all items), best first, leaving out the items of ``seen``
+    (boolean CSR, users x the block's items; None: none) and those ``refused`` (a mask over
+    the block's items; None: none); -1 and -inf where fewer are left."""
+    item_rows = np.asarray(item_rows)
+    step = rows_at_a_time(item_rows)
+    for lo in range(0, len(user_rows), step):
+        users = slice(lo, lo + step)
+        scores = np.asarray(user_rows[users], dtype=np.float64) @ item_rows.T
+        if seen is not None:
+            rated = seen[users].tocoo()
+            scores[rated.row, rated.col] = -np.inf
+        if refused is not None:
+            scores[:, refused] = -np.inf
+        top = best(scores, k)
+        found = top >= 0
+        yield (users, np.where(found, top + first, -1),
+               np.where(found, np.take_along_axis(scores, np.maximum(top, 0), axis=1), -np.inf))
+
+
+def rows_at_a_time(item_rows):
+    """How many users' scores against ``item_rows`` to build at once: ``RANKING_ROWS``, fewer
+    when they would take more than ``SCORE_SHARE`` of the bytes of ``item_rows`` and more than
+    ``SCORE_FLOOR_BYTES`` (at least one user's)."""
+    allowed_bytes = max(SCORE_SHARE * item_rows.nbytes, SCORE_FLOOR_BYTES)
+    return max(1, min(RANKING_ROWS, int(allowed_bytes) // (8 * max(1, len(item_rows)))))
+
+
+def ranked_first(parts, k):
+    """``(positions, scores)``: the ``k`` best of the ``(positions, scores)`` of item blocks
+    given in the order of the blocks (ties go to the earlier block), best first; -1 and -inf
+    past the last."""
     positions = np.hstack([p for p, _ in parts])
     scores = np.hstack([s for _, s in parts])
     order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
     top = np.take_along_axis(positions, order, axis=1)
     kept = np.take_along_axis(scores, order, axis=1)
     top[kept == -np.inf] = -1
+    return top, kept
+
+
+def merged_best(parts, k):
+    """``(positions, scores)``: the ``k`` best of the ``(positions, scores)`` of every item
+    block, best first; -1 and NaN past the last."""
+    top, kept = ranked_first(parts, k)
     return top, np.where(kept == -np.inf, np.nan, kept)
 
 
@@ -97,7 +138,7 @@ def most_similar(vectors, at, n):
     norms = np.linalg.norm(vectors, axis=1)
     unit = vectors / np.where(norms > 0, norms, 1.0)[:, None]
     top = np.full((len(at), n), -1, dtype=np.int64)
-    step = rows_at_a_time(len(vectors))
+    step = rows_at_a_time(unit)
     for lo in range(0, len(at), step):
         chunk = at[lo:lo + step]
         scores = unit[chunk] @ unit.T
