@@ -8,25 +8,46 @@ from ..ratings import RatingsMatrix
 from .inputs import check_positive_int, is_dask_array, to_scipy_if_pydata
 from .mf_pairs import ids_of, known_positions
 
-#: Rows of scores built at a time (rows x n_items floats), at most.
+#: Rows of scores built at a time, at most.
 RANKING_ROWS = 1024
-#: The scores a ranking builds at a time take at most this share of the bytes of the item rows
-#: they are scored against (ranking them takes twice that): they scale with the block...
-SCORE_SHARE = 1 / 8
-#: ... or at most these bytes, where that is more: a few users at a time against small blocks.
+#: An item block is scored a piece of at most 1 / ITEM_PIECES of its items at a time, each
+#: user's scores of a piece built a few users at a time, taking at most 1 / ITEM_PIECES of the
+#: block's bytes: both scale with the block...
+ITEM_PIECES = 8
+#: ... or take up to these bytes, where that is more: small blocks are scored whole, many users
+#: at a time.
 SCORE_FLOOR_BYTES = 1 << 20
 
 
 def best(scores, n):
-    """Columns of the ``n`` highest scores of each row, best first; -1 for -inf ones.
-    ``scores`` is negated in place while ranked, then restored (no copy of it is made)."""
+    """Columns of the ``n`` highest scores of each row, best first, ties to the lower column (as
+    a stable sort of the whole row ranks them); -1 for -inf ones. ``scores`` is negated in place
+    while ranked, then restored: no copy of it is made."""
     kept = min(n, scores.shape[1])
     np.negative(scores, out=scores)
     top = np.argpartition(scores, kept - 1, axis=1)[:, :kept]
     np.negative(scores, out=scores)
+    top = _lowest_columns_among_ties(scores, top)
+    top.sort(axis=1)
     order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
     top = np.take_along_axis(top, order, axis=1)
     top[np.take_along_axis(scores, top, axis=1) == -np.inf] = -1
+    return top
+
+
+def _lowest_columns_among_ties(scores, top):
+    """``top`` (columns of each row's highest scores, as ``argpartition`` picks them) where a row
+    has more columns at the lowest score kept than it picked: those above that score, then the
+    lowest-numbered of those at it."""
+    top = np.array(top)
+    kept = np.take_along_axis(scores, top, axis=1)
+    lowest = kept.min(axis=1)
+    tied_in_row = np.count_nonzero(scores == lowest[:, None], axis=1)
+    tied_kept = np.count_nonzero(kept == lowest[:, None], axis=1)
+    for row in np.flatnonzero((tied_in_row > tied_kept) & (lowest > -np.inf)):
+        above = np.flatnonzero(scores[row] > lowest[row])
+        tied = np.flatnonzero(scores[row] == lowest[row])[:top.shape[1] - len(above)]
+        top[row] = np.concatenate([above, tied])
     return top
 
 
@@ -58,58 +79,75 @@ def block_best(user_rows, item_rows, seen, first, k, allowed=None):
     x all items; None: none) and those ``allowed`` (a mask over all items; None: all) leaves
     out; -1 and -inf where the block has fewer."""
     block = slice(first, first + len(item_rows))
-    top = np.full((len(user_rows), k), -1, dtype=np.int64)
-    kept = np.full((len(user_rows), k), -np.inf)
-    for users, positions, scores in chunk_best(
-            user_rows, item_rows, None if seen is None else seen[:, block],
-            None if allowed is None else ~allowed[block], first, k):
-        top[users, :positions.shape[1]] = positions
-        kept[users, :scores.shape[1]] = scores
-    return top, kept
+    return merge_block_best(no_best(user_rows, k), user_rows, item_rows,
+                            None if seen is None else seen[:, block],
+                            None if allowed is None else ~allowed[block], first)
+
+
+def no_best(user_rows, k):
+    """The ``(positions, scores)`` of the users of ``user_rows`` before any item is ranked: -1
+    and -inf, ``k`` a user."""
+    return (np.full((len(user_rows), k), -1, dtype=np.int64),
+            np.full((len(user_rows), k), -np.inf))
 
 
 def merge_block_best(running, user_rows, item_rows, seen, refused, first):
-    """``running`` (``(positions, scores)`` of each user's best items so far, -1 and -inf where
-    none yet) updated in place with those of one more item block, whose first item is at
-    ``first`` and which comes after the blocks already merged (ties go to the earlier block,
-    as :func:`merged_best` breaks them); ``seen`` (boolean CSR, users x the block's items) and
-    ``refused`` (a mask over the block's items) as :func:`chunk_best` takes them."""
+    """``running`` (``(positions, scores)`` of each user's best items so far, best first, -1
+    and -inf where none yet) updated in place with the items of one more item block, whose
+    first item is at ``first`` and follows every item merged so far: ties go to the lower
+    position, so blocks merged one at a time rank as one block does. The items of ``seen``
+    (boolean CSR, users x the block's items; None: none) and those ``refused`` (a mask over
+    the block's items; None: none) are left out."""
     top, kept = running
     k = top.shape[1]
-    for users, positions, scores in chunk_best(user_rows, item_rows, seen, refused, first, k):
-        top[users], kept[users] = ranked_first([(top[users], kept[users]),
-                                                (positions, scores)], k)
+    item_rows = np.asarray(item_rows)
+    budget = max(item_rows.nbytes // ITEM_PIECES, SCORE_FLOOR_BYTES)
+    for items, piece in _aligned_pieces(item_rows):
+        piece_seen = None if seen is None else seen[:, items]
+        piece_refused = None if refused is None else refused[items]
+        step = users_at_a_time(budget, len(piece))
+        for lo in range(0, len(user_rows), step):
+            users = slice(lo, lo + step)
+            found = piece_best(user_rows[users], piece,
+                               None if piece_seen is None else piece_seen[users], piece_refused,
+                               first + items.start, k)
+            top[users], kept[users] = ranked_first([(top[users], kept[users]), found], k)
     return running
 
 
-def chunk_best(user_rows, item_rows, seen, refused, first, k):
-    """``(users, positions, scores)`` per chunk of users (a slice of :func:`rows_at_a_time`
-    users): each user's ``min(k, n_block)`` best items of an item block whose first item is at
-    ``first`` (positions among all items), best first, leaving out the items of ``seen``
-    (boolean CSR, users x the block's items; None: none) and those ``refused`` (a mask over
-    the block's items; None: none); -1 and -inf where fewer are left."""
-    item_rows = np.asarray(item_rows)
-    step = rows_at_a_time(item_rows)
-    for lo in range(0, len(user_rows), step):
-        users = slice(lo, lo + step)
-        scores = np.asarray(user_rows[users], dtype=np.float64) @ item_rows.T
-        if seen is not None:
-            rated = seen[users].tocoo()
-            scores[rated.row, rated.col] = -np.inf
-        if refused is not None:
-            scores[:, refused] = -np.inf
-        top = best(scores, k)
-        found = top >= 0
-        yield (users, np.where(found, top + first, -1),
-               np.where(found, np.take_along_axis(scores, np.maximum(top, 0), axis=1), -np.inf))
+def piece_best(user_rows, item_rows, seen, refused, first, k):
+    """``(positions, scores)`` of each user's ``min(k, len(item_rows))`` best items among
+    ``item_rows``, the first at ``first`` (positions among all items), best first, leaving out
+    the items of ``seen`` (boolean CSR, users x these items; None: none) and those ``refused``
+    (a mask over these items; None: none); -1 and -inf where fewer are left."""
+    scores = np.asarray(user_rows, dtype=np.float64) @ item_rows.T
+    if seen is not None:
+        rated = seen.tocoo()
+        scores[rated.row, rated.col] = -np.inf
+    if refused is not None:
+        scores[:, refused] = -np.inf
+    top = best(scores, k)
+    found = top >= 0
+    return (np.where(found, top + first, -1),
+            np.where(found, np.take_along_axis(scores, np.maximum(top, 0), axis=1), -np.inf))
 
 
-def rows_at_a_time(item_rows):
-    """How many users' scores against ``item_rows`` to build at once: ``RANKING_ROWS``, fewer
-    when they would take more than ``SCORE_SHARE`` of the bytes of ``item_rows`` and more than
-    ``SCORE_FLOOR_BYTES`` (at least one user's)."""
-    allowed_bytes = max(SCORE_SHARE * item_rows.nbytes, SCORE_FLOOR_BYTES)
-    return max(1, min(RANKING_ROWS, int(allowed_bytes) // (8 * max(1, len(item_rows)))))
+def _aligned_pieces(item_rows):
+    """``(items, rows)`` per piece of ``item_rows`` (``items`` a slice of them), at most
+    ``ITEM_PIECES`` of them (fewer for blocks of a few ``SCORE_FLOOR_BYTES``), each aligned: a
+    block another worker sent may start where numpy finds its floats misaligned, and would then
+    be copied whole for every product; a piece is copied once, when misaligned."""
+    pieces = min(ITEM_PIECES, -(-item_rows.nbytes // SCORE_FLOOR_BYTES))
+    size = max(1, -(-len(item_rows) // max(1, pieces)))
+    for lo in range(0, len(item_rows), size):
+        items = slice(lo, lo + size)
+        yield items, np.require(item_rows[items], requirements="A")
+
+
+def users_at_a_time(budget, n_items):
+    """How many users' scores of ``n_items`` items to build at once: ``RANKING_ROWS``, fewer
+    when they would take more than ``budget`` bytes (at least one user's)."""
+    return max(1, min(RANKING_ROWS, budget // (8 * max(1, n_items))))
 
 
 def ranked_first(parts, k):
@@ -138,7 +176,8 @@ def most_similar(vectors, at, n):
     norms = np.linalg.norm(vectors, axis=1)
     unit = vectors / np.where(norms > 0, norms, 1.0)[:, None]
     top = np.full((len(at), n), -1, dtype=np.int64)
-    step = rows_at_a_time(unit)
+    step = users_at_a_time(max(unit.nbytes // ITEM_PIECES, SCORE_FLOOR_BYTES),
+                           len(unit))
     for lo in range(0, len(at), step):
         chunk = at[lo:lo + step]
         scores = unit[chunk] @ unit.T

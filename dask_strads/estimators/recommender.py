@@ -7,7 +7,6 @@ An estimator using :class:`Recommender` scores a user and an item by the product
 the users it is asked about (:meth:`Recommender._rows_and_seen`; a user's row from its fitted
 arrays: ``_user_scoring_rows``), and fits the users or items it is given the interactions of
 (``_folded_in_users``, ``_folded_in_items``)."""
-import ctypes
 import os
 import uuid
 from typing import Any, TypeVar
@@ -22,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..io.triplets import is_triplet_frame, require_pandas
 from .inputs import DataFrame, check_positive_int, is_dask_array
 from .mf_pairs import ids_of, known_positions
-from .ranking import allowed_items, merge_block_best, top_items, triplet_rows
+from .ranking import allowed_items, merge_block_best, no_best, top_items, triplet_rows
 
 #: Users a partition of :meth:`Recommender.recommend_all` holds when the factors are in memory.
 USERS_PER_PARTITION = 50_000
@@ -256,53 +255,20 @@ def _streamed_best(user_rows, item_blocks, seen, n, allowed, chain):
     key would stay copied there until the scheduler's memory manager drops it). A group of
     tasks per chain, not one of every chain's: the scheduler places a group of many tasks with
     few dependencies anywhere, as root tasks, and these must run where their inputs are."""
-    best = dask.delayed(_nothing_found)(user_rows, n, dask_key_name=(f"best-of-{chain}", 0))
+    best = dask.delayed(no_best)(user_rows, n, dask_key_name=(f"best-of-{chain}", 0))
     for j, (rows, first, size) in enumerate(item_blocks, start=1):
         block = slice(first, first + size)
-        handed = dask.delayed(_same)(rows, dask_key_name=(f"item-block-for-{chain}", j))
-        best = dask.delayed(_merged_with_handed_block)(
+        handed = dask.delayed(_handed_over)(rows, dask_key_name=(f"item-block-for-{chain}", j))
+        best = dask.delayed(merge_block_best)(
             best, user_rows, handed, None if seen is None else seen[:, block],
             None if allowed is None else ~allowed[block], first,
             dask_key_name=(f"best-of-{chain}", j))
     return best
 
 
-def _nothing_found(user_rows, n):
-    """The running best of users before any item block: no position (-1), score -inf."""
-    return (np.full((len(user_rows), n), -1, dtype=np.int64),
-            np.full((len(user_rows), n), -np.inf))
-
-
-def _same(value):
-    return value
-
-
-def _merged_with_handed_block(running, user_rows, item_rows, seen, refused, first):
-    """:func:`.ranking.merge_block_best` of an item block handed over to this step alone."""
-    return merge_block_best(running, user_rows, _aligned_in_place(item_rows), seen, refused,
-                            first)
-
-
-def _aligned_in_place(rows):
-    """``rows`` aligned for BLAS, without a copy where it can. A block another worker sent
-    lands after the message's header in one byte buffer, where its floats may start at an
-    address numpy finds misaligned: numpy would then copy the whole block for every product.
-    Moved back over the header (read already) by the few bytes it is off, it is aligned; the
-    array ``rows`` was is left shifted, so it must be the caller's alone."""
-    owner, offset = rows.base, rows.ctypes.data % rows.dtype.alignment
-    if rows.flags.aligned or not _in_byte_buffer(rows, owner, offset):
-        return np.require(rows, requirements="A")
-    start = rows.ctypes.data - owner.ctypes.data - offset
-    ctypes.memmove(owner.ctypes.data + start, rows.ctypes.data, rows.nbytes)
-    return np.ndarray(rows.shape, rows.dtype, buffer=owner, offset=start, strides=rows.strides)
-
-
-def _in_byte_buffer(rows, owner, room):
-    """Whether contiguous ``rows`` lie in ``owner``, a writable buffer of bytes, at least
-    ``room`` bytes after its start."""
-    return (isinstance(owner, np.ndarray) and owner.ndim == 1 and owner.itemsize == 1
-            and owner.flags.writeable and rows.flags.forc
-            and rows.ctypes.data - owner.ctypes.data >= room)
+def _handed_over(item_rows):
+    """``item_rows`` under a key of their own (see :func:`_streamed_best`)."""
+    return item_rows
 
 
 def _recommendation_frames(best, user_ids, item_ids, offset):
