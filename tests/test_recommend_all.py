@@ -14,7 +14,7 @@ from implicit.cpu.als import AlternatingLeastSquares
 
 import dask_strads
 from dask_strads import ImplicitMatrixFactorization, MatrixFactorization
-from dask_strads.estimators.ranking import block_best, merged_best
+from dask_strads.estimators import ranking
 from test_ranking_metrics import interactions
 
 N = 6
@@ -170,29 +170,73 @@ def with_blocked_factors(est, user_chunk, item_chunk, client=None):
 
 
 def tied_model():
-    """An implicit model of 150 users and 90 items whose scores tie often: coarse item factors,
-    every seventh item's zero, every eleventh user's zero (all of its scores tie)."""
+    """An implicit model of 150 users and 90 items of small whole factors, whose scores are
+    exact and tie often: every seventh item's factors zero, every eleventh user's zero (all of
+    its scores tie)."""
     rng = np.random.default_rng(3)
     train, _ = interactions(12)
     est = implicit_model().fit(train)
-    users = rng.standard_normal((150, 4))
+    users = rng.integers(-2, 3, (150, 4)).astype(float)
     users[::11] = 0.0
-    items = np.round(rng.standard_normal((4, 90)), 1)
+    items = rng.integers(-1, 2, (4, 90)).astype(float)
     items[:, ::7] = 0.0
     est.user_factors_, est.components_ = users, items
     return est
 
 
-def test_recommend_all_ties_go_to_the_earlier_item_block_as_merging_all_blocks_at_once():
+def brute_force_best(est, exclude_seen=True, allowed=None):
+    """Item positions and scores of every user's N best items by numpy, from the gathered
+    factors: the whole score matrix ranked by a stable sort (ties to the lower position)."""
+    scores = np.asarray(est.user_factors_) @ np.asarray(est.components_)
+    if exclude_seen:
+        scores[est._seen.toarray()] = -np.inf
+    if allowed is not None:
+        scores[:, ~allowed] = -np.inf
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :N]
+    return top, np.take_along_axis(scores, top, axis=1)
+
+
+def assert_recommends(frame, expected):
+    """A recommend_all table holds, for every user, the items and scores ``expected`` gives."""
+    found = as_lists(frame)
+    top, scores = expected
+    assert sorted(found) == list(range(len(top)))
+    for u, (items, item_scores) in found.items():
+        np.testing.assert_array_equal(items, top[u])
+        np.testing.assert_allclose(item_scores, scores[u], rtol=1e-12)
+
+
+@pytest.mark.parametrize("floor_bytes", [ranking.SCORE_FLOOR_BYTES, 64])
+def test_recommend_all_over_item_blocks_ranks_ties_as_a_stable_sort_of_all_scores(
+        monkeypatch, floor_bytes):
+    """Blocks of 25 items, scored whole or (a floor of 64 bytes) a few items and users at a
+    time, give the ranking of all scores at once, ties to the lower item."""
+    monkeypatch.setattr(ranking, "SCORE_FLOOR_BYTES", floor_bytes)
     est = with_blocked_factors(tied_model(), 60, 25)
-    users, items = np.asarray(est.user_factors_), np.asarray(est.components_).T
-    parts = [block_best(users, items[first:first + 25], est._seen, first, N)
-             for first in range(0, 90, 25)]
-    top, scores = merged_best(parts, N)
-    found = as_lists(est.recommend_all(n=N))
-    for u in range(150):
-        np.testing.assert_array_equal(found[u][0], top[u])
-        np.testing.assert_allclose(found[u][1], scores[u], rtol=1e-14)
+    assert_recommends(est.recommend_all(n=N), brute_force_best(est))
+    allowed = np.ones(90, dtype=bool)
+    allowed[[0, 3, 30, 31, 77]] = False
+    assert_recommends(est.recommend_all(n=N, exclude_seen=False, filter_items=[0, 3, 30, 31, 77]),
+                      brute_force_best(est, exclude_seen=False, allowed=allowed))
+
+
+def test_misaligned_item_rows_are_scored_a_piece_at_a_time_each_aligned(monkeypatch):
+    monkeypatch.setattr(ranking, "SCORE_FLOOR_BYTES", 64)
+    est = tied_model()
+    items = np.asarray(est.components_).T
+    buffer = np.zeros(items.nbytes + 4, dtype=np.uint8)
+    misaligned = np.ndarray(items.shape, items.dtype, buffer=buffer, offset=4)
+    misaligned[:] = items
+    assert not misaligned.flags.aligned
+    pieces = list(ranking._aligned_pieces(misaligned))
+    assert len(pieces) == ranking.ITEM_PIECES
+    assert all(piece.flags.aligned for _, piece in pieces)
+    np.testing.assert_array_equal(np.vstack([piece for _, piece in pieces]), items)
+    users = np.asarray(est.user_factors_)
+    top, scores = ranking.block_best(users, misaligned, est._seen, 0, N)
+    expected_top, expected_scores = brute_force_best(est)
+    np.testing.assert_array_equal(top, expected_top)
+    np.testing.assert_array_equal(scores, expected_scores)
 
 
 class GraphKeeper:
@@ -243,21 +287,19 @@ def test_recommend_all_streamed_on_the_workers_equals_recommend_for_every_user(
     worker holding its users."""
     train, _ = interactions(14)
     client = client_factory(2)
-    in_memory = implicit_model().fit(train)
-    users = np.arange(train.shape[0])
-    ids, scores = in_memory.recommend(users, n=N, return_scores=True)
-    library_ids, library_scores = implicit_library_recommend(in_memory, train, users)
-    est = with_blocked_factors(implicit_model().fit(train), 75, 30, client)  # 2 x 3 blocks
+    est = implicit_model().fit(train)
+    expected = brute_force_best(est)
+    users = np.flatnonzero(train.getnnz(axis=1))  # others score every item 0: ties
+    library_ids, library_scores = implicit_library_recommend(est, train, users)
+    est = with_blocked_factors(est, 75, 30, client)  # 2 x 3 blocks
     with get_task_stream(client) as stream:
         est.recommend_all(n=N, path=tmp_path / "all")
-    found = as_lists(pd.read_parquet(tmp_path / "all"))
-    assert sorted(found) == users.tolist()
-    for u in users:
-        np.testing.assert_array_equal(found[u][0], ids[u])
-        np.testing.assert_allclose(found[u][1], scores[u], rtol=1e-12)
-    for u in np.flatnonzero(train.getnnz(axis=1)):  # others score every item 0: ties
-        np.testing.assert_array_equal(found[u][0], library_ids[u])
-        np.testing.assert_allclose(found[u][1], library_scores[u], rtol=1e-5)
+    written = pd.read_parquet(tmp_path / "all")
+    assert_recommends(written, expected)
+    found = as_lists(written)
+    for u, ids, scores in zip(users, library_ids, library_scores):
+        np.testing.assert_array_equal(found[u][0], ids)
+        np.testing.assert_allclose(found[u][1], scores, rtol=1e-5)
     holders = client.who_has(est.user_factors_)
     for block, key in enumerate(flatten(est.user_factors_.__dask_keys__())):
         ran_on = {task["worker"] for task in stream.data
