@@ -8,7 +8,6 @@ the users it is asked about (:meth:`Recommender._rows_and_seen`; a user's row fr
 arrays: ``_user_scoring_rows``), and fits the users or items it is given the interactions of
 (``_folded_in_users``, ``_folded_in_items``)."""
 import os
-import uuid
 from typing import Any, TypeVar
 
 import dask
@@ -88,9 +87,11 @@ class Recommender:
         meets the item blocks one at a time, a task per item block merging that block's best
         items into the users' running best (``n`` positions and scores a user), so a worker
         holds its blocks, one item block of another worker, the running best, the scores of a
-        few users at a time (at most an eighth of the item block's bytes or 1 MiB, twice that
-        while ranking them) and the recommendations of a sixteenth of its users at a time,
-        written as one Parquet row group each. No factor comes to the client.
+        few users against an eighth of that block's items at a time (at most an eighth of its
+        bytes or 1 MiB, twice that while ranking them; the eighth of the items copied when
+        misaligned) and the recommendations of a sixteenth of its users at a time, written as
+        one Parquet row group each. Ties go to the item first in ``item_ids_``. No factor
+        comes to the client.
 
         Parameters
         ----------
@@ -114,9 +115,8 @@ class Recommender:
         allowed = allowed_items(self.item_ids_, filter_items, items)
         user_rows, item_rows = self._scoring_rows()
         item_blocks = _item_blocks(item_rows)
-        run = uuid.uuid4().hex
         blocks = [(_streamed_best(rows, item_blocks, seen if exclude_seen else None, n, allowed,
-                                  f"users-{i}-{run}"), user_ids, self.item_ids_,
+                                  f"users-{i}"), user_ids, self.item_ids_,
                    self._score_offset())
                   for i, (rows, seen, user_ids) in enumerate(self._user_blocks(user_rows))]
         # the fit's cluster while it runs, else the client set, else as a fit of factors' size
