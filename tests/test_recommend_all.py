@@ -2,14 +2,19 @@
 implicit MF against the ``implicit`` library's ``recommend`` on the same factors, MF against its
 predicted ratings ranked by numpy; in memory, and with the factors kept on 2 worker processes,
 where every block of users is scored on the workers and written as Parquet."""
+import dask
+import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from dask.core import flatten, get_dependencies
+from distributed import get_task_stream
 from implicit.cpu.als import AlternatingLeastSquares
 
 import dask_strads
 from dask_strads import ImplicitMatrixFactorization, MatrixFactorization
+from dask_strads.estimators import ranking
 from test_ranking_metrics import interactions
 
 N = 6
@@ -150,6 +155,156 @@ def test_recommend_all_on_the_workers_writes_parquet_equal_to_the_references(
             np.testing.assert_array_equal(found[u][0], expected[0][u])
             np.testing.assert_allclose(found[u][1], expected[1][u], rtol=1e-5)
         (tmp_path / "all.parquet").rename(tmp_path / f"{model.__name__}.parquet")
+
+
+def with_blocked_factors(est, user_chunk, item_chunk, client=None):
+    """``est`` with its factors as Dask arrays of these chunks (on ``client``'s workers, as
+    ``keep_on_cluster=True`` leaves them, when given)."""
+    users = da.from_array(np.asarray(est.user_factors_), chunks=(user_chunk, -1))
+    components = da.from_array(np.asarray(est.components_), chunks=(-1, item_chunk))
+    if client is not None:
+        users, components = client.persist([users, components])
+        est.client = client
+    est.user_factors_, est.components_ = users, components
+    return est
+
+
+def tied_model():
+    """An implicit model of 150 users and 90 items of small whole factors, whose scores are
+    exact and tie often: every seventh item's factors zero, every eleventh user's zero (all of
+    its scores tie)."""
+    rng = np.random.default_rng(3)
+    train, _ = interactions(12)
+    est = implicit_model().fit(train)
+    users = rng.integers(-2, 3, (150, 4)).astype(float)
+    users[::11] = 0.0
+    items = rng.integers(-1, 2, (4, 90)).astype(float)
+    items[:, ::7] = 0.0
+    est.user_factors_, est.components_ = users, items
+    return est
+
+
+def brute_force_best(est, exclude_seen=True, allowed=None):
+    """Item positions and scores of every user's N best items by numpy, from the gathered
+    factors: the whole score matrix ranked by a stable sort (ties to the lower position)."""
+    scores = np.asarray(est.user_factors_) @ np.asarray(est.components_)
+    if exclude_seen:
+        scores[est._seen.toarray()] = -np.inf
+    if allowed is not None:
+        scores[:, ~allowed] = -np.inf
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :N]
+    return top, np.take_along_axis(scores, top, axis=1)
+
+
+def assert_recommends(frame, expected):
+    """A recommend_all table holds, for every user, the items and scores ``expected`` gives."""
+    found = as_lists(frame)
+    top, scores = expected
+    assert sorted(found) == list(range(len(top)))
+    for u, (items, item_scores) in found.items():
+        np.testing.assert_array_equal(items, top[u])
+        np.testing.assert_allclose(item_scores, scores[u], rtol=1e-12)
+
+
+@pytest.mark.parametrize("floor_bytes", [ranking.SCORE_FLOOR_BYTES, 64])
+def test_recommend_all_over_item_blocks_ranks_ties_as_a_stable_sort_of_all_scores(
+        monkeypatch, floor_bytes):
+    """Blocks of 25 items, scored whole or (a floor of 64 bytes) a few items and users at a
+    time, give the ranking of all scores at once, ties to the lower item."""
+    monkeypatch.setattr(ranking, "SCORE_FLOOR_BYTES", floor_bytes)
+    est = with_blocked_factors(tied_model(), 60, 25)
+    assert_recommends(est.recommend_all(n=N), brute_force_best(est))
+    allowed = np.ones(90, dtype=bool)
+    allowed[[0, 3, 30, 31, 77]] = False
+    assert_recommends(est.recommend_all(n=N, exclude_seen=False, filter_items=[0, 3, 30, 31, 77]),
+                      brute_force_best(est, exclude_seen=False, allowed=allowed))
+
+
+def test_misaligned_item_rows_are_scored_a_piece_at_a_time_each_aligned(monkeypatch):
+    monkeypatch.setattr(ranking, "SCORE_FLOOR_BYTES", 64)
+    est = tied_model()
+    items = np.asarray(est.components_).T
+    buffer = np.zeros(items.nbytes + 4, dtype=np.uint8)
+    misaligned = np.ndarray(items.shape, items.dtype, buffer=buffer, offset=4)
+    misaligned[:] = items
+    assert not misaligned.flags.aligned
+    pieces = list(ranking._aligned_pieces(misaligned))
+    assert len(pieces) == ranking.ITEM_PIECES
+    assert all(piece.flags.aligned for _, piece in pieces)
+    np.testing.assert_array_equal(np.vstack([piece for _, piece in pieces]), items)
+    users = np.asarray(est.user_factors_)
+    top, scores = ranking.block_best(users, misaligned, est._seen, 0, N)
+    expected_top, expected_scores = brute_force_best(est)
+    np.testing.assert_array_equal(top, expected_top)
+    np.testing.assert_array_equal(scores, expected_scores)
+
+
+class GraphKeeper:
+    """An executor computing here, synchronously, that keeps the graph it computes."""
+
+    def compute(self, *collections):
+        self.graph = dict(dask.base.collections_to_expr(collections).__dask_graph__())
+        return list(dask.compute(*collections, scheduler="sync"))
+
+
+def test_recommend_all_tasks_hold_one_item_block_each_released_after_its_step(monkeypatch):
+    train, _ = interactions(13)
+    est = with_blocked_factors(implicit_model().fit(train), 50, 18)  # 3 x 5 blocks
+    keeper = GraphKeeper()
+    monkeypatch.setattr(est, "_data_executor", lambda *args: keeper)
+    est.recommend_all(n=N)
+    graph = keeper.graph
+    values = dict(zip(graph, dask.get(graph, list(graph))))
+    dependents = {key: [] for key in graph}
+    for key in graph:
+        for dependency in get_dependencies(graph, key):
+            dependents[dependency].append(key)
+    user_block, item_block = 50 * 4 * 8, 18 * 4 * 8
+
+    def factor_inputs(key):
+        return [d for d in get_dependencies(graph, key)
+                if isinstance(values[d], np.ndarray) and values[d].ndim == 2]
+
+    def running_best_inputs(key):
+        return [d for d in get_dependencies(graph, key) if isinstance(values[d], tuple)]
+
+    for key in graph:
+        assert sum(values[d].nbytes for d in factor_inputs(key)) <= user_block + item_block
+    steps = [key for key in graph if running_best_inputs(key) and factor_inputs(key)]
+    assert len(steps) == 3 * 5
+    for step in steps:
+        # the worker of a step lets go of its item block, and of the running best it updates
+        # in place, when the step is done: no other task reads them
+        (item_rows,) = [d for d in factor_inputs(step) if len(values[d]) == 18]
+        assert dependents[item_rows] == [step]
+        assert [dependents[d] for d in running_best_inputs(step)] == [[step]]
+
+
+@pytest.mark.cluster
+def test_recommend_all_streamed_on_the_workers_equals_recommend_for_every_user(
+        client_factory, tmp_path):
+    """More item blocks than workers: each block of users meets them one at a time, on the
+    worker holding its users."""
+    train, _ = interactions(14)
+    client = client_factory(2)
+    est = implicit_model().fit(train)
+    expected = brute_force_best(est)
+    users = np.flatnonzero(train.getnnz(axis=1))  # others score every item 0: ties
+    library_ids, library_scores = implicit_library_recommend(est, train, users)
+    est = with_blocked_factors(est, 75, 30, client)  # 2 x 3 blocks
+    with get_task_stream(client) as stream:
+        est.recommend_all(n=N, path=tmp_path / "all")
+    written = pd.read_parquet(tmp_path / "all")
+    assert_recommends(written, expected)
+    found = as_lists(written)
+    for u, ids, scores in zip(users, library_ids, library_scores):
+        np.testing.assert_array_equal(found[u][0], ids)
+        np.testing.assert_allclose(found[u][1], scores, rtol=1e-5)
+    holders = client.who_has(est.user_factors_)
+    for block, key in enumerate(flatten(est.user_factors_.__dask_keys__())):
+        ran_on = {task["worker"] for task in stream.data
+                  if str(task["key"]).startswith(f"('best-of-users-{block}-")}
+        assert ran_on == set(holders[key])
 
 
 def test_recommend_all_of_a_loaded_model_refuses_a_folder_in_use(tmp_path):

@@ -8,19 +8,46 @@ from ..ratings import RatingsMatrix
 from .inputs import check_positive_int, is_dask_array, to_scipy_if_pydata
 from .mf_pairs import ids_of, known_positions
 
-#: Rows of scores built at a time (rows x n_items floats), at most.
+#: Rows of scores built at a time, at most.
 RANKING_ROWS = 1024
-#: The bytes of scores a ranking builds at a time, at most: fewer rows for wide item blocks.
-SCORE_BYTES = 4 << 20
+#: An item block is scored a piece of at most 1 / ITEM_PIECES of its items at a time, each
+#: user's scores of a piece built a few users at a time, taking at most 1 / ITEM_PIECES of the
+#: block's bytes: both scale with the block...
+ITEM_PIECES = 8
+#: ... or take up to these bytes, where that is more: small blocks are scored whole, many users
+#: at a time.
+SCORE_FLOOR_BYTES = 1 << 20
 
 
 def best(scores, n):
-    """Columns of the ``n`` highest scores of each row, best first; -1 for -inf ones."""
+    """Columns of the ``n`` highest scores of each row, best first, ties to the lower column (as
+    a stable sort of the whole row ranks them); -1 for -inf ones. ``scores`` is negated in place
+    while ranked, then restored: no copy of it is made."""
     kept = min(n, scores.shape[1])
-    top = np.argpartition(-scores, kept - 1, axis=1)[:, :kept]
+    np.negative(scores, out=scores)
+    top = np.argpartition(scores, kept - 1, axis=1)[:, :kept]
+    np.negative(scores, out=scores)
+    top = _lowest_columns_among_ties(scores, top)
+    top.sort(axis=1)
     order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
     top = np.take_along_axis(top, order, axis=1)
     top[np.take_along_axis(scores, top, axis=1) == -np.inf] = -1
+    return top
+
+
+def _lowest_columns_among_ties(scores, top):
+    """``top`` (columns of each row's highest scores, as ``argpartition`` picks them) where a row
+    has more columns at the lowest score kept than it picked: those above that score, then the
+    lowest-numbered of those at it."""
+    top = np.array(top)
+    kept = np.take_along_axis(scores, top, axis=1)
+    lowest = kept.min(axis=1)
+    tied_in_row = np.count_nonzero(scores == lowest[:, None], axis=1)
+    tied_kept = np.count_nonzero(kept == lowest[:, None], axis=1)
+    for row in np.flatnonzero((tied_in_row > tied_kept) & (lowest > -np.inf)):
+        above = np.flatnonzero(scores[row] > lowest[row])
+        tied = np.flatnonzero(scores[row] == lowest[row])[:top.shape[1] - len(above)]
+        top[row] = np.concatenate([above, tied])
     return top
 
 
@@ -50,44 +77,96 @@ def block_best(user_rows, item_rows, seen, first, k, allowed=None):
     """``(positions, scores)`` of each user's ``k`` best items of one item block whose first
     item is at ``first`` (positions among all items), the items of ``seen`` (boolean CSR, users
     x all items; None: none) and those ``allowed`` (a mask over all items; None: all) leaves
-    out; -1 and -inf where the block has fewer. Scores are built :func:`rows_at_a_time` users
-    at a time."""
-    top = np.full((len(user_rows), k), -1, dtype=np.int64)
-    kept = np.full((len(user_rows), k), -np.inf)
-    n_block = len(item_rows)
-    refused = None if allowed is None else ~allowed[first:first + n_block]
-    step = rows_at_a_time(n_block)
-    for lo in range(0, len(user_rows), step):
-        chunk = slice(lo, lo + step)
-        scores = np.asarray(user_rows[chunk], dtype=np.float64) @ np.asarray(item_rows).T
-        if seen is not None:
-            rated = seen[chunk, first:first + n_block].tocoo()
-            scores[rated.row, rated.col] = -np.inf
-        if refused is not None:
-            scores[:, refused] = -np.inf
-        best_here = best(scores, k)
-        top[chunk, :best_here.shape[1]] = np.where(best_here >= 0, best_here + first, -1)
-        kept[chunk, :best_here.shape[1]] = np.where(
-            best_here >= 0, np.take_along_axis(scores, np.maximum(best_here, 0), axis=1),
-            -np.inf)
-    return top, kept
+    out; -1 and -inf where the block has fewer."""
+    block = slice(first, first + len(item_rows))
+    return merge_block_best(no_best(user_rows, k), user_rows, item_rows,
+                            None if seen is None else seen[:, block],
+                            None if allowed is None else ~allowed[block], first)
 
 
-def rows_at_a_time(n_columns):
-    """How many rows of ``n_columns`` scores to build at once: ``RANKING_ROWS``, fewer when
-    they would take more than ``SCORE_BYTES``."""
-    return max(1, min(RANKING_ROWS, SCORE_BYTES // (8 * max(1, n_columns))))
+def no_best(user_rows, k):
+    """The ``(positions, scores)`` of the users of ``user_rows`` before any item is ranked: -1
+    and -inf, ``k`` a user."""
+    return (np.full((len(user_rows), k), -1, dtype=np.int64),
+            np.full((len(user_rows), k), -np.inf))
 
 
-def merged_best(parts, k):
-    """``(positions, scores)``: the ``k`` best of the ``(positions, scores)`` of every item
-    block, best first; -1 and NaN past the last."""
+def merge_block_best(running, user_rows, item_rows, seen, refused, first):
+    """``running`` (``(positions, scores)`` of each user's best items so far, best first, -1
+    and -inf where none yet) updated in place with the items of one more item block, whose
+    first item is at ``first`` and follows every item merged so far: ties go to the lower
+    position, so blocks merged one at a time rank as one block does. The items of ``seen``
+    (boolean CSR, users x the block's items; None: none) and those ``refused`` (a mask over
+    the block's items; None: none) are left out."""
+    top, kept = running
+    k = top.shape[1]
+    item_rows = np.asarray(item_rows)
+    budget = max(item_rows.nbytes // ITEM_PIECES, SCORE_FLOOR_BYTES)
+    for items, piece in _aligned_pieces(item_rows):
+        piece_seen = None if seen is None else seen[:, items]
+        piece_refused = None if refused is None else refused[items]
+        step = users_at_a_time(budget, len(piece))
+        for lo in range(0, len(user_rows), step):
+            users = slice(lo, lo + step)
+            found = piece_best(user_rows[users], piece,
+                               None if piece_seen is None else piece_seen[users], piece_refused,
+                               first + items.start, k)
+            top[users], kept[users] = ranked_first([(top[users], kept[users]), found], k)
+    return running
+
+
+def piece_best(user_rows, item_rows, seen, refused, first, k):
+    """``(positions, scores)`` of each user's ``min(k, len(item_rows))`` best items among
+    ``item_rows``, the first at ``first`` (positions among all items), best first, leaving out
+    the items of ``seen`` (boolean CSR, users x these items; None: none) and those ``refused``
+    (a mask over these items; None: none); -1 and -inf where fewer are left."""
+    scores = np.asarray(user_rows, dtype=np.float64) @ item_rows.T
+    if seen is not None:
+        rated = seen.tocoo()
+        scores[rated.row, rated.col] = -np.inf
+    if refused is not None:
+        scores[:, refused] = -np.inf
+    top = best(scores, k)
+    found = top >= 0
+    return (np.where(found, top + first, -1),
+            np.where(found, np.take_along_axis(scores, np.maximum(top, 0), axis=1), -np.inf))
+
+
+def _aligned_pieces(item_rows):
+    """``(items, rows)`` per piece of ``item_rows`` (``items`` a slice of them), at most
+    ``ITEM_PIECES`` of them (fewer for blocks of a few ``SCORE_FLOOR_BYTES``), each aligned: a
+    block another worker sent may start where numpy finds its floats misaligned, and would then
+    be copied whole for every product; a piece is copied once, when misaligned."""
+    pieces = min(ITEM_PIECES, -(-item_rows.nbytes // SCORE_FLOOR_BYTES))
+    size = max(1, -(-len(item_rows) // max(1, pieces)))
+    for lo in range(0, len(item_rows), size):
+        items = slice(lo, lo + size)
+        yield items, np.require(item_rows[items], requirements="A")
+
+
+def users_at_a_time(budget, n_items):
+    """How many users' scores of ``n_items`` items to build at once: ``RANKING_ROWS``, fewer
+    when they would take more than ``budget`` bytes (at least one user's)."""
+    return max(1, min(RANKING_ROWS, budget // (8 * max(1, n_items))))
+
+
+def ranked_first(parts, k):
+    """``(positions, scores)``: the ``k`` best of the ``(positions, scores)`` of item blocks
+    given in the order of the blocks (ties go to the earlier block), best first; -1 and -inf
+    past the last."""
     positions = np.hstack([p for p, _ in parts])
     scores = np.hstack([s for _, s in parts])
     order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
     top = np.take_along_axis(positions, order, axis=1)
     kept = np.take_along_axis(scores, order, axis=1)
     top[kept == -np.inf] = -1
+    return top, kept
+
+
+def merged_best(parts, k):
+    """``(positions, scores)``: the ``k`` best of the ``(positions, scores)`` of every item
+    block, best first; -1 and NaN past the last."""
+    top, kept = ranked_first(parts, k)
     return top, np.where(kept == -np.inf, np.nan, kept)
 
 
@@ -97,7 +176,8 @@ def most_similar(vectors, at, n):
     norms = np.linalg.norm(vectors, axis=1)
     unit = vectors / np.where(norms > 0, norms, 1.0)[:, None]
     top = np.full((len(at), n), -1, dtype=np.int64)
-    step = rows_at_a_time(len(vectors))
+    step = users_at_a_time(max(unit.nbytes // ITEM_PIECES, SCORE_FLOOR_BYTES),
+                           len(unit))
     for lo in range(0, len(at), step):
         chunk = at[lo:lo + step]
         scores = unit[chunk] @ unit.T

@@ -20,12 +20,13 @@ from sklearn.utils.validation import check_is_fitted
 from ..io.triplets import is_triplet_frame, require_pandas
 from .inputs import DataFrame, check_positive_int, is_dask_array
 from .mf_pairs import ids_of, known_positions
-from .ranking import allowed_items, block_best, merged_best, top_items, triplet_rows
+from .ranking import allowed_items, merge_block_best, no_best, top_items, triplet_rows
 
 #: Users a partition of :meth:`Recommender.recommend_all` holds when the factors are in memory.
 USERS_PER_PARTITION = 50_000
-#: Users whose recommendations a task builds (and writes, as a Parquet row group) at a time.
-USERS_PER_FRAME = 1 << 14
+#: A task builds (and writes, as a Parquet row group) the recommendations of this fraction of
+#: its block's users at a time: 1 / FRAMES_PER_BLOCK of them.
+FRAMES_PER_BLOCK = 16
 
 _RecommenderT = TypeVar("_RecommenderT", bound="Recommender")
 
@@ -82,11 +83,15 @@ class Recommender:
                       path: str | None = None) -> DataFrame | None:
         """The ``n`` best items of every fitted user, as ``recommend`` gives them, computed a
         block of users at a time where their factors are: on the workers holding them when the
-        model keeps its factors on the cluster (``keep_on_cluster=True``), each task scoring its
-        users against the item blocks: a worker holds its users' block, the item factors, at
-        most 4 MiB of scores (a few times that while ranking them) and the recommendations of
-        16,384 users at a time, written as one Parquet row group each. No factor comes to the
-        client.
+        model keeps its factors on the cluster (``keep_on_cluster=True``). A block of users
+        meets the item blocks one at a time, a task per item block merging that block's best
+        items into the users' running best (``n`` positions and scores a user), so a worker
+        holds its blocks, one item block of another worker, the running best, the scores of a
+        few users against an eighth of that block's items at a time (at most an eighth of its
+        bytes or 1 MiB, twice that while ranking them; the eighth of the items copied when
+        misaligned) and the recommendations of a sixteenth of its users at a time, written as
+        one Parquet row group each. Ties go to the item first in ``item_ids_``. No factor
+        comes to the client.
 
         Parameters
         ----------
@@ -109,10 +114,11 @@ class Recommender:
         pandas = require_pandas("recommend_all")
         allowed = allowed_items(self.item_ids_, filter_items, items)
         user_rows, item_rows = self._scoring_rows()
-        blocks = [(rows, item_blocks, seen if exclude_seen else None, user_ids, self.item_ids_,
-                   n, allowed, self._score_offset())
-                  for rows, seen, user_ids, item_blocks in self._user_blocks(user_rows,
-                                                                             item_rows)]
+        item_blocks = _item_blocks(item_rows)
+        blocks = [(_streamed_best(rows, item_blocks, seen if exclude_seen else None, n, allowed,
+                                  f"users-{i}"), user_ids, self.item_ids_,
+                   self._score_offset())
+                  for i, (rows, seen, user_ids) in enumerate(self._user_blocks(user_rows))]
         # the fit's cluster while it runs, else the client set, else as a fit of factors' size
         executor = self._data_executor(user_rows.size + item_rows.size)
         if path is None:
@@ -202,28 +208,21 @@ class Recommender:
             self.n_features_in_ = len(merged_ids)
         return self
 
-    def _user_blocks(self, user_rows, item_rows):
-        """``(user rows, seen, user ids, item blocks)`` per block of users: the chunks of Dask
-        rows (item blocks: ``(rows, first item)`` per chunk of the item rows), else blocks of
-        ``USERS_PER_PARTITION`` users against all items."""
-        if is_dask_array(item_rows):
-            starts = np.cumsum((0,) + item_rows.chunks[0][:-1])
-            item_blocks = [(rows, int(first)) for rows, first in
-                           zip(item_rows.rechunk({1: -1}).to_delayed().ravel(), starts)]
-        else:
-            item_blocks = [(dask.delayed(item_rows), 0)]
+    def _user_blocks(self, user_rows):
+        """``(user rows, seen, user ids)`` per block of users, the rows Delayed: the chunks of
+        Dask rows, else blocks of ``USERS_PER_PARTITION`` users."""
         if is_dask_array(user_rows):
             chunks = user_rows.rechunk({1: -1}).to_delayed().ravel()
             sizes = user_rows.chunks[0]
         else:
             sizes = [min(USERS_PER_PARTITION, len(user_rows) - lo)
                      for lo in range(0, len(user_rows), USERS_PER_PARTITION)]
-            chunks = [user_rows[lo:lo + size] for lo, size in
+            chunks = [dask.delayed(user_rows[lo:lo + size]) for lo, size in
                       zip(np.cumsum([0] + sizes[:-1]), sizes)]
         first = 0
         for rows, size in zip(chunks, sizes):
             block = slice(first, first + size)
-            yield rows, self._seen[block], self.user_ids_[block], item_blocks
+            yield rows, self._seen[block], self.user_ids_[block]
             first += size
 
     def _score_offset(self):
@@ -231,21 +230,61 @@ class Recommender:
         return 0.0
 
 
-def _recommendation_frames(user_rows, item_blocks, seen, user_ids, item_ids, n, allowed,
-                           offset):
-    """The recommendations of one block of users as pandas DataFrames of ``USERS_PER_FRAME``
-    users each (see ``recommend_all``; ``seen`` None: nothing left out)."""
+def _item_blocks(item_rows):
+    """``(rows, first item, items)`` per block of item rows, the rows Delayed: the chunks of
+    Dask rows, else all of them as one block."""
+    if not is_dask_array(item_rows):
+        return [(dask.delayed(item_rows), 0, len(item_rows))]
+    sizes = item_rows.chunks[0]
+    starts = np.cumsum((0,) + sizes[:-1]).tolist()
+    return list(zip(item_rows.rechunk({1: -1}).to_delayed().ravel(), starts, sizes))
+
+
+def _streamed_best(user_rows, item_blocks, seen, n, allowed, chain):
+    """Delayed ``(positions, scores)`` of the ``n`` best items of each user of a block (Delayed
+    ``user_rows``; ``seen``: their seen items, None: none left out; ``allowed``: as
+    :func:`.ranking.allowed_items`), -1 and -inf past the last: a chain of tasks, one per item
+    block in their order, each merging its block's best into the running best in place (a
+    running best is the next task's input alone), so that a task holds the users' block, one
+    item block and the running best.
+
+    The keys are the chain's own (``chain`` names it): ``(best-of-<chain>, j)``, the best of the
+    first ``j`` item blocks, the first made from the users' block alone so that the chain runs
+    where that block is; ``(item-block-for-<chain>, j)``, item block ``j`` handed over as is,
+    which the worker of the step copies and lets go of when the step is done (a block's shared
+    key would stay copied there until the scheduler's memory manager drops it). A group of
+    tasks per chain, not one of every chain's: the scheduler places a group of many tasks with
+    few dependencies anywhere, as root tasks, and these must run where their inputs are."""
+    best = dask.delayed(no_best)(user_rows, n, dask_key_name=(f"best-of-{chain}", 0))
+    for j, (rows, first, size) in enumerate(item_blocks, start=1):
+        block = slice(first, first + size)
+        handed = dask.delayed(_handed_over)(rows, dask_key_name=(f"item-block-for-{chain}", j))
+        best = dask.delayed(merge_block_best)(
+            best, user_rows, handed, None if seen is None else seen[:, block],
+            None if allowed is None else ~allowed[block], first,
+            dask_key_name=(f"best-of-{chain}", j))
+    return best
+
+
+def _handed_over(item_rows):
+    """``item_rows`` under a key of their own (see :func:`_streamed_best`)."""
+    return item_rows
+
+
+def _recommendation_frames(best, user_ids, item_ids, offset):
+    """The recommendations of one block of users (``best``: the positions and scores of their
+    best items, -1 past the last) as pandas DataFrames of a ``FRAMES_PER_BLOCK``-th of the
+    users each."""
     pandas = require_pandas("recommend_all")
-    for lo in range(0, len(user_ids), USERS_PER_FRAME):
-        chunk = slice(lo, lo + USERS_PER_FRAME)
-        top, scores = merged_best([block_best(user_rows[chunk], rows, None if seen is None
-                                              else seen[chunk], first, n, allowed)
-                                   for rows, first in item_blocks], n)
-        found = top >= 0
-        yield pandas.DataFrame({"user": np.repeat(user_ids[chunk], found.sum(axis=1)),
+    top, scores = best
+    step = max(1, -(-len(user_ids) // FRAMES_PER_BLOCK))
+    for lo in range(0, len(user_ids), step):
+        users = slice(lo, lo + step)
+        found = top[users] >= 0
+        yield pandas.DataFrame({"user": np.repeat(user_ids[users], found.sum(axis=1)),
                                 "rank": np.nonzero(found)[1] + 1,
-                                "item": item_ids[top[found]],
-                                "score": scores[found] + offset})
+                                "item": item_ids[top[users][found]],
+                                "score": scores[users][found] + offset})
 
 
 def _recommendations(*block):
