@@ -20,7 +20,7 @@ from dask_strads.engine.blocks import place_blocks, worker_info
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.programs import BlockJacobi, jacobi_blocks
 
-from conftest import Round, _dask_command, _stop
+from conftest import THROWAWAY_STOP_SECONDS, Round, _dask_command, _stop
 from test_waits import cpu_hogs  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -62,7 +62,7 @@ def add_workers(tmp_path):
     yield add
     for client in clients:
         client.close()
-    _stop(processes)
+    _stop(processes, THROWAWAY_STOP_SECONDS)
 
 
 @pytest.fixture
@@ -370,7 +370,7 @@ def test_a_killed_scheduler_is_a_clear_error_within_the_deadline(tmp_path):
             assert time.monotonic() - killed["at"] < DEADLINE
             assert not hasattr(model, "coef_")
     finally:
-        _stop([scheduler, *workers])
+        _stop([scheduler, *workers], THROWAWAY_STOP_SECONDS)
 
 
 class KillsItsWorker(BlockJacobi):
