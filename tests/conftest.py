@@ -108,6 +108,13 @@ def client_factory():
             cluster.close()
 
 
+#: How long a test's throw-away cluster (``dask scheduler`` and ``dask worker`` processes it
+#: started) may take to end on SIGTERM before it is killed: a worker still running a task of a
+#: fit that lost a peer waits for that peer (``plane.FETCH_SECONDS``) and would take the whole
+#: ``_stop`` timeout.
+THROWAWAY_STOP_SECONDS = 0.5
+
+
 def _stop(processes, timeout=3.0):
     """Terminate each process group we started, then kill what is left of it."""
     for proc in processes:

@@ -347,34 +347,44 @@ def free_port():
         return probe.getsockname()[1]
 
 
-@pytest.mark.parametrize("where, code, message", [
+@pytest.mark.parametrize("where, code, message, in_a_process", [
     (["--scheduler-file", "{folder}/missing.json"], 1,
-     r"failed: FileNotFoundError: the scheduler file .*missing\.json does not exist"),
+     r"failed: FileNotFoundError: the scheduler file .*missing\.json does not exist", False),
     (["--scheduler-file", "{folder}/notes.json"], 1,
-     r"failed: ValueError: .*notes\.json is no scheduler file"),
+     r"failed: ValueError: .*notes\.json is no scheduler file", False),
     (["--scheduler-address", "tcp://127.0.0.1:{port}"], 1,
-     r"failed: ConnectionError: nothing listens at tcp://127\.0\.0\.1:\d+ \(connection refused\)"),
+     r"failed: ConnectionError: nothing listens at tcp://127\.0\.0\.1:\d+ \(connection refused\)",
+     True),
     (["--scheduler-address", "tcp://10.255.255.1:8786"], 1,
      r"failed: ConnectionError: (no answer from tcp://10\.255\.255\.1:8786|cannot reach tcp://"
-     r"10\.255\.255\.1:8786|tcp://10\.255\.255\.1:8786 answers, but not as a Dask scheduler)"),
+     r"10\.255\.255\.1:8786|tcp://10\.255\.255\.1:8786 answers, but not as a Dask scheduler)",
+     False),
     (["--scheduler-address", "nonsense://x"], 2,
-     r"error: unknown kind of address 'nonsense://x': give one such as tcp://HOST:8786"),
+     r"error: unknown kind of address 'nonsense://x': give one such as tcp://HOST:8786", False),
     (["--scheduler-address", "tcp://localhost"], 2,
-     r"error: cannot connect to 'tcp://localhost': missing port number"),
+     r"error: cannot connect to 'tcp://localhost': missing port number", False),
 ])
-def test_a_scheduler_that_cannot_be_reached_is_one_line_within_seconds(tmp_path, where, code,
-                                                                       message):
+def test_a_scheduler_that_cannot_be_reached_is_one_line_within_seconds(tmp_path, capsys, where,
+                                                                       code, message,
+                                                                       in_a_process):
+    """One case end to end in a ``python -m dask_strads`` process (its exit code, within seconds
+    with the imports); the others through ``main`` in this process, as the other errors."""
     model = tmp_path / "m.npz"
     dask_strads.save(Lasso(alpha=0.1), model)
     (tmp_path / "notes.json").write_text("not json")
     where = [w.format(folder=tmp_path, port=free_port()) for w in where]
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "dask_strads", "info", str(model), *where],
-                          capture_output=True, text=True, timeout=120)
-    seconds = time.perf_counter() - started  # with the imports, seconds of a loaded machine
-    assert done.returncode == code and "Traceback" not in done.stderr, done.stderr
-    assert re.search(message, done.stderr.strip().splitlines()[-1]), done.stderr
-    assert seconds < 25, seconds
+    if in_a_process:
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "dask_strads", "info", str(model), *where],
+                              capture_output=True, text=True, timeout=120)
+        seconds = time.perf_counter() - started  # with the imports, seconds of a loaded machine
+        returncode, err = done.returncode, done.stderr
+        assert seconds < 25, seconds
+    else:
+        returncode = within(25, main, ["info", str(model), *where])
+        err = capsys.readouterr().err
+    assert returncode == code and "Traceback" not in err, err
+    assert re.search(message, err.strip().splitlines()[-1]), err
 
 
 def test_a_server_that_is_no_dask_scheduler_is_named_so(tmp_path, capsys, cli_cluster):

@@ -76,37 +76,20 @@ def test_cold_then_compiled_in_process_then_cached_on_disk(tmp_path):
     assert cold["after_mf"]["mf"] is None
     assert all(cold["after_mf"][name] is not None for name in KERNEL_SETS if name != "mf")
 
-    warm, _ = run("""
+    warm, stderr = run("""
         out["messages"] = messages()
         out["compiled_by_check"] = compiled()
+        out["announced"] = announce_compiling("mf")
     """, tmp_path)
-    # a new process: mf is in numba's cache (found without loading it), the others are not
+    # a new process: mf is in numba's cache (found without loading it), the others are not;
+    # a cached set is not announced
     assert warm["messages"]["mf"] is None
     assert warm["compiled_by_check"] == 0
     assert all(warm["messages"][name] is not None for name in KERNEL_SETS if name != "mf")
+    assert warm["announced"] is None and "compiling" not in stderr
 
     other, _ = run('out["mf"] = compiling_message("mf")', tmp_path / "elsewhere")
     assert other["mf"] is not None  # another cache directory is cold again
-
-
-def test_dense_and_sparse_lasso_are_told_apart(tmp_path):
-    first, _ = run("""
-        from dask_strads import Lasso
-        X = np.random.default_rng(0).standard_normal((60, 30))
-        Lasso(alpha=0.05).fit(X, X[:, 0] + X[:, 1])
-        out["messages"] = messages()
-    """, tmp_path)
-    assert first["messages"]["enet"] is None  # Lasso runs the elastic-net program
-    assert first["messages"]["enet_sparse"] == (
-        "compiling numba kernels for sparse elastic net (first use on this machine; cached "
-        "afterwards)")
-    second, _ = run("""
-        out["messages"] = messages()
-        out["compiled_by_check"] = compiled()
-    """, tmp_path)
-    assert second["messages"]["enet"] is None
-    assert second["messages"]["enet_sparse"] is not None
-    assert second["compiled_by_check"] == 0
 
 
 def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
@@ -145,24 +128,35 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
         "svm_dual"]
 
 
-def test_a_float32_fit_compiles_and_announces_its_own_set(tmp_path):
-    """float32 blocks are a specialisation of their own: compiled (and said so) by the first
-    float32 fit after float64 ones, then cached like the others."""
+def test_a_dense_fit_compiles_its_own_set_once_and_a_float32_fit_another(tmp_path):
+    """Two dense float64 fits in a cold process: the first says it compiles the elastic net's
+    kernels, the second says nothing, and the sparse variant (dense and sparse are told apart)
+    and the float32 one are still to compile. float32 blocks are a specialisation of their own:
+    compiled (and said so) by the first float32 fit after the float64 ones. A new process with
+    the cache filled finds the dense set cached without loading anything, the sparse one still
+    missing, and its fits say nothing."""
     fits = """
+        import sys
         import warnings
         warnings.simplefilter("ignore")
         from dask_strads import Lasso
         from dask_strads.datasets import make_correlated_regression
+        out["before"] = messages()
+        out["compiled_by_check"] = compiled()
         X, y, _ = make_correlated_regression(50, 10, 3, random_state=0)
         Lasso(alpha=0.1).fit(X, y)
+        Lasso(alpha=0.2).fit(X, y)
         out["after_float64"] = messages()
         print("float32 fit", file=sys.stderr, flush=True)
         Lasso(alpha=0.1).fit(X.astype(np.float32), y)
         Lasso(alpha=0.2).fit(X.astype(np.float32), y)
         out["after_float32"] = messages()
     """
-    first, cold = run("import sys\n" + textwrap.dedent(fits), tmp_path)
-    assert first["after_float64"]["enet"] is None
+    first, cold = run(fits, tmp_path)
+    assert first["after_float64"]["enet"] is None  # Lasso runs the elastic-net program
+    assert first["after_float64"]["enet_sparse"] == (
+        "compiling numba kernels for sparse elastic net (first use on this machine; cached "
+        "afterwards)")
     assert first["after_float64"]["enet_float32"] == (
         "compiling numba kernels for elastic net (float32) (first use on this machine; cached "
         "afterwards)")
@@ -171,7 +165,11 @@ def test_a_float32_fit_compiles_and_announces_its_own_set(tmp_path):
     assert float64_part.count("compiling numba kernels for elastic net (first use") == 1, cold
     assert "(float32)" not in float64_part
     assert float32_part.count("compiling numba kernels for elastic net (float32)") == 1, cold
-    _, warm = run("import sys\n" + textwrap.dedent(fits), tmp_path)
+
+    second, warm = run(fits, tmp_path)
+    assert second["before"]["enet"] is None and second["before"]["enet_float32"] is None
+    assert second["before"]["enet_sparse"] is not None
+    assert second["compiled_by_check"] == 0
     assert "compiling" not in warm, warm
 
 
@@ -191,15 +189,6 @@ def test_announced_once_per_process(tmp_path):
                                  "machine; cached afterwards)")
     assert result["said"] == [result["first"], result["new_set"]]
     assert result["default"] in stderr
-
-
-def test_cached_sets_are_not_announced(tmp_path):
-    run("run_mf()", tmp_path)
-    result, stderr = run("""
-        out["mf"] = announce_compiling("mf")
-    """, tmp_path)
-    assert result["mf"] is None
-    assert "compiling" not in stderr
 
 
 def test_no_message_without_jit(tmp_path):
@@ -238,21 +227,3 @@ def test_int_scalars_do_not_compile_another_specialisation():
         lasso.full_pass(X, z, r, offset, z + 1, z, z + 1, alpha_n, positive, z.copy())
     new = set(lasso._full_pass.signatures) - known
     assert len([s for s in new if isinstance(s[0], types.Array)]) <= 1
-
-
-def test_a_fit_that_compiles_says_so_once(tmp_path):
-    """Two fits in a cold process: the first says it compiles, the second says nothing; a new
-    process with the cache filled says nothing either."""
-    fits = """
-        import warnings
-        warnings.simplefilter("ignore")
-        from dask_strads import Lasso
-        from dask_strads.datasets import make_correlated_regression
-        X, y, _ = make_correlated_regression(50, 10, 3, random_state=0)
-        Lasso(alpha=0.1).fit(X, y)
-        Lasso(alpha=0.2).fit(X, y)
-    """
-    _, cold = run(fits, tmp_path)
-    assert cold.count("compiling numba kernels for elastic net") == 1, cold
-    _, warm = run(fits, tmp_path)
-    assert "compiling" not in warm, warm

@@ -210,7 +210,9 @@ def test_dask_chunks_give_the_in_memory_fit():
 
     X, y = problem(seed=7)
     for dual in (True, False):
-        params = dict(n_blocks=2, C=0.5, tol=1e-7)
+        # the same fit on either layout, to the same tolerance: the dual's 1e-3 is 829 rounds
+        # (1e-7 was 2517), the primal's 1e-7 220
+        params = dict(n_blocks=2, C=0.5, tol=1e-3 if dual else 1e-7)
         for in_memory, chunked in ((X, da.from_array(X, chunks=(100, 15))),
                                    (sp.csr_matrix(X), da.from_array(sparse.COO.from_numpy(X),
                                                                      chunks=(100, 15)))):

@@ -27,7 +27,7 @@ from dask_strads.engine import WorkerPaused
 from dask_strads.log import logger
 
 from bounded import within
-from conftest import TESTS_DIR, _dask_command, _stop
+from conftest import THROWAWAY_STOP_SECONDS, TESTS_DIR, _dask_command, _stop
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -172,7 +172,7 @@ def start_workers(tmp_path):
             pass
     for client in clients:
         client.close()
-    _stop(processes)
+    _stop(processes, THROWAWAY_STOP_SECONDS)
 
 
 def _pause_for_good(dask_worker):

@@ -20,7 +20,7 @@ from dask_strads.engine.blocks import place_blocks, worker_info
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.programs import BlockJacobi, jacobi_blocks
 
-from conftest import Round, _dask_command, _stop
+from conftest import THROWAWAY_STOP_SECONDS, Round, _dask_command, _stop
 from test_waits import cpu_hogs  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -62,7 +62,7 @@ def add_workers(tmp_path):
     yield add
     for client in clients:
         client.close()
-    _stop(processes)
+    _stop(processes, THROWAWAY_STOP_SECONDS)
 
 
 @pytest.fixture
@@ -107,6 +107,22 @@ CASES = {  # fits of a fixed number of rounds, so that a clean run and a recover
 FITTED = {"lasso": ["coef_", "intercept_"], "lda": ["components_", "doc_topic_"],
           "mf": ["user_factors_", "components_", "user_bias_", "item_bias_"]}
 
+_CLEAN = {}
+
+
+def clean_fit(client, name, args, data="in memory"):
+    """The clean run (no worker killed) of ``CASES[name]``'s estimator on ``args`` (``data``
+    names them), fitted on ``client``'s cluster of three workers the first time a test of this
+    module asks for it and kept for the others: the fits it is compared with run the same blocks,
+    rounds and seeds on any cluster of three workers."""
+    key = (name, data)
+    if key not in _CLEAN:
+        assert len(worker_info(client)) == 3
+        clean = CASES[name][0]()
+        clean.client = client
+        _CLEAN[key] = clean.fit(*args)
+    return _CLEAN[key]
+
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("after_round", [3, 14], ids=["before-a-checkpoint", "after-one"])
@@ -118,9 +134,7 @@ def test_a_fit_goes_on_after_a_killed_worker(three_workers, name, after_round):
     client = three_workers
     make, data = CASES[name]
     args = data()
-    clean = make()
-    clean.client = client
-    clean.fit(*args)
+    clean = clean_fit(client, name, args)
     callback, state = _killer(client, after_round)
     recovered = make().set_params(callback=callback)
     recovered.client = client
@@ -218,9 +232,7 @@ def test_without_checkpoints_a_lost_worker_is_a_clear_error(three_workers):
 def _assert_lasso_recovers(client, X, y):
     """A Lasso fit whose worker of block 0 is killed after round 14 ends as a clean one."""
     make, _ = CASES["lasso"]
-    clean = make()
-    clean.client = client
-    clean.fit(X, y)
+    clean = clean_fit(client, "lasso", (X, y))
     callback, state = _killer(client, 14)
     recovered = make().set_params(callback=callback)
     recovered.client = client
@@ -246,9 +258,7 @@ def test_dask_input_is_recomputed_on_the_workers_left_fit_after_fit_under_load(a
     client = add_workers(3)
     X, y = _dask_lasso_data()
     make, _ = CASES["lasso"]
-    clean = make()
-    clean.client = client
-    clean.fit(X, y)
+    clean = clean_fit(client, "lasso", (X, y), data="dask")
     for _ in range(2):
         callback, state = _killer(client, 12)  # of 30 rounds
         recovered = make().set_params(callback=callback)
@@ -277,9 +287,7 @@ def test_a_worker_lost_while_the_blocks_are_placed_again_is_lost_too(three_worke
     client = three_workers
     X, y = _dask_lasso_data()
     make, _ = CASES["lasso"]
-    clean = make()
-    clean.client = client
-    clean.fit(X, y)
+    clean = clean_fit(client, "lasso", (X, y), data="dask")
     pids = client.run(os.getpid)
     callback, state = _killer(client, 14)
     scattered = placement._scattered
@@ -370,7 +378,7 @@ def test_a_killed_scheduler_is_a_clear_error_within_the_deadline(tmp_path):
             assert time.monotonic() - killed["at"] < DEADLINE
             assert not hasattr(model, "coef_")
     finally:
-        _stop([scheduler, *workers])
+        _stop([scheduler, *workers], THROWAWAY_STOP_SECONDS)
 
 
 class KillsItsWorker(BlockJacobi):
