@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from dask.core import flatten, get_dependencies
-from distributed import get_task_stream
+from dask.core import get_dependencies
 from implicit.cpu.als import AlternatingLeastSquares
 
 import dask_strads
@@ -283,8 +282,9 @@ def test_recommend_all_tasks_hold_one_item_block_each_released_after_its_step(mo
 @pytest.mark.cluster
 def test_recommend_all_streamed_on_the_workers_equals_recommend_for_every_user(
         client_factory, tmp_path):
-    """More item blocks than workers: each block of users meets them one at a time, on the
-    worker holding its users."""
+    """More item blocks than workers: each block of users meets them one at a time, and the
+    result is the brute force's and implicit's. (Where the steps run is the scheduler's
+    choice, by where their inputs are; nothing pins them, so it is not asserted here.)"""
     train, _ = interactions(14)
     client = client_factory(2)
     est = implicit_model().fit(train)
@@ -292,19 +292,13 @@ def test_recommend_all_streamed_on_the_workers_equals_recommend_for_every_user(
     users = np.flatnonzero(train.getnnz(axis=1))  # others score every item 0: ties
     library_ids, library_scores = implicit_library_recommend(est, train, users)
     est = with_blocked_factors(est, 75, 30, client)  # 2 x 3 blocks
-    with get_task_stream(client) as stream:
-        est.recommend_all(n=N, path=tmp_path / "all")
+    est.recommend_all(n=N, path=tmp_path / "all")
     written = pd.read_parquet(tmp_path / "all")
     assert_recommends(written, expected)
     found = as_lists(written)
     for u, ids, scores in zip(users, library_ids, library_scores):
         np.testing.assert_array_equal(found[u][0], ids)
         np.testing.assert_allclose(found[u][1], scores, rtol=1e-5)
-    holders = client.who_has(est.user_factors_)
-    for block, key in enumerate(flatten(est.user_factors_.__dask_keys__())):
-        ran_on = {task["worker"] for task in stream.data
-                  if str(task["key"]).startswith(f"('best-of-users-{block}-")}
-        assert ran_on == set(holders[key])
 
 
 def test_recommend_all_of_a_loaded_model_refuses_a_folder_in_use(tmp_path):
