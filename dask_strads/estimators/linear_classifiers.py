@@ -66,6 +66,21 @@ def _class_weights(class_weight, y, classes, weights):
     return compute_class_weight(class_weight, classes=classes, y=y, sample_weight=weights)
 
 
+def without_constant_column(coef, value):
+    """``(coef, intercept)`` of coefficients fitted on :func:`with_constant_column`'s X: the
+    features' and, for the intercept, the constant column's weight times its ``value``."""
+    return coef[:, :-1], value * coef[:, -1]
+
+
+def convergence_message(estimator, n_iter, history, measure, label):
+    """What an unconverged fit of ``estimator`` says: its rounds and the last relative
+    ``measure`` of its ``history`` (``label`` names it) against its tolerance."""
+    reached = [record[measure] for record in history if measure in record]
+    return (f"{type(estimator).__name__} did not converge in {n_iter} rounds (relative {label} "
+            f"{reached[-1] if reached else np.inf:.2e}, tol {estimator.tol:.1e}). Consider "
+            "increasing max_iter.")
+
+
 def with_constant_column(X, value):
     """X (ndarray, scipy CSR/CSC or Dask array) with a last column of ``value``."""
     if is_dask_array(X):

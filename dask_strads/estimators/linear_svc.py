@@ -18,8 +18,9 @@ from ..programs.svm_dual import SVMDualProgram
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
 from .elastic_net import rounds_to_stop
 from .inputs import blocks_along, is_sparse, one_vs_rest_signs
-from .linear_classifiers import (checked_classification_data, liblinear_weights,
-                                 with_constant_column)
+from .linear_classifiers import (checked_classification_data, convergence_message,
+                                 liblinear_weights, with_constant_column,
+                                 without_constant_column)
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("max_iter", "random_state", "checkpoint_interval", "checkpoint_dir", "progress",
@@ -183,7 +184,7 @@ class LinearSVC(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMixin, Base
         self._reset_features(given)
         self.classes_ = classes
         if self.fit_intercept:
-            coef, intercept = coef[:, :-1], self.intercept_scaling * coef[:, -1]
+            coef, intercept = without_constant_column(coef, self.intercept_scaling)
         else:
             intercept = np.zeros(len(coef))
         self.coef_ = np.ascontiguousarray(coef, dtype=np.float64)
@@ -191,13 +192,10 @@ class LinearSVC(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMixin, Base
         self.n_iter_ = rounds_to_stop(history)
         self.history_ = history
         self._executor = executor
-        measure = "gap" if isinstance(program, SVMDualProgram) else "violation"
-        reached = [r[measure] for r in history if measure in r]
-        self._warn_unless_converged(
-            history, f"LinearSVC did not converge in {self.n_iter_} rounds (relative "
-            f"{'duality gap' if measure == 'gap' else 'violation'} "
-            f"{reached[-1] if reached else np.inf:.2e}, tol {self.tol:.1e}). Consider "
-            "increasing max_iter.")
+        dual = isinstance(program, SVMDualProgram)
+        self._warn_unless_converged(history, convergence_message(
+            self, self.n_iter_, history, *(("gap", "duality gap") if dual
+                                           else ("violation", "violation"))))
         return self
 
     def _check_params(self):

@@ -23,8 +23,8 @@ from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
 from .elastic_net import rounds_to_stop
 from .inputs import blocks_along, fitted_dtype, is_sparse, one_vs_rest_signs
-from .linear_classifiers import (checked_classification_data, sample_weights,
-                                 with_constant_column)
+from .linear_classifiers import (checked_classification_data, convergence_message,
+                                 sample_weights, with_constant_column, without_constant_column)
 
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("random_state", "checkpoint_interval", "checkpoint_dir", "progress", "callback")}
@@ -221,7 +221,7 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         if datafit.coupled:
             coef, intercept = _symmetric(coef, intercept, l1)
         if penalised_intercept:
-            coef, intercept = coef[:, :-1], self.intercept_scaling * coef[:, -1]
+            coef, intercept = without_constant_column(coef, self.intercept_scaling)
         # liblinear's coefficients are float64 whatever X's dtype, the other solvers' X's
         dtype = np.float64 if self.solver == "liblinear" else fitted_dtype(given)
         self.coef_ = np.ascontiguousarray(coef, dtype=dtype)
@@ -229,11 +229,8 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         self.n_iter_ = np.array([rounds_to_stop(history)])
         self.history_ = history
         self._executor = executor
-        violations = [r["violation"] for r in history if "violation" in r]
-        self._warn_unless_converged(
-            history, f"LogisticRegression did not converge in {self.n_iter_[0]} rounds "
-            f"(relative violation {violations[-1] if violations else np.inf:.2e}, tol "
-            f"{self.tol:.1e}). Consider increasing max_iter.")
+        self._warn_unless_converged(history, convergence_message(
+            self, self.n_iter_[0], history, "violation", "violation"))
         return self
 
     def _check_params(self):

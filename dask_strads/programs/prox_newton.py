@@ -395,7 +395,8 @@ class ProxNewtonProgram(Program):
             z += _combination(factors, np.array([u.dz for u in updates])) + shifts[:, None]
             intercept += shifts
             step[:, blocks] = factors
-        for k in range(self.n_classes):
+        refit_intercepts = self.fit_intercept and len(updates) > 1  # one block moved them
+        for k in range(self.n_classes if refit_intercepts or not self.datafit.coupled else 0):
             loss = self.datafit.of_class(z, k)  # the classes before k moved already
             shift = 0.0
             if not self.datafit.coupled:
@@ -405,7 +406,7 @@ class ProxNewtonProgram(Program):
                 factors, shift = self._combine(z[k], loss, change)
                 z[k] += _combination(factors, change.dz) + shift
                 step[k, blocks] = factors
-            if self.fit_intercept and len(updates) > 1:  # one block's steps moved it already
+            if refit_intercepts:
                 best = _best_shift(z[k], loss)
                 z[k] += best
                 shift += best
