@@ -154,6 +154,48 @@ def test_dual_true_gives_liblinears_dual_fit_with_l2_and_is_refused_otherwise():
         dask_strads.LogisticRegression(dual=True, solver="liblinear", penalty="l1").fit(X, y)
 
 
+def test_a_large_intercept_scaling_converges_to_liblinears_fit():
+    """A constant column of 1e4: near the optimum a step's decrease (~1e-20) is below the
+    objective's rounding; the line search measures it sample by sample, as liblinear does."""
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import l1_min_c
+
+    X, y = load_iris(return_X_y=True)
+    X, y = StandardScaler().fit_transform(X[y != 2]), y[y != 2]
+    params = dict(solver="liblinear", l1_ratio=1.0, intercept_scaling=1e4,
+                  C=l1_min_c(X, y, loss="log") * 10 ** (10 / 29))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = dask_strads.LogisticRegression(tol=1e-10, max_iter=100, **params).fit(X, y)
+    reference = SkLogisticRegression(tol=1e-12, max_iter=100_000, **params).fit(X, y)
+    np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-6)
+    np.testing.assert_allclose(model.intercept_, reference.intercept_, atol=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_a_loss_change_keeps_its_digits_when_tiny(loss):
+    """The line search's change of the loss against the same sum in extended precision: equal
+    to 1e-9 relative for steps whose change is far below the loss's rounding."""
+    from dask_strads.kernels import margin_losses
+
+    rng = np.random.default_rng(0)
+    z, q = rng.normal(size=500) * 3, rng.normal(size=500)
+    y, C = np.sign(rng.normal(size=500)), rng.uniform(size=500)
+    ld = np.longdouble
+
+    def extended(z):
+        m = ld(1) * y * z
+        if loss == "logistic":
+            return np.sum(C * np.log1p(np.exp(-m)))
+        return np.sum(C * np.maximum(ld(1) - m, ld(0)) ** 2)
+
+    change = getattr(margin_losses, f"{loss}_change")
+    for t in (1e-12, 1e-6, 1.0):
+        expected = extended(z + ld(t) * q) - extended(z)
+        assert change(z, q, t, y, C) == pytest.approx(float(expected), rel=1e-9 if t < 1 else 1e-12)
+
+
 def test_sparse_input_gives_the_dense_fit():
     """Sparse blocks run the CSC kernels: the same model as the dense ones (checked against
     saga above), intercept and elastic net included."""

@@ -112,10 +112,10 @@ KERNEL_SETS["prox_newton"] = (tuple((module, name, _dense) for module, name in _
 KERNEL_SETS["prox_newton_sparse"] = (tuple((module, name, _sparse)
                                            for module, name in _PROX_NEWTON)
                                      + (("prox_newton", "_violations", _any),))
-KERNEL_SETS["logistic_loss"] = (("margin_losses", "_logistic", _any),
-                                ("margin_losses", "_logistic_derivatives", _any))
-KERNEL_SETS["squared_hinge_loss"] = (("margin_losses", "_squared_hinge", _any),
-                                     ("margin_losses", "_squared_hinge_derivatives", _any))
+KERNEL_SETS["logistic_loss"] = tuple(("margin_losses", name, _any) for name in (
+    "_logistic", "_logistic_derivatives", "_logistic_change"))
+KERNEL_SETS["squared_hinge_loss"] = tuple(("margin_losses", name, _any) for name in (
+    "_squared_hinge", "_squared_hinge_derivatives", "_squared_hinge_change"))
 # the SVM dual program's, on dense rows or CSR ones
 _SVM_DUAL = (("svm_dual", "_measure"), ("svm_dual", "_dual_sweep"))
 KERNEL_SETS["svm_dual"] = (tuple((module, name, _dense) for module, name in _SVM_DUAL)

@@ -30,6 +30,27 @@ def _logistic_derivatives(z, y, C, g, h):
         h[i] = C[i] * s * (1.0 - s)
 
 
+@njit(cache=True, nogil=True)
+def _logistic_change(z, q, t, y, C):
+    """sum_i C_i (log(1 + exp(-y_i (z_i + t q_i))) - log(1 + exp(-y_i z_i))), each sample's
+    change computed as itself, log1p(sigmoid(-m) expm1(-delta)), not as the difference of two
+    values: a change far below the loss's rounding (a step along a column of large values near
+    the optimum) keeps its digits."""
+    total = 0.0
+    for i in range(z.shape[0]):
+        m = y[i] * z[i]
+        delta = y[i] * t * q[i]
+        if abs(delta) < 1.0:
+            s = 1.0 / (1.0 + np.exp(m)) if m < 0.0 else np.exp(-m) / (1.0 + np.exp(-m))
+            change = np.log1p(s * np.expm1(-delta))
+        else:
+            after, before = -(m + delta), -m
+            change = (max(after, 0.0) + np.log1p(np.exp(-abs(after)))
+                      - max(before, 0.0) - np.log1p(np.exp(-abs(before))))
+        total += C[i] * change
+    return total
+
+
 @njit(cache=True, nogil=True, fastmath=True)
 def _squared_hinge(z, y, C):
     """sum_i C_i max(0, 1 - y_i z_i)^2"""
@@ -38,6 +59,18 @@ def _squared_hinge(z, y, C):
         slack = 1.0 - y[i] * z[i]
         if slack > 0.0:
             total += C[i] * slack * slack
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _squared_hinge_change(z, q, t, y, C):
+    """sum_i C_i (max(0, 1 - y_i (z_i + t q_i))^2 - max(0, 1 - y_i z_i)^2), sample by sample
+    (see :func:`_logistic_change`)."""
+    total = 0.0
+    for i in range(z.shape[0]):
+        before = max(1.0 - y[i] * z[i], 0.0)
+        after = max(1.0 - y[i] * (z[i] + t * q[i]), 0.0)
+        total += C[i] * (after - before) * (after + before)
     return total
 
 
@@ -59,6 +92,11 @@ def logistic(z, y, C):
     return _logistic(z, y, C)
 
 
+def logistic_change(z, q, t, y, C):
+    """:func:`logistic` at ``z + t q`` minus at ``z``, computed sample by sample."""
+    return _logistic_change(z, q, float(t), y, C)
+
+
 def logistic_derivatives(z, y, C):
     """``(g, h)``: the first and second derivatives of :func:`logistic`'s terms in ``z``."""
     g, h = np.empty(z.shape[0]), np.empty(z.shape[0])
@@ -69,6 +107,11 @@ def logistic_derivatives(z, y, C):
 def squared_hinge(z, y, C):
     """``sum_i C_i max(0, 1 - y_i z_i)^2``."""
     return _squared_hinge(z, y, C)
+
+
+def squared_hinge_change(z, q, t, y, C):
+    """:func:`squared_hinge` at ``z + t q`` minus at ``z``, computed sample by sample."""
+    return _squared_hinge_change(z, q, float(t), y, C)
 
 
 def squared_hinge_derivatives(z, y, C):

@@ -26,6 +26,7 @@ class ClassLoss:
 
     loss: object
     derivatives_of: object
+    change_of: object
     y: np.ndarray
     C: np.ndarray
     offset: object = None
@@ -38,6 +39,10 @@ class ClassLoss:
 
     def derivatives(self, z):
         return self.derivatives_of(self._shifted(z), self.y, self.C)
+
+    def change(self, z, q, t):
+        """``value(z + t q) - value(z)``, summed sample by sample (precise when tiny)."""
+        return self.change_of(self._shifted(z), q, t, self.y, self.C)
 
 
 class MarginLoss:
@@ -66,7 +71,7 @@ class MarginLoss:
         return self.Y.shape[1]
 
     def of_class(self, Z, k):
-        return ClassLoss(self._loss, self._derivatives, self.Y[k],
+        return ClassLoss(self._loss, self._derivatives, self._change, self.Y[k],
                          self.C if self.C.ndim == 1 else self.C[k])
 
     def value(self, Z):
@@ -80,6 +85,7 @@ class Logistic(MarginLoss):
     kernels = "logistic_loss"
     _loss = staticmethod(margin_losses.logistic)
     _derivatives = staticmethod(margin_losses.logistic_derivatives)
+    _change = staticmethod(margin_losses.logistic_change)
 
 
 class SquaredHinge(MarginLoss):
@@ -89,6 +95,7 @@ class SquaredHinge(MarginLoss):
     kernels = "squared_hinge_loss"
     _loss = staticmethod(margin_losses.squared_hinge)
     _derivatives = staticmethod(margin_losses.squared_hinge_derivatives)
+    _change = staticmethod(margin_losses.squared_hinge_change)
 
 
 class Multinomial(Logistic):
@@ -102,7 +109,7 @@ class Multinomial(Logistic):
 
     def of_class(self, Z, k):
         others = logsumexp(np.delete(Z, k, axis=0), axis=0)
-        return ClassLoss(self._loss, self._derivatives, self.Y[k], self.C, others)
+        return ClassLoss(self._loss, self._derivatives, self._change, self.Y[k], self.C, others)
 
     def value(self, Z):
         labelled = np.where(self.Y > 0, Z, 0.0).sum(axis=0)

@@ -287,7 +287,7 @@ class ProxNewtonProgram(Program):
         target = max(INNER_SHARE * worst, floor)
         new = coef[ws]
         free = data.free_position(ws)
-        steps, value = 0, loss.value(z)
+        steps = 0
         max_steps = MAX_NEWTON_STEPS if self.n_blocks == 1 else 1
         while steps < max_steps and len(ws):
             grad = column_dots(X, ws, g)
@@ -296,8 +296,7 @@ class ProxNewtonProgram(Program):
                 break
             d, q, _ = newton_direction(X, ws, new, grad, h, self.l1, self.l2, free, MAX_SWEEPS,
                                        INNER_SHARE * ws_violation)
-            t, value = self._line_search(lambda t: loss.value(z + t * q), value,
-                                         dot(g, q), new, d, free)
+            t, _ = self._line_search(lambda t: loss.change(z, q, t), dot(g, q), new, d, free)
             if t == 0.0:
                 break
             new += t * d
@@ -333,8 +332,9 @@ class ProxNewtonProgram(Program):
             d, q, _ = softmax_newton_direction(X, ws, new, grad, P, self.datafit.C, self.l1,
                                                self.l2, free, MAX_SWEEPS,
                                                SOFTMAX_DIRECTION_SHARE * ws_violation)
-            t, value = self._line_search(lambda t: self.datafit.value(Z + t * q), value,
-                                         dot(G.ravel(), q.ravel()), new, d, free)
+            t, change = self._line_search(lambda t: self.datafit.value(Z + t * q) - value,
+                                          dot(G.ravel(), q.ravel()), new, d, free)
+            value += change
             if t == 0.0:
                 break
             new = new + t * d
@@ -363,22 +363,21 @@ class ProxNewtonProgram(Program):
             best.add(violating + start, score[violating])
         return worst, np.sort(best.positions)
 
-    def _line_search(self, datafit_at, start, datafit_slope, coef, d, free):
+    def _line_search(self, change_at, datafit_slope, coef, d, free):
         """The largest step in 1, 1/2, 1/4, ... with sufficient decrease of the objective, and
-        the datafit there: ``datafit_at(t)`` is the datafit after a step ``t`` (``start`` at 0,
-        ``datafit_slope`` its derivative there), ``coef`` and ``d`` the coefficients of the
-        working set and the direction, ``free`` its unpenalised coordinate. ``(0, start)`` if no
+        the datafit's change there: ``change_at(t)`` is the datafit after a step ``t`` minus
+        before (``datafit_slope`` its derivative at 0), ``coef`` and ``d`` the coefficients of
+        the working set and the direction, ``free`` its unpenalised coordinate. ``(0, 0)`` if no
         step decreases it enough."""
         penalty = self.penalty(coef, free)
-        before = start + penalty
         slope = datafit_slope + self.penalty(coef + d, free) - penalty
         t = 1.0
         while t >= MIN_STEP:
-            datafit = datafit_at(t)
-            if datafit + self.penalty(coef + t * d, free) <= before + ARMIJO * t * slope:
-                return t, datafit
+            change = change_at(t)
+            if change + self.penalty(coef + t * d, free) - penalty <= ARMIJO * t * slope:
+                return t, change
             t *= 0.5
-        return 0.0, start
+        return 0.0, 0.0
 
     def pull(self, partials, shared):
         blocks = list(partials)
