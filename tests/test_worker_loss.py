@@ -259,14 +259,15 @@ def test_dask_input_is_recomputed_on_the_workers_left_fit_after_fit_under_load(a
     X, y = _dask_lasso_data()
     make, _ = CASES["lasso"]
     clean = clean_fit(client, "lasso", (X, y), data="dask")
-    for _ in range(2):
+    for fit_number in range(2):
+        if fit_number:
+            add_workers(1)  # back to three workers before the next fit
         callback, state = _killer(client, 12)  # of 30 rounds
         recovered = make().set_params(callback=callback)
         recovered.client = client
         recovered.fit(X, y)
         assert "killed" in state and len(recovered.history_.stats.recoveries) == 1
         np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
-        add_workers(1)
 
 
 def _workers_left(client, n):
