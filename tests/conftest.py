@@ -142,6 +142,18 @@ def _signal_group(proc, sig):
         pass
 
 
+def written_scheduler_file(scheduler_file, timeout=60):
+    """Wait until a ``dask scheduler --scheduler-file`` has written ``scheduler_file`` whole
+    (it may be half written the moment it appears); its address."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return json.loads(Path(scheduler_file).read_text())["address"]
+        except (FileNotFoundError, ValueError, KeyError):
+            assert time.monotonic() < deadline, f"no scheduler wrote {scheduler_file}"
+            time.sleep(0.05)
+
+
 def _dask_command(*args):
     # ``python -m dask`` is the ``dask`` entry point, found even when the venv's bin is not on PATH.
     return [sys.executable, "-m", "dask", *args]

@@ -27,7 +27,8 @@ from dask_strads.engine import WorkerPaused
 from dask_strads.log import logger
 
 from bounded import within
-from conftest import THROWAWAY_STOP_SECONDS, TESTS_DIR, _dask_command, _stop
+from conftest import (THROWAWAY_STOP_SECONDS, TESTS_DIR, _dask_command, _stop,
+                      written_scheduler_file)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -146,9 +147,7 @@ def start_workers(tmp_path):
                           "--scheduler-file", str(scheduler_file)),
             cwd=tmp_path, env={**os.environ, **(scheduler_env or {})},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        written_scheduler_file(scheduler_file)
         for i, (env, args) in enumerate(workers):
             processes.append(subprocess.Popen(
                 _dask_command("worker", "--scheduler-file", str(scheduler_file), "--nthreads",
@@ -156,7 +155,6 @@ def start_workers(tmp_path):
                               "--local-directory", str(tmp_path / f"worker-{i}"), *args),
                 cwd=tmp_path, env={**os.environ, "PYTHONPATH": tests_path, **env},
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
-        time.sleep(0.5)  # the file may be half written the moment it appears
         client = Client(scheduler_file=str(scheduler_file), set_as_default=False, timeout=60)
         client.wait_for_workers(len(workers), timeout=60)
         pids = client.run(os.getpid)

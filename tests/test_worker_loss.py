@@ -20,7 +20,8 @@ from dask_strads.engine.blocks import place_blocks, worker_info
 from dask_strads.estimators.inputs import blocks_along
 from dask_strads.programs import BlockJacobi, jacobi_blocks
 
-from conftest import THROWAWAY_STOP_SECONDS, Round, _dask_command, _stop
+from conftest import (THROWAWAY_STOP_SECONDS, Round, _dask_command, _stop,
+                      written_scheduler_file)
 from test_waits import cpu_hogs  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -45,10 +46,7 @@ def add_workers(tmp_path):
         if not clients:
             start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                   "--scheduler-file", str(scheduler_file))
-            deadline = time.monotonic() + 60
-            while not scheduler_file.exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            time.sleep(0.5)  # the file may be half written the moment it appears
+            written_scheduler_file(scheduler_file)
             clients.append(Client(scheduler_file=str(scheduler_file), set_as_default=False,
                                   timeout=60))
         expected = len(worker_info(clients[0])) + n
@@ -259,14 +257,15 @@ def test_dask_input_is_recomputed_on_the_workers_left_fit_after_fit_under_load(a
     X, y = _dask_lasso_data()
     make, _ = CASES["lasso"]
     clean = clean_fit(client, "lasso", (X, y), data="dask")
-    for _ in range(2):
+    for fit_number in range(2):
+        if fit_number:
+            add_workers(1)  # back to three workers before the next fit
         callback, state = _killer(client, 12)  # of 30 rounds
         recovered = make().set_params(callback=callback)
         recovered.client = client
         recovered.fit(X, y)
         assert "killed" in state and len(recovered.history_.stats.recoveries) == 1
         np.testing.assert_allclose(recovered.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
-        add_workers(1)
 
 
 def _workers_left(client, n):
@@ -353,9 +352,7 @@ def test_a_killed_scheduler_is_a_clear_error_within_the_deadline(tmp_path):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     workers = []
     try:
-        while not scheduler_file.exists():
-            time.sleep(0.1)
-        time.sleep(0.5)
+        written_scheduler_file(scheduler_file)
         workers = [subprocess.Popen(
             _dask_command("worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1",
                           "--no-nanny", "--no-dashboard", "--death-timeout", "5"),
