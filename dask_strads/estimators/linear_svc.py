@@ -192,10 +192,10 @@ class LinearSVC(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMixin, Base
         self.n_iter_ = rounds_to_stop(history)
         self.history_ = history
         self._executor = executor
-        dual = isinstance(program, SVMDualProgram)
+        measure, label = (("gap", "duality gap") if isinstance(program, SVMDualProgram)
+                          else ("violation", "violation"))
         self._warn_unless_converged(history, convergence_message(
-            self, self.n_iter_, history, *(("gap", "duality gap") if dual
-                                           else ("violation", "violation"))))
+            self, self.n_iter_, history, measure, label))
         return self
 
     def _check_params(self):

@@ -240,9 +240,7 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
                              "liblinear solver")
         if self.dual and self.solver != "liblinear":
             raise ValueError(f"Solver {self.solver} supports only dual=False, got dual=True")
-        l2_only = self.penalty == "l2" or (self.penalty in ("auto", "elasticnet")
-                                           and self.l1_ratio == 0)
-        if self.dual and not l2_only:
+        if self.dual and self._l1_share() > 0:
             raise ValueError("dual=True is liblinear's dual formulation of the l2 penalty "
                              f"alone, got penalty={self.penalty!r}, l1_ratio={self.l1_ratio}")
         if self.penalty == "elasticnet" and self.l1_ratio is None:
@@ -265,8 +263,13 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
             warnings.warn("Setting penalty=None will ignore the C and l1_ratio parameters")
         if self.penalty is None or np.isinf(self.C):
             return 1.0, 0.0, 0.0
-        share = {"l1": 1.0, "l2": 0.0}.get(self.penalty, float(self.l1_ratio or 0.0))
+        share = self._l1_share()
         return float(self.C), share, 1.0 - share
+
+    def _l1_share(self):
+        """The l1 share of the penalty: ``penalty="l1"`` or ``"l2"`` decides, else
+        ``l1_ratio`` (None: 0)."""
+        return {"l1": 1.0, "l2": 0.0}.get(self.penalty, float(self.l1_ratio or 0.0))
 
     def _initial_coef(self, n_features, classes):
         """``(coef, intercept)`` to start from: the last fit's with ``warm_start``, else 0."""

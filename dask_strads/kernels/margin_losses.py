@@ -8,24 +8,33 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True, fastmath=True)
+def _softplus(x):
+    """log(1 + exp(x)), without overflow."""
+    return max(x, 0.0) + np.log1p(np.exp(-abs(x)))
+
+
+@njit(cache=True, nogil=True)
+def _sigmoid_of_minus(m):
+    """1 / (1 + exp(m)), without overflow."""
+    if m >= 0.0:
+        e = np.exp(-m)
+        return e / (1.0 + e)
+    return 1.0 / (1.0 + np.exp(m))
+
+
+@njit(cache=True, nogil=True, fastmath=True)
 def _logistic(z, y, C):
     """sum_i C_i log(1 + exp(-y_i z_i)), without overflow."""
     total = 0.0
     for i in range(z.shape[0]):
-        m = -y[i] * z[i]
-        total += C[i] * (max(m, 0.0) + np.log1p(np.exp(-abs(m))))
+        total += C[i] * _softplus(-y[i] * z[i])
     return total
 
 
 @njit(cache=True, nogil=True)
 def _logistic_derivatives(z, y, C, g, h):
     for i in range(z.shape[0]):
-        m = y[i] * z[i]
-        if m >= 0.0:
-            e = np.exp(-m)
-            s = e / (1.0 + e)  # sigmoid(-m)
-        else:
-            s = 1.0 / (1.0 + np.exp(m))
+        s = _sigmoid_of_minus(y[i] * z[i])
         g[i] = -C[i] * y[i] * s
         h[i] = C[i] * s * (1.0 - s)
 
@@ -41,12 +50,9 @@ def _logistic_change(z, q, t, y, C):
         m = y[i] * z[i]
         delta = y[i] * t * q[i]
         if abs(delta) < 1.0:
-            s = 1.0 / (1.0 + np.exp(m)) if m < 0.0 else np.exp(-m) / (1.0 + np.exp(-m))
-            change = np.log1p(s * np.expm1(-delta))
+            change = np.log1p(_sigmoid_of_minus(m) * np.expm1(-delta))
         else:
-            after, before = -(m + delta), -m
-            change = (max(after, 0.0) + np.log1p(np.exp(-abs(after)))
-                      - max(before, 0.0) - np.log1p(np.exp(-abs(before))))
+            change = _softplus(-(m + delta)) - _softplus(-m)
         total += C[i] * change
     return total
 

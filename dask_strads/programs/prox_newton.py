@@ -39,11 +39,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.columns import add_columns, column_chunks
+from ..kernels.elastic_net import dot
 from ..kernels.prox_newton import (column_dots, column_range_dots, newton_direction,
                                    softmax_newton_direction, violations)
 from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule
-from ..kernels.elastic_net import dot
 from .elastic_net import kernel_csc
 from .selection import TopScores, box_quadratic
 
@@ -389,13 +389,29 @@ class ProxNewtonProgram(Program):
         z, intercept = shared.z.copy(), shared.intercept.copy()
         step = np.zeros((self.n_classes, self.n_blocks))
         objective = self.datafit.value(z) + sum(u.penalty_before.sum() for u in updates)
+        if len(updates) == 1:  # its line search chose its step, its intercepts included
+            (update,) = updates
+            z += update.dz + update.shift[:, None]
+            intercept += update.shift
+            step[:, blocks] = 1.0
+        else:
+            self._reconcile(z, intercept, step, blocks, updates)
+        report = ProxNewtonReport(objective=objective,
+                                violation=max(u.violation for u in updates) / shared.scale,
+                                step=float(step[:, blocks].min()),
+                                newton_steps=sum(u.newton_steps for u in updates))
+        return Margins(z, intercept, step, shared.scale), report
+
+    def _reconcile(self, z, intercept, step, blocks, updates):
+        """The changes of several blocks, which moved from the same margins, combined into
+        ``z``, ``intercept`` and ``step`` (in place): factors per block (:meth:`_combine`,
+        :meth:`_combine_classes`), then the intercepts refitted on the new margins."""
         if self.datafit.coupled:
             factors, shifts = self._combine_classes(z, updates)
             z += _combination(factors, np.array([u.dz for u in updates])) + shifts[:, None]
             intercept += shifts
             step[:, blocks] = factors
-        refit_intercepts = self.fit_intercept and len(updates) > 1  # one block moved them
-        for k in range(self.n_classes if refit_intercepts or not self.datafit.coupled else 0):
+        for k in range(self.n_classes):
             loss = self.datafit.of_class(z, k)  # the classes before k moved already
             shift = 0.0
             if not self.datafit.coupled:
@@ -405,16 +421,11 @@ class ProxNewtonProgram(Program):
                 factors, shift = self._combine(z[k], loss, change)
                 z[k] += _combination(factors, change.dz) + shift
                 step[k, blocks] = factors
-            if refit_intercepts:
+            if self.fit_intercept:
                 best = _best_shift(z[k], loss)
                 z[k] += best
                 shift += best
             intercept[k] += shift
-        report = ProxNewtonReport(objective=objective,
-                                violation=max(u.violation for u in updates) / shared.scale,
-                                step=float(step[:, blocks].min()),
-                                newton_steps=sum(u.newton_steps for u in updates))
-        return Margins(z, intercept, step, shared.scale), report
 
     def _combine(self, z, loss, change):
         """Factors ``f`` in [0, 1] of the blocks' margin changes and one intercept shift ``s``
@@ -425,11 +436,8 @@ class ProxNewtonProgram(Program):
         candidates: all ones with the blocks' shifts added (the blocks' own steps, best when
         they do not interfere), and the minimiser of the bound's second-order model at ``z``.
         The better one is taken if it decreases the bound, else halved until it decreases it
-        enough (Armijo). A single block's change is taken whole: its own line search chose it.
+        enough (Armijo).
         """
-        if len(change.dz) == 1:
-            return np.ones(1), change.shift.sum()
-
         def bound(candidate):
             f, s = candidate
             return (loss.value(z + _combination(f, change.dz) + s) + change.before.sum()
@@ -449,10 +457,8 @@ class ProxNewtonProgram(Program):
         """:meth:`_combine` for a datafit whose classes are coupled: one factor per block for
         all its classes' changes, which move with the block's intercept shifts (a vector over
         the classes); the second-order model takes the softmax's Hessian."""
-        shifts = np.array([u.shift for u in updates])
-        if len(updates) == 1:
-            return np.ones(1), shifts[0]
         dz = np.array([u.dz + u.shift[:, None] for u in updates])  # blocks x classes x samples
+        shifts = np.array([u.shift for u in updates])
         before = sum(u.penalty_before.sum() for u in updates)
         gains = np.array([(u.penalty_after - u.penalty_before).sum() for u in updates])
 
