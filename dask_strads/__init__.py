@@ -9,7 +9,7 @@ import importlib.util
 __version__ = "0.1.0"
 
 __all__ = ["BayesianPersonalizedRanking", "ElasticNet", "ElasticNetCV", "Engine",
-           "ImplicitMatrixFactorization", "Lasso",
+           "GeneralizedLinearRegressor", "ImplicitMatrixFactorization", "Lasso",
            "LassoCV", "LatentDirichletAllocation", "LinearSVC", "LogisticRegression",
            "MatrixFactorization",
            "MedLDA",
@@ -46,6 +46,10 @@ def __getattr__(name):
         from .estimators.logistic import LogisticRegression
 
         return LogisticRegression
+    if name == "GeneralizedLinearRegressor":
+        from .estimators.generalized_linear import GeneralizedLinearRegressor
+
+        return GeneralizedLinearRegressor
     if name == "LinearSVC":
         from .estimators.linear_svc import LinearSVC
 

@@ -27,6 +27,7 @@ ESTIMATORS = [dask_strads.Lasso(), dask_strads.ElasticNet(),
               dask_strads.BayesianPersonalizedRanking(4, max_iter=2),
               dask_strads.LogisticRegression(),
               dask_strads.LinearSVC(),
+              dask_strads.GeneralizedLinearRegressor(alpha=0.1, tol=1e-8),
               dask_strads.MedLDA(max_iter=5),
               # tol: the sample-weight checks compare a weighted fit with one of repeated rows;
               # at tol=1e-4 both stop within the gap, 5e-4 apart

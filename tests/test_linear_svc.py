@@ -21,6 +21,7 @@ import dask_strads
 from conftest import run_past_the_stop
 from dask_strads.programs import run_sequential
 from dask_strads.programs.datafits import SquaredHinge
+from dask_strads.programs.penalties import Penalty
 from dask_strads.programs.prox_newton import ProxNewtonProgram, make_raw_block
 from dask_strads.programs.svm_dual import SVMDualProgram
 
@@ -284,8 +285,8 @@ def test_squared_hinge_l1_reaches_coordinates_whose_samples_all_left_the_margin(
         X = sp.random(200, 300, density=0.02, random_state=seed, format="csc")
         y = np.where(X @ rng.standard_normal(300) + 0.1 * rng.standard_normal(200) > 0, 1, 0)
         signs = np.where(y == 1, 1.0, -1.0)
-        program = ProxNewtonProgram(1, SquaredHinge(signs[:, None], 5.0), 1.0, 0.0, False, 1e-9,
-                                    sparse=True)
+        program = ProxNewtonProgram(1, SquaredHinge(signs[:, None], 5.0), Penalty(1.0, 0.0),
+                                    False, 1e-9, sparse=True)
         parameters, reports = run_sequential(program, [make_raw_block(X, np.zeros((1, 300)))],
                                              max_rounds=300)
         assert reports[-1]["violation"] <= 1e-9

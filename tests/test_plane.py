@@ -25,6 +25,7 @@ from dask_strads.programs.datafits import Logistic, Multinomial
 from dask_strads.programs.elastic_net import ElasticNetProgram
 from dask_strads.programs.base import routes
 from dask_strads.programs.mf import MFProgram
+from dask_strads.programs.penalties import Penalty
 
 from test_lda_program import setup as setup_lda
 from test_mf_program import setup
@@ -181,13 +182,15 @@ def linear_program(name, P):
         widths, y, raw = feature_blocks(P, lambda X: prox_newton.make_raw_block(
             X, np.zeros((1, X.shape[1]))))
         Y = np.where(y > 0, 1.0, -1.0)[:, None]
-        return prox_newton.ProxNewtonProgram(P, Logistic(Y, 1.0), 0.5, 0.5, True, 0.0), raw
+        return (prox_newton.ProxNewtonProgram(P, Logistic(Y, 1.0), Penalty(0.5, 0.5), True, 0.0),
+                raw)
     if name == "multinomial":  # three classes: the target's thirds
         widths, y, raw = feature_blocks(P, lambda X: prox_newton.make_raw_block(
             X, np.zeros((3, X.shape[1]))))
         labels = np.searchsorted(np.quantile(y, [1 / 3, 2 / 3]), y)
         Y = np.where(labels[:, None] == np.arange(3), 1.0, -1.0)
-        return prox_newton.ProxNewtonProgram(P, Multinomial(Y, 1.0), 0.5, 0.5, True, 0.0), raw
+        return (prox_newton.ProxNewtonProgram(P, Multinomial(Y, 1.0), Penalty(0.5, 0.5), True,
+                                                 0.0), raw)
     widths, y, raw = feature_blocks(P, lambda X: lasso.make_raw_block(
         X, REGRESSION[1] - REGRESSION[1].mean(), np.zeros(X.shape[1]), X.mean(axis=0), True))
     if name == "lasso":

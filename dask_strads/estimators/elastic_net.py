@@ -320,18 +320,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray | DaskArray:
         """Predictions ``X @ coef_ + intercept_``; lazy for a dask array X."""
-        check_is_fitted(self)
-        if is_dask_array(X):
-            X = check_dask_matrix(X, self, self.n_features_in_)
-            return X.rechunk({1: -1}).map_blocks(
-                _predict_block, self.coef_, self.intercept_, drop_axis=1,
-                dtype=np.result_type(X.dtype, self.coef_.dtype, self.intercept_))
-        X = validate_data(self, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"], reset=False,
-                          dtype=list(KEPT_FLOATS))
-        coef = np.asarray(self._in_memory(self.coef_))
-        if coef.ndim == 2:  # several targets
-            return safe_sparse_dot(X, coef.T, dense_output=True) + self.intercept_
-        return safe_sparse_dot(X, coef, dense_output=True).ravel() + self.intercept_
+        return linear_predictor(self, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -439,6 +428,22 @@ def _column_means(X, weights, executor):
 
 def _weighted_column_sums(block, weights):
     return np.asarray(to_scipy_if_pydata(block).T @ weights.ravel()).reshape(1, -1)
+
+
+def linear_predictor(estimator, X):
+    """``X @ coef_ + intercept_`` of a fitted regressor; lazy for a dask array X."""
+    check_is_fitted(estimator)
+    if is_dask_array(X):
+        X = check_dask_matrix(X, estimator, estimator.n_features_in_)
+        return X.rechunk({1: -1}).map_blocks(
+            _predict_block, estimator.coef_, estimator.intercept_, drop_axis=1,
+            dtype=np.result_type(X.dtype, estimator.coef_.dtype, estimator.intercept_))
+    X = validate_data(estimator, to_scipy_if_pydata(X), accept_sparse=["csr", "csc"],
+                      reset=False, dtype=list(KEPT_FLOATS))
+    coef = np.asarray(estimator._in_memory(estimator.coef_))
+    if coef.ndim == 2:  # several targets
+        return safe_sparse_dot(X, coef.T, dense_output=True) + estimator.intercept_
+    return safe_sparse_dot(X, coef, dense_output=True).ravel() + estimator.intercept_
 
 
 def _predict_block(X_block, coef, intercept):

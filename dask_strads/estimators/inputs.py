@@ -187,6 +187,24 @@ def check_in_memory_design(X, y, estimator, multi_output=False):
     return X, y
 
 
+def checked_design(estimator, X, y, numeric_y=True):
+    """``(X, y, stored, executor)`` of a fit of the prox-Newton program: X (numpy, scipy.sparse,
+    pydata sparse or dask array; float64) and y checked (float64 with ``numeric_y``, else
+    labels as given), X's stored values (None for a dask array) and where the fit runs."""
+    if is_dask_array(X):
+        X, _, y, executor = check_dask_design(X, y, estimator._fit_executor, estimator._client,
+                                              numeric_y=numeric_y)
+        return X, y, None, executor
+    X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"], dtype=np.float64,
+                     y_numeric=numeric_y, estimator=estimator)
+    check_magnitude(largest_magnitude(X), "X")
+    if numeric_y:
+        y = y.astype(np.float64, copy=False)
+        check_magnitude(largest_magnitude(y), "y")
+    stored = X.nnz if sp.issparse(X) else X.size
+    return X, y, stored, estimator._fit_executor(stored)
+
+
 def check_finite_block(block):
     """A chunk, once its stored values are checked finite (a map_blocks check)."""
     if not np.isfinite(stored_values(block)).all():

@@ -5,26 +5,16 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_X_y
+from sklearn.utils.validation import _check_sample_weight
 
-from .inputs import (check_dask_design, check_magnitude, is_dask_array, is_sparse,
-                     largest_magnitude, to_scipy_if_pydata)
+from .inputs import checked_design, is_dask_array, is_sparse
 
 
 def checked_classification_data(estimator, X, y):
     """``(X, y, classes, stored, executor)``: X (numpy, scipy.sparse, pydata sparse or dask
     array) and its labels checked, their sorted classes (at least two), X's stored values (None
     for a dask array) and where the fit runs."""
-    if is_dask_array(X):
-        X, _, y, executor = check_dask_design(X, y, estimator._fit_executor, estimator._client,
-                                              numeric_y=False)
-        stored = None
-    else:
-        X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"],
-                         dtype=np.float64, estimator=estimator)
-        check_magnitude(largest_magnitude(X), "X")
-        stored = X.nnz if sp.issparse(X) else X.size
-        executor = estimator._fit_executor(stored)
+    X, y, stored, executor = checked_design(estimator, X, y, numeric_y=False)
     check_classification_targets(y)
     classes = np.unique(y)
     if len(classes) < 2:

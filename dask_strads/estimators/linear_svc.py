@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..partition import block_edges
 from ..programs.datafits import SquaredHinge
+from ..programs.penalties import Penalty
 from ..programs.prox_newton import ProxNewtonProgram, make_raw_block
 from ..programs.svm_dual import SVMDualProgram
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
@@ -174,8 +175,9 @@ class LinearSVC(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMixin, Base
             blocks = blocks_along(X, block_edges(X.shape[0], n_blocks), _rows_block, axis=0)
         else:
             l1 = 1.0 if self.penalty == "l1" else 0.0
-            program = ProxNewtonProgram(n_blocks, SquaredHinge(Y, self.C, weights), l1,
-                                        1.0 - l1, False, self.tol, sparse=is_sparse(X))
+            program = ProxNewtonProgram(n_blocks, SquaredHinge(Y, self.C, weights),
+                                        Penalty(l1, 1.0 - l1), False, self.tol,
+                                        sparse=is_sparse(X))
             edges = block_edges(X.shape[1], n_blocks)
             blocks = blocks_along(X, edges, _columns_block(Y.shape[1]), axis=1)
         result = self._run_engine(program, blocks, executor, self.max_iter, (X, y, weights))

@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..engine.history import History
 from ..partition import block_edges
 from ..programs.datafits import Logistic, Multinomial
+from ..programs.penalties import Penalty
 from ..programs.prox_newton import ProxNewtonProgram, make_raw_block
 from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
                    default_block_count)
@@ -202,7 +203,7 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         edges = block_edges(n_features, self.n_blocks or default_block_count(
             stored, len(executor.workers)))
         datafit = (Multinomial if self._multinomial(classes) else Logistic)(Y, cost, weights)
-        program = ProxNewtonProgram(len(edges) - 1, datafit, l1, l2,
+        program = ProxNewtonProgram(len(edges) - 1, datafit, Penalty(l1, l2),
                                     self.fit_intercept and not penalised_intercept, self.tol,
                                     intercept_init=intercept_init, sparse=is_sparse(X))
 

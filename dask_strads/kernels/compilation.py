@@ -114,8 +114,9 @@ KERNEL_SETS["prox_newton_sparse"] = (tuple((module, name, _sparse)
                                      + (("prox_newton", "_violations", _any),))
 KERNEL_SETS["logistic_loss"] = tuple(("margin_losses", name, _any) for name in (
     "_logistic", "_logistic_derivatives", "_logistic_change"))
-KERNEL_SETS["squared_hinge_loss"] = tuple(("margin_losses", name, _any) for name in (
-    "_squared_hinge", "_squared_hinge_derivatives", "_squared_hinge_change"))
+KERNEL_SETS.update({f"{loss}_loss": tuple(
+    ("margin_losses", f"_{loss}{part}", _any) for part in ("", "_derivatives", "_change"))
+    for loss in ("squared_hinge", "squared_error", "huber", "poisson")})
 # the SVM dual program's, on dense rows or CSR ones
 _SVM_DUAL = (("svm_dual", "_measure"), ("svm_dual", "_dual_sweep"))
 KERNEL_SETS["svm_dual"] = (tuple((module, name, _dense) for module, name in _SVM_DUAL)
@@ -130,6 +131,8 @@ LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",
           "lda_alias": "lda (alias sampler)", "medlda": "MedLDA",
           "prox_newton": "prox-Newton", "prox_newton_sparse": "sparse prox-Newton",
           "logistic_loss": "logistic loss", "squared_hinge_loss": "squared hinge",
+          "squared_error_loss": "squared error", "huber_loss": "Huber loss",
+          "poisson_loss": "Poisson loss",
           "svm_dual": "SVM dual", "svm_dual_sparse": "sparse SVM dual"}
 
 LABELS.update({name: f"{LABELS.get(plain, plain)} (float32)"

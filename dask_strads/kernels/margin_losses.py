@@ -1,7 +1,13 @@
-"""Numba kernels of the losses of margins: a loss's value and its first and second derivatives in
-each sample's margin ``z_i``, for labels ``y_i`` in {-1, +1} and a cost ``C_i`` per sample (the
-inverse penalty times the sample's weight). The second derivative of the squared hinge is its
-generalised one (Mangasarian), ``2 C_i`` where the sample is inside the margin, else 0.
+"""Numba kernels of the losses of margins (linear predictions) ``z_i``: a loss's value and its first
+and second derivatives in each sample's ``z_i``, for targets ``y_i`` (labels in {-1, +1} for the
+classifiers' losses) and a cost ``C_i`` per sample (the inverse penalty times the sample's
+weight). The second derivatives of the squared hinge and of Huber's loss are their generalised
+ones (Mangasarian): ``2 C_i`` where the sample is inside the margin, else 0; ``C_i`` where the
+residual is within ``delta``, else 0.
+
+A loss's kernels: its value ``_name(z, y, C, ...)``, the change of its value ``_name_change(z,
+q, t, y, C, ...)`` from ``z`` to ``z + t q`` summed sample by sample (precise when tiny), and its
+derivatives ``_name_derivatives(z, y, C, ..., g, h)``, with ``...`` the loss's own parameters.
 """
 import numpy as np
 from numba import njit
@@ -92,7 +98,108 @@ def _squared_hinge_derivatives(z, y, C, g, h):
             h[i] = 0.0
 
 
+@njit(cache=True, nogil=True, fastmath=True)
+def _squared_error(z, y, C):
+    """sum_i C_i (z_i - y_i)^2 / 2"""
+    total = 0.0
+    for i in range(z.shape[0]):
+        total += 0.5 * C[i] * (z[i] - y[i]) ** 2
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _squared_error_change(z, q, t, y, C):
+    total = 0.0
+    for i in range(z.shape[0]):
+        total += C[i] * t * q[i] * (z[i] - y[i] + 0.5 * t * q[i])
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _squared_error_derivatives(z, y, C, g, h):
+    for i in range(z.shape[0]):
+        g[i] = C[i] * (z[i] - y[i])
+        h[i] = C[i]
+
+
+@njit(cache=True, nogil=True)
+def _huber_term(r, delta):
+    """Huber's function of a residual: r^2 / 2 within delta, linear beyond."""
+    if abs(r) <= delta:
+        return 0.5 * r * r
+    return delta * (abs(r) - 0.5 * delta)
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _huber(z, y, C, delta):
+    """sum_i C_i huber_delta(z_i - y_i)"""
+    total = 0.0
+    for i in range(z.shape[0]):
+        total += C[i] * _huber_term(z[i] - y[i], delta)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _huber_change(z, q, t, y, C, delta):
+    """Each sample's change as itself where both residuals are in one piece of the loss (both
+    within delta: ``s (r + s / 2)`` for a step ``s``; both beyond on one side: ``delta |s|``
+    signed), not as the difference of two values (see :func:`_logistic_change`)."""
+    total = 0.0
+    for i in range(z.shape[0]):
+        r = z[i] - y[i]
+        step = t * q[i]
+        moved = r + step
+        if abs(r) <= delta and abs(moved) <= delta:
+            change = step * (r + 0.5 * step)
+        elif min(r, moved) > delta or max(r, moved) < -delta:
+            change = delta * step if r > 0.0 else -delta * step
+        else:
+            change = _huber_term(moved, delta) - _huber_term(r, delta)
+        total += C[i] * change
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _huber_derivatives(z, y, C, delta, g, h):
+    for i in range(z.shape[0]):
+        r = z[i] - y[i]
+        g[i] = C[i] * min(max(r, -delta), delta)
+        h[i] = C[i] if abs(r) <= delta else 0.0
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _poisson(z, y, C):
+    """sum_i C_i (exp(z_i) - y_i z_i): the Poisson deviance with a log link, up to a constant"""
+    total = 0.0
+    for i in range(z.shape[0]):
+        total += C[i] * (np.exp(z[i]) - y[i] * z[i])
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _poisson_change(z, q, t, y, C):
+    total = 0.0
+    for i in range(z.shape[0]):
+        total += C[i] * (np.exp(z[i]) * np.expm1(t * q[i]) - y[i] * t * q[i])
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _poisson_derivatives(z, y, C, g, h):
+    for i in range(z.shape[0]):
+        mean = np.exp(z[i])
+        g[i] = C[i] * (mean - y[i])
+        h[i] = C[i] * mean
+
+
 # -- entry points: float64 arrays, so that one compiled specialisation serves every fit --------
+def _derivatives_with(kernel, z, y, C, *parameters):
+    """``(g, h)`` of a loss's derivatives ``kernel``."""
+    g, h = np.empty(z.shape[0]), np.empty(z.shape[0])
+    kernel(z, y, C, *parameters, g, h)
+    return g, h
+
+
 def logistic(z, y, C):
     """``sum_i C_i log(1 + exp(-y_i z_i))``."""
     return _logistic(z, y, C)
@@ -105,9 +212,7 @@ def logistic_change(z, q, t, y, C):
 
 def logistic_derivatives(z, y, C):
     """``(g, h)``: the first and second derivatives of :func:`logistic`'s terms in ``z``."""
-    g, h = np.empty(z.shape[0]), np.empty(z.shape[0])
-    _logistic_derivatives(z, y, C, g, h)
-    return g, h
+    return _derivatives_with(_logistic_derivatives, z, y, C)
 
 
 def squared_hinge(z, y, C):
@@ -123,6 +228,43 @@ def squared_hinge_change(z, q, t, y, C):
 def squared_hinge_derivatives(z, y, C):
     """``(g, h)``: the first and (generalised) second derivatives of :func:`squared_hinge`'s
     terms in ``z``."""
-    g, h = np.empty(z.shape[0]), np.empty(z.shape[0])
-    _squared_hinge_derivatives(z, y, C, g, h)
-    return g, h
+    return _derivatives_with(_squared_hinge_derivatives, z, y, C)
+
+
+def squared_error(z, y, C):
+    """``sum_i C_i (z_i - y_i)^2 / 2``."""
+    return _squared_error(z, y, C)
+
+
+def squared_error_change(z, q, t, y, C):
+    return _squared_error_change(z, q, float(t), y, C)
+
+
+def squared_error_derivatives(z, y, C):
+    return _derivatives_with(_squared_error_derivatives, z, y, C)
+
+
+def huber(z, y, C, delta):
+    """``sum_i C_i huber_delta(z_i - y_i)``: squared within ``delta`` (halved), linear beyond."""
+    return _huber(z, y, C, float(delta))
+
+
+def huber_change(z, q, t, y, C, delta):
+    return _huber_change(z, q, float(t), y, C, float(delta))
+
+
+def huber_derivatives(z, y, C, delta):
+    return _derivatives_with(_huber_derivatives, z, y, C, float(delta))
+
+
+def poisson(z, y, C):
+    """``sum_i C_i (exp(z_i) - y_i z_i)``."""
+    return _poisson(z, y, C)
+
+
+def poisson_change(z, q, t, y, C):
+    return _poisson_change(z, q, float(t), y, C)
+
+
+def poisson_derivatives(z, y, C):
+    return _derivatives_with(_poisson_derivatives, z, y, C)

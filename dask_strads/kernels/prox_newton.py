@@ -71,17 +71,17 @@ def _soft_threshold(x, threshold):
 @njit(cache=True, nogil=True)
 def _violations(grad, coef, l1, l2, free, out):
     """out[k] = how far coordinate k is from its optimality condition: the distance of
-    ``-grad_k - l2 coef_k`` to ``l1`` times the subdifferential of |.| at ``coef_k``; coordinate
-    ``free`` (-1: none) is unpenalised. ``out`` may be ``grad``."""
+    ``-grad_k - l2 coef_k`` to ``l1[k]`` times the subdifferential of |.| at ``coef_k``;
+    coordinate ``free`` (-1: none) is unpenalised. ``out`` may be ``grad``."""
     for k in range(grad.shape[0]):
         weight = 0.0 if k == free else 1.0
         full = grad[k] + l2 * weight * coef[k]
         if coef[k] > 0.0:
-            out[k] = abs(full + l1 * weight)
+            out[k] = abs(full + l1[k] * weight)
         elif coef[k] < 0.0:
-            out[k] = abs(full - l1 * weight)
+            out[k] = abs(full - l1[k] * weight)
         else:
-            out[k] = max(abs(full) - l1 * weight, 0.0)
+            out[k] = max(abs(full) - l1[k] * weight, 0.0)
     return out
 
 
@@ -99,7 +99,7 @@ def _cd_sweep(X, ws, active_only, coef, grad, h, l1, l2, free, curvature, d, q):
             new = old - (grad[k] + _weighted_sum(h, q)) / a
         else:
             slope = grad[k] + column_weighted_dot(X, ws[k], h, q) + l2 * old
-            new = _soft_threshold(old - slope / a, l1 / a)
+            new = _soft_threshold(old - slope / a, l1[k] / a)
         if new != old:
             d[k] += new - old
             if k == free:
@@ -121,12 +121,12 @@ MIN_CURVATURE = 1e-12
 def _newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol, d, q):
     """Minimise the quadratic model of the datafit plus the penalty over the columns ``ws``,
 
-        grad . d + 1/2 (X_ws d)' diag(h) (X_ws d) + sum_k (l1 |c_k| + l2/2 c_k^2),
+        grad . d + 1/2 (X_ws d)' diag(h) (X_ws d) + sum_k (l1_k |c_k| + l2/2 c_k^2),
 
     with ``c = coef + d`` (the coordinate ``free``, -1 for none, unpenalised: the intercept),
     by cyclic coordinate descent, in place on ``d`` (the direction, zero on entry) and
-    ``q = X_ws d``. ``coef``, ``grad`` (the datafit's gradient ``X_ws' g``) and ``d`` are of the
-    working set's coordinates, in the order of ``ws``. As glmnet: sweeps over the nonzero
+    ``q = X_ws d``. ``coef``, ``grad`` (the datafit's gradient ``X_ws' g``), ``l1`` and ``d``
+    are of the working set's coordinates, in the order of ``ws``. As glmnet: sweeps over the nonzero
     coordinates until no step times its curvature exceeds ``tol``, then a sweep over all of
     ``ws``; done when that one moves nothing more, or after ``max_sweeps``. Returns the sweeps
     run.
@@ -174,7 +174,7 @@ def _softmax_cd_sweep(X, ws, active_only, coef, grad, P, CP, l1, l2, free, curva
             else:
                 slope = (grad[k, m] + column_weighted_dot(X, ws[m], CP[k], q[k])
                          - column_weighted_dot(X, ws[m], CP[k], r) + l2 * old)
-                new = _soft_threshold(old - slope / a, l1 / a)
+                new = _soft_threshold(old - slope / a, l1[m] / a)
             if new != old:
                 step = new - old
                 d[k, m] += step
@@ -222,20 +222,29 @@ def column_range_dots(X, start, stop, g):
 
 
 def violations(grad, coef, l1, l2, free=-1, out=None):
-    """How far each coordinate is from its optimality condition (see :func:`_violations`), into
-    ``out`` (a new array by default; ``grad`` itself to save one)."""
+    """How far each coordinate is from its optimality condition (see :func:`_violations`; ``l1``
+    one number, or one per coordinate), into ``out`` (a new array by default; ``grad`` itself
+    to save one)."""
     out = np.empty(grad.shape[0]) if out is None else out
-    return _violations(grad, coef, float(l1), float(l2), int(free), out)
+    return _violations(grad, coef, _per_coordinate(l1, grad.shape[0]), float(l2), int(free),
+                       out)
+
+
+def _per_coordinate(l1, n):
+    """``l1`` as float64 strengths of ``n`` coordinates (the kernels' one signature)."""
+    if np.ndim(l1) == 0:
+        return np.full(n, float(l1))
+    return np.ascontiguousarray(l1, dtype=np.float64)
 
 
 def newton_direction(X, ws, coef, grad, h, l1, l2, free, max_sweeps, tol):
     """``(d, q, sweeps)``: the prox-Newton direction ``d`` on the columns ``ws`` (``coef``,
-    ``grad`` and ``d`` of those coordinates; see :func:`_newton_direction`), its margins
-    ``q = X_ws d`` and the sweeps it took."""
+    ``grad``, ``d`` and ``l1``, if not one number, of those coordinates; see
+    :func:`_newton_direction`), its margins ``q = X_ws d`` and the sweeps it took."""
     d = np.zeros(ws.shape[0])
     q = np.zeros(h.shape[0])
-    sweeps = _newton_direction(X, ws, coef, grad, h, float(l1), float(l2), int(free),
-                               int(max_sweeps), float(tol), d, q)
+    sweeps = _newton_direction(X, ws, coef, grad, h, _per_coordinate(l1, ws.shape[0]),
+                               float(l2), int(free), int(max_sweeps), float(tol), d, q)
     return d, q, sweeps
 
 
@@ -245,7 +254,8 @@ def softmax_newton_direction(X, ws, coef, grad, P, C, l1, l2, free, max_sweeps, 
     ``coef``, ``grad`` and ``d``: classes x the columns ``ws``; ``q``: classes x samples)."""
     d = np.zeros(coef.shape)
     q = np.zeros(P.shape)
-    sweeps = _softmax_newton_direction(X, ws, coef, grad, P, P * C, float(l1), float(l2),
+    sweeps = _softmax_newton_direction(X, ws, coef, grad, P, P * C,
+                                       _per_coordinate(l1, ws.shape[0]), float(l2),
                                        int(free), int(max_sweeps), float(tol), d, q,
                                        np.zeros(P.shape[1]))
     return d, q, sweeps

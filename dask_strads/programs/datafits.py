@@ -1,13 +1,15 @@
-"""Datafits of the prox-Newton program: losses of the margins ``Z`` (classes x samples) of
-labels ``Y`` in {-1, +1} (classes x samples), each sample's loss times its cost (the inverse
-penalty ``C`` times the sample's weight).
+"""Datafits of the prox-Newton program: losses of the margins ``Z`` (classes x samples, the linear
+predictions) and targets ``Y`` (classes x samples: labels in {-1, +1} for the classifiers'
+losses, one row of values for the regression losses), each sample's loss times its cost (the
+inverse penalty ``C`` times the sample's weight).
 
 The program updates one class's margins at a time, the other classes' fixed; so a datafit says
 what it is as a function of class ``k``'s margins (:meth:`MarginLoss.of_class`, a
 :class:`ClassLoss`: a value and two derivatives per sample, equal to the whole datafit up to a
 constant) and what it is in all (:meth:`MarginLoss.value`). A new datafit is a subclass with
 its two kernels (see :mod:`dask_strads.kernels.margin_losses`) and, when its classes are
-coupled, its own ``of_class`` and ``value``.
+coupled, its own ``of_class`` and ``value``; a regression datafit also says how its predictions
+are made from its margins (``inverse_link``) and which targets it takes (``check_targets``).
 """
 from dataclasses import dataclass
 
@@ -30,19 +32,20 @@ class ClassLoss:
     y: np.ndarray
     C: np.ndarray
     offset: object = None
+    parameters: tuple = ()  # the loss's own, after ``C`` in its kernels' arguments
 
     def _shifted(self, z):
         return z if self.offset is None else z - self.offset
 
     def value(self, z):
-        return self.loss(self._shifted(z), self.y, self.C)
+        return self.loss(self._shifted(z), self.y, self.C, *self.parameters)
 
     def derivatives(self, z):
-        return self.derivatives_of(self._shifted(z), self.y, self.C)
+        return self.derivatives_of(self._shifted(z), self.y, self.C, *self.parameters)
 
     def change(self, z, q, t):
         """``value(z + t q) - value(z)``, summed sample by sample (precise when tiny)."""
-        return self.change_of(self._shifted(z), q, t, self.y, self.C)
+        return self.change_of(self._shifted(z), q, t, self.y, self.C, *self.parameters)
 
 
 class MarginLoss:
@@ -54,6 +57,8 @@ class MarginLoss:
     coupled = False
     #: The kernel set (:data:`dask_strads.kernels.compilation.KERNEL_SETS`) of its kernels.
     kernels: str
+    #: The loss's own parameters, passed to its kernels.
+    parameters: tuple = ()
 
     def __init__(self, Y, C, sample_weight=None):
         self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)
@@ -72,7 +77,7 @@ class MarginLoss:
 
     def of_class(self, Z, k):
         return ClassLoss(self._loss, self._derivatives, self._change, self.Y[k],
-                         self.C if self.C.ndim == 1 else self.C[k])
+                         self.C if self.C.ndim == 1 else self.C[k], parameters=self.parameters)
 
     def value(self, Z):
         return sum(self.of_class(Z, k).value(Z[k]) for k in range(self.n_classes))
@@ -122,6 +127,61 @@ class Multinomial(Logistic):
     def gradients(self, P):
         """The derivatives of the datafit in the margins, at the probabilities ``P``."""
         return self.C * (P - (self.Y > 0))
+
+
+class Regression(MarginLoss):
+    """A loss of one row of real targets ``y`` and predictions ``inverse_link(z)``."""
+
+    @staticmethod
+    def inverse_link(z):
+        return z
+
+    @staticmethod
+    def check_targets(y):
+        """Raise a ValueError if the loss is not defined at targets ``y``."""
+
+
+class SquaredError(Regression):
+    """``(z - y)^2 / 2``: least squares."""
+
+    name = "squared_error"
+    kernels = "squared_error_loss"
+    _loss = staticmethod(margin_losses.squared_error)
+    _derivatives = staticmethod(margin_losses.squared_error_derivatives)
+    _change = staticmethod(margin_losses.squared_error_change)
+
+
+class Huber(Regression):
+    """Huber's loss of the residual ``z - y``: its square halved within ``delta``, linear
+    beyond (robust to outlying targets)."""
+
+    name = "huber"
+    kernels = "huber_loss"
+    _loss = staticmethod(margin_losses.huber)
+    _derivatives = staticmethod(margin_losses.huber_derivatives)
+    _change = staticmethod(margin_losses.huber_change)
+
+    def __init__(self, Y, C, sample_weight=None, *, delta):
+        super().__init__(Y, C, sample_weight)
+        self.parameters = (float(delta),)
+
+
+class Poisson(Regression):
+    """``exp(z) - y z``: the Poisson deviance with a log link (counts, rates), up to a term of
+    ``y`` alone; predictions ``exp(z)``."""
+
+    name = "poisson"
+    kernels = "poisson_loss"
+    _loss = staticmethod(margin_losses.poisson)
+    _derivatives = staticmethod(margin_losses.poisson_derivatives)
+    _change = staticmethod(margin_losses.poisson_change)
+    inverse_link = staticmethod(np.exp)
+
+    @staticmethod
+    def check_targets(y):
+        if np.min(y) < 0:
+            raise ValueError("Some value(s) of y are out of the valid range of the loss "
+                             "'poisson': the targets must be non-negative")
 
 
 register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)

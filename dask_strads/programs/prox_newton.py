@@ -1,12 +1,14 @@
 """The STRADS prox-Newton program over feature blocks, with working sets: linear models whose
 loss is a function of the margins,
 
-    C sum_i s_i loss(z_i, y_i) + sum over classes k of l1 ||w_k||_1 + l2/2 ||w_k||^2,
+    C sum_i s_i loss(z_i, y_i) + sum over classes k of l1 sum_j v_j |w_kj| + l2/2 ||w_k||^2,
 
-with sample weights ``s_i`` (ones by default), margins ``z_k = X w_k + b_k`` and labels
-``y_ik`` in {-1, +1} (one column per class, one for a binary problem). The loss is a datafit of
-:mod:`.datafits`: logistic (logistic regression, one-vs-rest for several classes), multinomial
-(softmax) or the squared hinge (the linear SVM). Classes are updated one at a time, the others'
+with sample weights ``s_i`` (ones by default), margins ``z_k = X w_k + b_k`` and targets
+``y_ik`` (labels in {-1, +1} for a classifier: one column per class, one for a binary problem).
+The loss is a datafit of :mod:`.datafits`: logistic (logistic regression, one-vs-rest for
+several classes), multinomial (softmax), the squared hinge (the linear SVM), or a regression
+loss (squared error, Huber's, Poisson's); the penalty is of :mod:`.penalties` (``v_j`` the
+features' l1 weights, ones by default). Classes are updated one at a time, the others'
 margins fixed: for one-vs-rest they are independent problems solved side by side on the same
 blocks, for the multinomial loss the pull takes them in turn.
 
@@ -44,7 +46,9 @@ from ..kernels.prox_newton import (column_dots, column_range_dots, newton_direct
                                    softmax_newton_direction, violations)
 from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule
+from .pairs import check_pair
 from .elastic_net import kernel_csc
+from .penalties import Penalty
 from .selection import TopScores, box_quadratic
 
 #: Smallest working set of a block and class; it grows to twice the block's nonzeros. At 10 the
@@ -95,13 +99,13 @@ class BlockState:
 @dataclass(frozen=True)
 class BlockUpdate:
     """What a push sends to the pull, per class: the change of the margins its coefficients made,
-    the intercept shift it made with them, the block's penalty before and after, and the slope
-    ``g . dz + penalty_after - penalty_before`` at the margins it was sent."""
+    the intercept shift it made with them, the block's penalty before and its change (precise
+    when tiny), and the slope ``g . dz + penalty_change`` at the margins it was sent."""
 
     dz: np.ndarray
     shift: np.ndarray
     penalty_before: np.ndarray
-    penalty_after: np.ndarray
+    penalty_change: np.ndarray
     slope: np.ndarray
     violation: float
     newton_steps: int = 0
@@ -115,7 +119,7 @@ class BlockChanges:
     dz: np.ndarray
     shift: np.ndarray
     before: np.ndarray
-    after: np.ndarray
+    penalty_change: np.ndarray
     slope: np.ndarray
 
 
@@ -126,6 +130,18 @@ class BlockData:
     width: int  # the block's coordinates: its features, and the intercept's column if any
     coef_init: object  # classes x the block's features, as make_raw_block sends them
     has_intercept: bool  # the last coordinate is a column of ones (not stored in X)
+    penalty: Penalty  # with the l1 weights of the block's features
+
+    def penalty_of(self, coef, positions=None):
+        """The penalty of one class's coefficients ``coef`` at ``positions`` (sorted; None: all
+        the block's), the intercept's column unpenalised."""
+        positions = np.arange(self.width) if positions is None else positions
+        return self.penalty.value(coef, positions, self.free_position(positions))
+
+    def penalty_change(self, old, new, positions):
+        """The penalty at ``new`` minus at ``old`` (one class's coefficients at ``positions``,
+        sorted), precise when tiny."""
+        return self.penalty.change(old, new, positions, self.free_position(positions))
 
     def free_position(self, columns):
         """Where the intercept's column (unpenalised) is among the sorted ``columns``, or -1."""
@@ -134,13 +150,13 @@ class BlockData:
                 and columns[-1] == last else -1)
 
 
-def make_raw_block(X, coef_init):
-    """The data of one feature block as sent to its worker: its columns, and its initial
+def make_raw_block(X, coef_init, l1_weights=None):
+    """The data of one feature block as sent to its worker: its columns, its initial
     coefficients (classes x columns) as a scipy CSR matrix, or as they are where that is smaller
-    (nothing but their shape for a fit from zero)."""
+    (nothing but their shape for a fit from zero), and its features' l1 weights (None: ones)."""
     sparse = sp.csr_matrix(coef_init)
     compact = sparse.data.nbytes + sparse.indices.nbytes < np.asarray(coef_init).nbytes
-    return {"X": X, "coef": sparse if compact else coef_init}
+    return {"X": X, "coef": sparse if compact else coef_init, "l1_weights": l1_weights}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,10 +170,12 @@ class ProxNewtonReport(Report):
 
 
 class ProxNewtonProgram(Program):
-    """A datafit of margins plus the elastic net by prox-Newton over feature blocks (see the
+    """A datafit of margins plus a penalty by prox-Newton over feature blocks (see the
     module docstring).
 
-    ``datafit``: a :class:`.datafits.MarginLoss` (its labels and costs). ``tolerance``: stop when
+    ``datafit``: a :class:`.datafits.MarginLoss` (its targets and costs); ``penalty``: a
+    :class:`.penalties.Penalty` (its strengths; the blocks bring their features' l1 weights, see
+    :func:`make_raw_block`). ``tolerance``: stop when
     no coordinate or intercept violates its optimality condition by more than ``tolerance`` times
     the largest |x_j . g| at w = 0. ``intercept_init``: the intercepts to start from with
     ``fit_intercept`` (without, they are 0).
@@ -166,14 +184,19 @@ class ProxNewtonProgram(Program):
     updates_in_place = True  # one state a block (see the module's docstring for the stop)
     static_schedule = True
 
-    def __init__(self, n_blocks, datafit, l1, l2, fit_intercept, tolerance, *,
+    #: What the program calls on its datafit and its penalty (see :func:`.pairs.check_pair`).
+    needs = {"datafit": ("of_class", "value", "kernels", "coupled"),
+             "coupled datafit": ("probabilities", "gradients", "C"),
+             "penalty": ("l1", "l2", "for_block", "l1_at", "l1_range", "value")}
+
+    def __init__(self, n_blocks, datafit, penalty, fit_intercept, tolerance, *,
                  intercept_init=None, sparse=False):
+        check_pair(self, datafit, penalty)
         self.n_blocks = n_blocks
         self.datafit = datafit
         self.name = datafit.name
         self.n_classes, self.n_samples = datafit.n_classes, datafit.n_samples
-        self.l1 = float(l1)
-        self.l2 = float(l2)
+        self.penalty = penalty
         self.fit_intercept = fit_intercept
         self.tolerance = tolerance
         self.stop_rule = StopRule("violation", tolerance)
@@ -183,16 +206,12 @@ class ProxNewtonProgram(Program):
         self.seed = 0  # deterministic: nothing is drawn at random
         self.kernels = ("prox_newton_sparse" if sparse else "prox_newton", datafit.kernels)
 
-    def penalty(self, coef, free=-1):
-        """The penalty of one class's coefficients ``coef``, the coordinate ``free`` (the
-        intercept's column, -1: none) unpenalised."""
-        terms = self.l1 * np.abs(coef) + 0.5 * self.l2 * coef * coef
-        return float(terms.sum() - (terms[..., free].sum() if free >= 0 else 0.0))
-
-    def block_penalty(self, coef):
+    @staticmethod
+    def block_penalty(data, coef):
         """The penalty of one class's committed coefficients of a block, from its non-zero
         ones (the intercept's column is zero there)."""
-        return self.penalty(coef[np.flatnonzero(coef)])
+        positions = np.flatnonzero(coef)
+        return data.penalty_of(coef[positions], positions)
 
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
@@ -204,7 +223,8 @@ class ProxNewtonProgram(Program):
             X = kernel_csc(X.indptr, X.indices, X.data, X.shape[0])
         else:
             X = np.asfortranarray(X, dtype=np.float64)
-        return BlockData(block_id, X, width, raw["coef"], self.fit_intercept)
+        return BlockData(block_id, X, width, raw["coef"], self.fit_intercept,
+                         self.penalty.for_block(raw.get("l1_weights")))
 
     def initial_shared(self):
         z = np.repeat(self.intercept_init[:, None], self.n_samples, axis=1)
@@ -223,11 +243,11 @@ class ProxNewtonProgram(Program):
         scale = max((_largest_magnitude(column_range_dots(data.X, start, stop, g))
                      for g in self._gradients_at_zero() for start, stop in penalised),
                     default=0.0)
-        penalty = np.array([self.block_penalty(c) for c in coef])
+        penalty = np.array([self.block_penalty(data, c) for c in coef])
         nothing = (np.zeros(0, dtype=np.int64), np.zeros(0))
         return (BlockState(coef, [nothing] * len(coef)),
-                BlockUpdate(dz, np.zeros(len(coef)), penalty, penalty, np.zeros(len(coef)), 0.0,
-                            scale=scale))
+                BlockUpdate(dz, np.zeros(len(coef)), penalty, np.zeros(len(coef)),
+                            np.zeros(len(coef)), 0.0, scale=scale))
 
     def _gradients_at_zero(self):
         """Each class's derivatives of the datafit in its margins at w = 0, b = 0."""
@@ -258,7 +278,7 @@ class ProxNewtonProgram(Program):
                 violation, steps = max(violation, worst), steps + steps_k
                 moves.append((ws, new, g))
         shift, slope = np.zeros(n_classes), np.zeros(n_classes)
-        before, after = np.zeros(n_classes), np.zeros(n_classes)
+        before, penalty_change = np.zeros(n_classes), np.zeros(n_classes)
         for k, (ws, new, g) in enumerate(moves):
             coef = state.coef[k]
             free = data.free_position(ws)
@@ -267,12 +287,12 @@ class ProxNewtonProgram(Program):
                 dz[k] -= shift[k]
                 new[free] = 0.0
             old = coef[ws]
-            before[k] = self.block_penalty(coef)
-            after[k] = before[k] + self.penalty(new, free) - self.penalty(old, free)
-            slope[k] = dot(g, dz[k]) + after[k] - before[k]
+            before[k] = self.block_penalty(data, coef)
+            penalty_change[k] = data.penalty_change(old, new, ws)
+            slope[k] = dot(g, dz[k]) + penalty_change[k]
             moved = new != old
             state.changes[k] = (ws[moved], (new - old)[moved])
-        return state, BlockUpdate(dz, shift, before, after, slope, violation, steps)
+        return state, BlockUpdate(dz, shift, before, penalty_change, slope, violation, steps)
 
     def _newton_steps(self, data, coef, z, loss, g, h, floor):
         """Prox-Newton steps of one class on a working set of the block's coordinates, from
@@ -287,16 +307,18 @@ class ProxNewtonProgram(Program):
         target = max(INNER_SHARE * worst, floor)
         new = coef[ws]
         free = data.free_position(ws)
+        l1, l2 = data.penalty.l1_at(ws), data.penalty.l2
         steps = 0
         max_steps = MAX_NEWTON_STEPS if self.n_blocks == 1 else 1
         while steps < max_steps and len(ws):
             grad = column_dots(X, ws, g)
-            ws_violation = violations(grad, new, self.l1, self.l2, free).max()
+            ws_violation = violations(grad, new, l1, l2, free).max()
             if ws_violation <= target:
                 break
-            d, q, _ = newton_direction(X, ws, new, grad, h, self.l1, self.l2, free, MAX_SWEEPS,
+            d, q, _ = newton_direction(X, ws, new, grad, h, l1, l2, free, MAX_SWEEPS,
                                        INNER_SHARE * ws_violation)
-            t, _ = self._line_search(lambda t: loss.change(z, q, t), dot(g, q), new, d, free)
+            t, _ = _line_search(lambda t: loss.change(z, q, t), dot(g, q),
+                                lambda step: data.penalty_change(new, new + step, ws), d)
             if t == 0.0:
                 break
             new += t * d
@@ -321,19 +343,20 @@ class ProxNewtonProgram(Program):
         target = max(INNER_SHARE * worst, floor)
         new = coef[:, ws]
         free = data.free_position(ws)
+        l1, l2 = data.penalty.l1_at(ws), data.penalty.l2
         Z_start, steps, value = Z, 0, self.datafit.value(Z)
         max_steps = MAX_NEWTON_STEPS if self.n_blocks == 1 else 1
         while steps < max_steps and len(ws):
             grad = np.array([column_dots(X, ws, g) for g in G])
-            ws_violation = max(violations(g, c, self.l1, self.l2, free).max()
-                               for g, c in zip(grad, new))
+            ws_violation = max(violations(g, c, l1, l2, free).max() for g, c in zip(grad, new))
             if ws_violation <= target:
                 break
-            d, q, _ = softmax_newton_direction(X, ws, new, grad, P, self.datafit.C, self.l1,
-                                               self.l2, free, MAX_SWEEPS,
-                                               SOFTMAX_DIRECTION_SHARE * ws_violation)
-            t, change = self._line_search(lambda t: self.datafit.value(Z + t * q) - value,
-                                          dot(G.ravel(), q.ravel()), new, d, free)
+            d, q, _ = softmax_newton_direction(X, ws, new, grad, P, self.datafit.C, l1, l2, free,
+                                               MAX_SWEEPS, SOFTMAX_DIRECTION_SHARE * ws_violation)
+            t, change = _line_search(lambda t: self.datafit.value(Z + t * q) - value,
+                                     dot(G.ravel(), q.ravel()),
+                                     lambda step: data.penalty_change(new, new + step, ws),
+                                     d)
             value += change
             if t == 0.0:
                 break
@@ -355,29 +378,14 @@ class ProxNewtonProgram(Program):
         worst, best = 0.0, TopScores(size)
         for start, stop in column_chunks(data.width):
             score = column_range_dots(data.X, start, stop, g)
-            violations(score, coef[start:stop], self.l1, self.l2,
+            violations(score, coef[start:stop], data.penalty.l1_range(start, stop),
+                       data.penalty.l2,
                        free - start if start <= free < stop else -1, out=score)
             worst = max(worst, float(score.max(initial=0.0)))
             score[coef[start:stop] != 0.0] = np.inf
             violating = np.flatnonzero(score > 0.0)
             best.add(violating + start, score[violating])
         return worst, np.sort(best.positions)
-
-    def _line_search(self, change_at, datafit_slope, coef, d, free):
-        """The largest step in 1, 1/2, 1/4, ... with sufficient decrease of the objective, and
-        the datafit's change there: ``change_at(t)`` is the datafit after a step ``t`` minus
-        before (``datafit_slope`` its derivative at 0), ``coef`` and ``d`` the coefficients of
-        the working set and the direction, ``free`` its unpenalised coordinate. ``(0, 0)`` if no
-        step decreases it enough."""
-        penalty = self.penalty(coef, free)
-        slope = datafit_slope + self.penalty(coef + d, free) - penalty
-        t = 1.0
-        while t >= MIN_STEP:
-            change = change_at(t)
-            if change + self.penalty(coef + t * d, free) - penalty <= ARMIJO * t * slope:
-                return t, change
-            t *= 0.5
-        return 0.0, 0.0
 
     def pull(self, partials, shared):
         blocks = list(partials)
@@ -417,7 +425,7 @@ class ProxNewtonProgram(Program):
             if not self.datafit.coupled:
                 change = BlockChanges(*(np.array([getattr(u, name)[k] for u in updates])
                                         for name in ("dz", "shift", "penalty_before",
-                                                     "penalty_after", "slope")))
+                                                     "penalty_change", "slope")))
                 factors, shift = self._combine(z[k], loss, change)
                 z[k] += _combination(factors, change.dz) + shift
                 step[k, blocks] = factors
@@ -431,17 +439,18 @@ class ProxNewtonProgram(Program):
         """Factors ``f`` in [0, 1] of the blocks' margin changes and one intercept shift ``s``
         (one class).
 
-        For such factors the objective is at most ``datafit(z + f dz + s) + sum_b (1 - f_b)
-        before_b + f_b after_b`` (the penalty is convex), equal at f = 0, s = 0. Two
+        For such factors the objective is at most ``datafit(z + f dz + s) + sum_b before_b +
+        f_b penalty_change_b`` (the penalty is convex), equal at f = 0, s = 0. Two
         candidates: all ones with the blocks' shifts added (the blocks' own steps, best when
         they do not interfere), and the minimiser of the bound's second-order model at ``z``.
         The better one is taken if it decreases the bound, else halved until it decreases it
-        enough (Armijo).
+        enough (Armijo). The bound's change is the datafit's, summed sample by sample, plus the
+        penalty's: near the optimum it is far below the objective's rounding.
         """
-        def bound(candidate):
+        def bound_change(candidate):
             f, s = candidate
-            return (loss.value(z + _combination(f, change.dz) + s) + change.before.sum()
-                    + f @ (change.after - change.before))
+            return (loss.change(z, _combination(f, change.dz) + s, 1.0)
+                    + f @ change.penalty_change)
 
         g, h = loss.derivatives(z)
         directions = np.vstack([change.dz, np.ones(len(z))]) if self.fit_intercept else change.dz
@@ -450,7 +459,7 @@ class ProxNewtonProgram(Program):
         model = box_quadratic(curvature, linear, free=self.fit_intercept)
         n = len(change.dz)
         candidates = [(np.ones(n), change.shift.sum()), (model[:n], model[n:].sum())]
-        return _sufficient_decrease(bound, candidates, loss.value(z) + change.before.sum(),
+        return _sufficient_decrease(bound_change, candidates,
                                     lambda f, s: f @ change.slope + s * g.sum())
 
     def _combine_classes(self, Z, updates):
@@ -459,12 +468,12 @@ class ProxNewtonProgram(Program):
         the classes); the second-order model takes the softmax's Hessian."""
         dz = np.array([u.dz + u.shift[:, None] for u in updates])  # blocks x classes x samples
         shifts = np.array([u.shift for u in updates])
-        before = sum(u.penalty_before.sum() for u in updates)
-        gains = np.array([(u.penalty_after - u.penalty_before).sum() for u in updates])
+        gains = np.array([u.penalty_change.sum() for u in updates])
+        start = self.datafit.value(Z)
 
-        def bound(candidate):
+        def bound_change(candidate):
             f, s = candidate
-            return (self.datafit.value(Z + _combination(f, dz)) + before + f @ gains)
+            return self.datafit.value(Z + _combination(f, dz)) - start + f @ gains
 
         P = self.datafit.probabilities(Z)
         G = self.datafit.gradients(P)
@@ -476,8 +485,7 @@ class ProxNewtonProgram(Program):
         model = box_quadratic(curvature, linear)
         n = len(updates)
         candidates = [(np.ones(n), shifts.sum(axis=0)), (model, model @ shifts)]
-        return _sufficient_decrease(bound, candidates, self.datafit.value(Z) + before,
-                                    lambda f, s: f @ linear)
+        return _sufficient_decrease(bound_change, candidates, lambda f, s: f @ linear)
 
     def at_stop(self, shared, new_shared):
         return replace(shared, step=np.zeros_like(shared.step))  # what the pushes started from
@@ -523,17 +531,34 @@ def _commit(coef, changes, steps):
         coef[k, positions] += steps[k] * values
 
 
-def _sufficient_decrease(bound, candidates, start, slope):
-    """The better of the ``(factors, shift)`` candidates if it decreases ``bound`` below
-    ``start``, else it halved until it decreases it enough (Armijo; ``slope(f, s)`` the bound's
-    derivative along it); zeros if nothing does."""
-    best = min(candidates, key=bound)
-    if bound(best) <= start:
+def _line_search(change_at, datafit_slope, penalty_change_along, d):
+    """The largest step in 1, 1/2, 1/4, ... along the direction ``d`` (of the working set's
+    coefficients) with sufficient decrease of the objective, and the datafit's change there:
+    ``change_at(t)`` is the datafit after a step ``t`` minus before (``datafit_slope`` its
+    derivative at 0), ``penalty_change_along(step)`` the penalty after a step of the
+    coefficients minus before. ``(0, 0)`` if no step decreases it enough."""
+    slope = datafit_slope + penalty_change_along(d)
+    t = 1.0
+    while t >= MIN_STEP:
+        change = change_at(t)
+        if change + penalty_change_along(t * d) <= ARMIJO * t * slope:
+            return t, change
+        t *= 0.5
+    return 0.0, 0.0
+
+
+def _sufficient_decrease(bound_change, candidates, slope):
+    """The better of the ``(factors, shift)`` candidates if it does not increase the bound
+    (``bound_change`` of a candidate: the bound there minus at zero), else it halved until it
+    decreases it enough (Armijo; ``slope(f, s)`` the bound's derivative along it); zeros if
+    nothing does."""
+    best = min(candidates, key=bound_change)
+    if bound_change(best) <= 0.0:
         return best
     f, s = best
     t = 0.5
     while t >= MIN_STEP:
-        if bound((t * f, t * s)) <= start + ARMIJO * t * slope(f, s):
+        if bound_change((t * f, t * s)) <= ARMIJO * t * slope(f, s):
             return t * f, t * s
         t *= 0.5
     return np.zeros_like(f), np.zeros_like(s)
