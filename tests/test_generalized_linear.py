@@ -188,3 +188,17 @@ def test_a_program_refuses_a_datafit_or_penalty_without_what_it_needs():
         ProxNewtonProgram(1, NoValue(), Penalty(1.0, 0.0), True, 1e-4)
     with pytest.raises(TypeError, match="penalty tuple has no 'l1_at'"):
         ProxNewtonProgram(1, Logistic(np.ones((3, 1)), 1.0), (1.0, 0.0), True, 1e-4)
+
+
+def test_the_hinge_is_refused_by_prox_newton_and_taken_by_the_dual_program():
+    """The hinge is not smooth: it declares no kernels for prox-Newton steps, only the dual's
+    box, so the prox-Newton program refuses it by name and the SVM dual program takes it."""
+    from dask_strads.programs.datafits import Hinge
+    from dask_strads.programs.svm_dual import SVMDualProgram
+
+    signs = np.array([[1.0], [-1.0], [1.0]])
+    with pytest.raises(TypeError, match="datafit Hinge has no 'kernels'"):
+        ProxNewtonProgram(1, Hinge(signs, 1.0), Penalty(0.0, 1.0), True, 1e-4)
+    assert SVMDualProgram(1, Hinge(signs, 1.0), 2, 1e-4).loss == "hinge"
+    with pytest.raises(TypeError, match="datafit Logistic has no 'dual_box'"):
+        SVMDualProgram(1, Logistic(signs, 1.0), 2, 1e-4)

@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 import dask_strads
 from conftest import run_past_the_stop
 from dask_strads.programs import run_sequential
-from dask_strads.programs.datafits import SquaredHinge
+from dask_strads.programs.datafits import Hinge, SquaredHinge
 from dask_strads.programs.penalties import Penalty
 from dask_strads.programs.prox_newton import ProxNewtonProgram, make_raw_block
 from dask_strads.programs.svm_dual import SVMDualProgram
@@ -308,7 +308,8 @@ def test_dual_program_blocks_reach_the_single_blocks_optimum(loss, tol):
     X = X.tocsr()
     results = {}
     for n_blocks in (1, 3):
-        program = SVMDualProgram(n_blocks, signs, 0.5, loss, X.shape[1], tol, sparse=True)
+        datafit = (Hinge if loss == "hinge" else SquaredHinge)(signs, 0.5)
+        program = SVMDualProgram(n_blocks, datafit, X.shape[1], tol, sparse=True)
         edges = np.linspace(0, X.shape[0], n_blocks + 1).astype(int)
         blocks = [{"X": X[lo:hi], "rows": (lo, hi)} for lo, hi in zip(edges[:-1], edges[1:])]
         parameters, reports = run_sequential(program, blocks, max_rounds=5000)
@@ -327,7 +328,7 @@ def test_dual_rounds_behind_the_stop_change_nothing():
     X, y = problem(sparse=True, seed=11)
     X = X.tocsr()
     signs = np.where(y == 1, 1.0, -1.0)[:, None]
-    program = SVMDualProgram(2, signs, 0.5, "hinge", X.shape[1], 1e-5, sparse=True)
+    program = SVMDualProgram(2, Hinge(signs, 0.5), X.shape[1], 1e-5, sparse=True)
     blocks = [{"X": X[lo:lo + 100], "rows": (lo, lo + 100)} for lo in (0, 100)]
     at_stop, collected, stop = run_past_the_stop(program, blocks, max_rounds=2000)
     np.testing.assert_array_equal(collected, at_stop)

@@ -12,7 +12,7 @@ from sklearn.linear_model._base import LinearClassifierMixin, SparseCoefMixin
 from sklearn.utils._param_validation import StrOptions
 
 from ..partition import block_edges
-from ..programs.datafits import SquaredHinge
+from ..programs.datafits import Hinge, SquaredHinge
 from ..programs.penalties import Penalty
 from ..programs.prox_newton import ProxNewtonProgram, make_raw_block
 from ..programs.svm_dual import SVMDualProgram
@@ -26,6 +26,9 @@ from .linear_classifiers import (checked_classification_data, convergence_messag
 _CONSTRAINTS = {key: SHARED_CONSTRAINTS[key] for key in
                 ("max_iter", "random_state", "checkpoint_interval", "checkpoint_dir", "progress",
                  "callback")}
+
+#: The datafits by the name ``loss`` gives them.
+LOSSES = {datafit.name: datafit for datafit in (Hinge, SquaredHinge)}
 
 #: The formulations liblinear solves, as scikit-learn's ``_get_liblinear_solver_type``: for
 #: each loss and penalty, the values of ``dual`` it takes.
@@ -169,9 +172,8 @@ class LinearSVC(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMixin, Base
             X = with_constant_column(X, self.intercept_scaling)
         n_blocks = self.n_blocks or default_block_count(stored, len(executor.workers))
         if self._solves_dual(X, n_blocks):
-            costs = self.C * (1.0 if weights is None else weights)
-            program = SVMDualProgram(n_blocks, Y, costs, self.loss, X.shape[1], self.tol,
-                                     seed=self._seed(), sparse=is_sparse(X))
+            program = SVMDualProgram(n_blocks, LOSSES[self.loss](Y, self.C, weights), X.shape[1],
+                                     self.tol, seed=self._seed(), sparse=is_sparse(X))
             blocks = blocks_along(X, block_edges(X.shape[0], n_blocks), _rows_block, axis=0)
         else:
             l1 = 1.0 if self.penalty == "l1" else 0.0

@@ -102,6 +102,27 @@ class SquaredHinge(MarginLoss):
     _derivatives = staticmethod(margin_losses.squared_hinge_derivatives)
     _change = staticmethod(margin_losses.squared_hinge_change)
 
+    @staticmethod
+    def dual_box(cost):
+        """:meth:`Hinge.dual_box` of the squared hinge: no upper bound, ``D_i = 1 / (2 C_i)``
+        (samples of cost 0 are left out: their alpha stays 0)."""
+        weighted = cost > 0.0
+        return (np.where(weighted, np.inf, 0.0),
+                np.where(weighted, 0.5 / np.where(weighted, cost, 1.0), 0.0))
+
+
+class Hinge(MarginLoss):
+    """``max(0, 1 - y z)``: the linear SVM's hinge. Not smooth: fitted in the dual only (no
+    kernels for the prox-Newton program)."""
+
+    name = "hinge"
+
+    @staticmethod
+    def dual_box(cost):
+        """``(U, D)`` of the dual, ``0 <= alpha_i <= U_i`` and ``D_i / 2 alpha_i^2`` (see
+        :mod:`.svm_dual`), for samples of costs ``cost``."""
+        return cost, np.zeros_like(cost)
+
 
 class Multinomial(Logistic):
     """The softmax cross-entropy ``sum_i C_i (log sum_j exp(z_ij) - z_i,label_i)`` (``Y`` +1 at

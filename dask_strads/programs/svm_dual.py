@@ -41,10 +41,9 @@ import scipy.sparse as sp
 from ..kernels.svm_dual import change_terms, dual_sweep, measure
 from ..sizes import register_dataclasses
 from .base import Instruction, Program, Report, StopRule, round_seed
+from .pairs import check_pair
 from .elastic_net import kernel_csc
 from .selection import box_quadratic
-
-LOSSES = ("hinge", "squared_hinge")
 
 #: A push's work: sweeps over its working set (its samples whose projected gradient is not 0),
 #: each over the samples the sweep before left in it (as liblinear shrinks), until it has
@@ -125,10 +124,10 @@ class SVMDualProgram(Program):
     """The l2-penalised linear SVM, hinge or squared hinge, by dual coordinate descent over
     sample blocks (see the module docstring).
 
-    ``Y``: +-1 labels, samples x classes; ``C``: the samples' costs (the inverse penalty times
-    their weights), a number, one a sample or classes x samples; ``n_features``: the columns
-    of X (a constant column included); ``tolerance``: the relative duality gap at which the fit
-    stops; ``seed``: the coordinate orders.
+    ``datafit``: a :class:`.datafits.Hinge` or :class:`.datafits.SquaredHinge` (its +-1 labels
+    and the samples' costs, the inverse penalty times their weights); ``n_features``: the
+    columns of X (a constant column included); ``tolerance``: the relative duality gap at which
+    the fit stops; ``seed``: the coordinate orders. The penalty is ``1/2 ||w||^2``.
     """
 
     name = "svm_dual"
@@ -136,14 +135,16 @@ class SVMDualProgram(Program):
     updates_in_place = True
     static_schedule = True
 
-    def __init__(self, n_blocks, Y, C, loss, n_features, tolerance, *, seed=0, sparse=False):
-        if loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    #: What the program calls on its datafit (see :func:`.pairs.check_pair`).
+    needs = {"datafit": ("name", "Y", "C", "dual_box")}
+
+    def __init__(self, n_blocks, datafit, n_features, tolerance, *, seed=0, sparse=False):
+        check_pair(self, datafit, None)
         self.n_blocks = n_blocks
-        self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)
-        self.C = np.ascontiguousarray(np.broadcast_to(np.asarray(C, dtype=np.float64),
-                                                      self.Y.shape))
-        self.loss = loss
+        self.datafit = datafit
+        self.Y = datafit.Y
+        self.C = np.ascontiguousarray(np.broadcast_to(datafit.C, self.Y.shape))
+        self.loss = datafit.name
         self.n_features = n_features
         self.tolerance = tolerance
         self.stop_rule = StopRule("gap", tolerance)
@@ -166,12 +167,7 @@ class SVMDualProgram(Program):
             X = np.ascontiguousarray(X, dtype=np.float64)
             Xt, norms = X.T, np.einsum("ij,ij->i", X, X)
         cost = self.C[:, lo:hi]
-        weighted = cost > 0.0
-        if self.loss == "hinge":
-            upper, diag = cost, np.zeros_like(cost)
-        else:
-            upper = np.where(weighted, np.inf, 0.0)
-            diag = np.where(weighted, 0.5 / np.where(weighted, cost, 1.0), 0.0)
+        upper, diag = self.datafit.dual_box(cost)
         return BlockData(block_id, Xt, self.Y[:, lo:hi], cost, upper, diag, norms + diag)
 
     def initial_shared(self):
