@@ -75,7 +75,7 @@ def test_weighted_l1_is_the_lasso_of_rescaled_columns():
     X, w, rng = regression(seed=1)
     y = X @ w + 0.3 * rng.standard_normal(len(X))
     v = rng.uniform(0.3, 3.0, X.shape[1])
-    ours = GeneralizedLinearRegressor(alpha=0.08, penalty_weights=v, tol=1e-10,
+    ours = GeneralizedLinearRegressor(alpha=0.08, penalty_weights=v, tol=1e-9,
                                       n_blocks=3).fit(X, y)
     assert ours.history_.stats.converged
     reference = Lasso(alpha=0.08, tol=1e-12, max_iter=100_000).fit(X / v, y)
@@ -202,3 +202,24 @@ def test_the_hinge_is_refused_by_prox_newton_and_taken_by_the_dual_program():
     assert SVMDualProgram(1, Hinge(signs, 1.0), 2, 1e-4).loss == "hinge"
     with pytest.raises(TypeError, match="datafit Logistic has no 'dual_box'"):
         SVMDualProgram(1, Logistic(signs, 1.0), 2, 1e-4)
+
+
+def test_on_worker_processes_the_fit_is_the_in_process_one(client_factory):
+    """Two feature blocks on a two-worker cluster (separate processes): the same rounds as
+    the fit in this process, so the same model; a dask X predicts lazily, as numpy does."""
+    import dask.array as da
+
+    X, w, rng = regression(n=300, p=40, seed=7)
+    y = rng.poisson(np.exp(0.2 * X @ w)).astype(float)
+    v = rng.uniform(0.5, 2.0, X.shape[1])
+    params = dict(loss="poisson", alpha=0.02, l1_ratio=0.8, penalty_weights=v, n_blocks=2,
+                  tol=1e-8)
+    here = GeneralizedLinearRegressor(**params).fit(X, y)
+    there = GeneralizedLinearRegressor(**params)
+    there.client = client_factory(2)
+    there.fit(da.from_array(X, chunks=(100, 40)), y)
+    np.testing.assert_allclose(there.coef_, here.coef_, rtol=0, atol=1e-12)
+    assert there.n_iter_ == here.n_iter_
+    lazy = there.predict(da.from_array(X, chunks=(100, 40)))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), here.predict(X), rtol=1e-12)

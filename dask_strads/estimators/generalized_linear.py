@@ -149,7 +149,7 @@ class GeneralizedLinearRegressor(DaskEstimatorMixin, RegressorMixin, BaseEstimat
         l1_weights = self._l1_weights(X.shape[1])
         extra = {"delta": self.epsilon} if datafit_class is Huber else {}
         datafit = datafit_class(y[:, None], 1.0 / weights.sum(), weights, **extra)
-        coef_init, intercept_init = self._initial_coef(X.shape[1])
+        coef_init, intercept_init = self._initial_coef(X.shape[1], datafit_class, y, weights)
         edges = block_edges(X.shape[1], self.n_blocks or default_block_count(
             stored, len(executor.workers)))
         penalty = Penalty(self.alpha * self.l1_ratio, self.alpha * (1.0 - self.l1_ratio))
@@ -186,12 +186,14 @@ class GeneralizedLinearRegressor(DaskEstimatorMixin, RegressorMixin, BaseEstimat
             raise ValueError("penalty_weights must be finite and non-negative")
         return weights
 
-    def _initial_coef(self, n_features):
-        """``(coef, intercept)`` to start from: the last fit's with ``warm_start``, else 0."""
+    def _initial_coef(self, n_features, datafit_class, y, weights):
+        """``(coef, intercept)`` to start from: the last fit's with ``warm_start``, else 0 and
+        the datafit's best constant (0 without ``fit_intercept``)."""
         if self.warm_start and getattr(self, "coef_", np.empty(0)).shape == (n_features,):
             return (np.array(self.coef_, dtype=np.float64),
                     self.intercept_ if self.fit_intercept else 0.0)
-        return np.zeros(n_features), 0.0
+        start = datafit_class.initial_intercept(y, weights) if self.fit_intercept else 0.0
+        return np.zeros(n_features), start
 
     def predict(self, X: Any) -> np.ndarray | DaskArray:
         """The predicted mean: the linear predictor ``X @ coef_ + intercept_`` through the

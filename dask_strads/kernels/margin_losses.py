@@ -1,9 +1,11 @@
 """Numba kernels of the losses of margins (linear predictions) ``z_i``: a loss's value and its first
 and second derivatives in each sample's ``z_i``, for targets ``y_i`` (labels in {-1, +1} for the
 classifiers' losses) and a cost ``C_i`` per sample (the inverse penalty times the sample's
-weight). The second derivatives of the squared hinge and of Huber's loss are their generalised
-ones (Mangasarian): ``2 C_i`` where the sample is inside the margin, else 0; ``C_i`` where the
-residual is within ``delta``, else 0.
+weight). The second derivative of the squared hinge is its generalised one (Mangasarian),
+``2 C_i`` where the sample is inside the margin, else 0. Huber's is ``C_i`` everywhere, its
+largest (exact within ``delta``): beyond, the loss is linear, and a column whose samples all
+lie there would have a quadratic model without curvature, whose step is unbounded; with the
+largest curvature the model is an upper bound, and its step decreases the loss.
 
 A loss's kernels: its value ``_name(z, y, C, ...)``, the change of its value ``_name_change(z,
 q, t, y, C, ...)`` from ``z`` to ``z + t q`` summed sample by sample (precise when tiny), and its
@@ -164,7 +166,7 @@ def _huber_derivatives(z, y, C, delta, g, h):
     for i in range(z.shape[0]):
         r = z[i] - y[i]
         g[i] = C[i] * min(max(r, -delta), delta)
-        h[i] = C[i] if abs(r) <= delta else 0.0
+        h[i] = C[i]
 
 
 @njit(cache=True, nogil=True, fastmath=True)

@@ -161,6 +161,12 @@ class Regression(MarginLoss):
     def check_targets(y):
         """Raise a ValueError if the loss is not defined at targets ``y``."""
 
+    @staticmethod
+    def initial_intercept(y, weights):
+        """The intercept a fit starts from: the best constant prediction's margin (a start at
+        0 can leave Huber's loss without curvature, every residual beyond its threshold)."""
+        return float(np.average(y, weights=weights))
+
 
 class SquaredError(Regression):
     """``(z - y)^2 / 2``: least squares."""
@@ -186,6 +192,13 @@ class Huber(Regression):
         super().__init__(Y, C, sample_weight)
         self.parameters = (float(delta),)
 
+    @staticmethod
+    def initial_intercept(y, weights):
+        """The weighted median of ``y``."""
+        order = np.argsort(y)
+        cumulative = np.cumsum(weights[order])
+        return float(y[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
+
 
 class Poisson(Regression):
     """``exp(z) - y z``: the Poisson deviance with a log link (counts, rates), up to a term of
@@ -200,9 +213,13 @@ class Poisson(Regression):
 
     @staticmethod
     def check_targets(y):
-        if np.min(y) < 0:
+        if np.min(y) < 0 or np.sum(y) <= 0:
             raise ValueError("Some value(s) of y are out of the valid range of the loss "
-                             "'poisson': the targets must be non-negative")
+                             "'poisson': the targets must be non-negative, not all zero")
+
+    @staticmethod
+    def initial_intercept(y, weights):
+        return float(np.log(np.average(y, weights=weights)))
 
 
 register_dataclasses(__name__)  # Dask's memory accounting (dask_strads.sizes)
