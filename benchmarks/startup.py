@@ -15,9 +15,15 @@ medians are printed with ratios:
 ``--before PATH``: also run a checkout of the package at PATH (a ``git worktree``), as
 "before", to measure a change side by side.
 
+Each checkout's package is byte-compiled first (``compileall``, into its ``__pycache__``), as an
+installed package is: where ``PYTHONDONTWRITEBYTECODE`` is set, every fresh process would
+otherwise compile the package's sources again, while scikit-learn's and numba's come compiled
+with their installation.
+
 Usage
   python benchmarks/startup.py [--repeats 5] [--before ../before] [--markdown]
 """
+import compileall
 import os
 import statistics
 import subprocess
@@ -78,6 +84,8 @@ def main():
     if args.before:
         variants["dask_strads before"] = (OURS, os.path.abspath(args.before))
     variants["sklearn"] = (SKLEARNS, HERE)
+    for _, checkout in variants.values():
+        compileall.compile_dir(os.path.join(checkout, "dask_strads"), quiet=1)
     rows = []
     for name, template in MEASURED.items():
         times = {variant: [] for variant in variants}

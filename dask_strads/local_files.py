@@ -4,9 +4,6 @@ is no data or model file."""
 import os
 import stat
 
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
-
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISSOCK, "a socket"))
@@ -20,6 +17,9 @@ def check_regular_file(path, folder=False):
     """Raise :class:`NotARegularFile` when ``path`` is local and names anything but a regular
     file (or, with ``folder``, a folder). A missing path and a remote URL pass: their opener
     says what is wrong."""
+    import fsspec  # here: importing the package's storage costs no fsspec
+    from fsspec.implementations.local import LocalFileSystem
+
     fs, local = fsspec.core.url_to_fs(os.fspath(path))
     if not isinstance(fs, LocalFileSystem):
         return

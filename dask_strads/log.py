@@ -4,10 +4,16 @@ Its records propagate, as a library's should: an application that configured log
 handler on the root logger: ``logging.basicConfig``, ``dictConfig``, pytest's ``caplog``) gets
 them through its own handlers, once. Until then the package prints its INFO records itself,
 so that a plain script still says what a long step is doing: to stderr, or in a Jupyter
-kernel to stdout, where stderr is shown as a warning (a pink box).
+kernel to stdout, where stderr is shown as a warning (a pink box). While a progress bar that
+spans several runs is open (:func:`printed_above`), its records are printed above the bar rather
+than over its line.
 """
 import logging
 import sys
+from contextlib import contextmanager
+
+#: The open bars the package's records are printed above (the newest last).
+_bars = []
 
 
 def in_jupyter_kernel():
@@ -28,7 +34,21 @@ class _UserStream(logging.StreamHandler):
         if logging.getLogger().handlers:  # the application's handlers print it
             return
         self.stream = sys.stdout if in_jupyter_kernel() else sys.stderr
-        super().emit(record)
+        if not _bars:
+            super().emit(record)
+            return
+        with _bars[-1].external_write_mode():
+            super().emit(record)
+
+
+@contextmanager
+def printed_above(bar):
+    """In this block the package's records are printed above ``bar`` (a tqdm bar)."""
+    _bars.append(bar)
+    try:
+        yield bar
+    finally:
+        _bars.remove(bar)
 
 
 logger = logging.getLogger("dask_strads")

@@ -16,7 +16,8 @@ SHOWS = {"lasso_path": ["image/png", "planted ones among them"],
          "lda_topics": ["topic 9:", "log_likelihood", "image/png"],
          "mf_recommendations": ["held_out_rmse", "user 1:", "image/png", "similar to Toy Story:",
                                 "new user:", "precision@10 on held-out interactions:"],
-         "cluster_dashboard": ["/strads", "compute_seconds", "('Lasso',)"]}
+         "cluster_dashboard": ["/strads", "compute_seconds", "('Lasso',)",
+                               "blocks held per worker: [1, 1]"]}
 
 
 def execute(path, timeout=300):

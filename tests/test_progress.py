@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from dask_strads import Lasso, LatentDirichletAllocation, MatrixFactorization
+from dask_strads import (ElasticNetCV, Lasso, LassoCV, LatentDirichletAllocation,
+                         MatrixFactorization)
 from dask_strads.datasets import make_lda_corpus, make_ratings
 from dask_strads.engine import progress
 from dask_strads.kernels import compilation
@@ -263,3 +264,56 @@ def test_plot_captions_say_what_is_drawn_against_what_and_ticks_the_axes():
     assert ticks == ["100", "0.001", "0.5", "1.25"]  # y top and bottom, x start and end
     assert "<path " in gap  # the axes
     assert "objective against round: 3 → 2" in chart(records, "objective")
+
+
+def search(**params):
+    """An ElasticNetCV of 4 paths (2 folds x 2 l1_ratios) and a refit."""
+    return ElasticNetCV(cv=2, alphas=3, l1_ratio=[0.5, 0.9], **params)
+
+
+def test_a_cross_validation_prints_nothing_unless_asked(regression, capfd):
+    """As scikit-learn's LassoCV at ``verbose=0``: no line per fold, alpha or refit, on stderr
+    or stdout, in a script that configured no logging (the kernels compiled beforehand: their
+    one notice per machine is not what is tested)."""
+    search().fit(*regression)
+    capfd.readouterr()
+    with unconfigured_logging():
+        search().fit(*regression)
+        LassoCV(cv=3, alphas=4).fit(*regression)
+    assert capfd.readouterr() == ("", "")
+
+
+def test_verbose_says_each_path_and_the_refit(regression, caplog):
+    with caplog.at_level(logging.INFO, logger="dask_strads"):
+        model = search(verbose=1).fit(*regression)
+    said = [r.getMessage() for r in caplog.records if "compiling" not in r.getMessage()]
+    assert sorted(said[1:-1]) == sorted(
+        f"ElasticNetCV: the path of 3 alphas on fold {fold} of 2 (l1_ratio={ratio})"
+        for fold in (1, 2) for ratio in ("0.5", "0.9"))
+    assert said[0].startswith("ElasticNetCV: placing 1 feature blocks")
+    assert said[-1] == f"ElasticNetCV: the refit at alpha={model.alpha_:.3g} on the whole data"
+
+
+@pytest.mark.parametrize("shown", [True, "plot"])
+def test_a_cross_validation_shows_one_bar_for_the_whole_search(regression, bars, shown,
+                                                               monkeypatch, capsys):
+    """One bar of the 4 paths and the refit, complete at the end; none of each run's own (in
+    Jupyter too: a live plot would mix the runs)."""
+    monkeypatch.setattr(progress, "_in_ipython", lambda: True)
+    search(progress=shown).fit(*regression)
+    err = capsys.readouterr().err
+    assert bars == []
+    assert set(re.findall(r"(\w+): +\d+%", err)) == {"ElasticNetCV"}
+    assert re.match(r"ElasticNetCV: 100%\|[^|]*\| 5/5 ", last_line(err))
+
+
+def test_a_searchs_compile_notice_is_printed_above_its_bar(regression, capsys, monkeypatch):
+    monkeypatch.setattr(compilation, "pending", lambda names: list(names))
+    compilation.reset_announced()
+    with unconfigured_logging():
+        search(progress=True).fit(*regression)
+    compilation.reset_announced()
+    err = capsys.readouterr().err
+    notices = re.findall(r"[^\r\n]*dask_strads: compiling numba kernels for [^\n]*\n", err)
+    assert notices and all(n.startswith("dask_strads: ") for n in notices)  # each a line
+    assert last_line(err).startswith("ElasticNetCV: 100%")

@@ -67,3 +67,15 @@ def test_a_fit_in_this_process_loads_neither_distributed_nor_dask_array():
                    "print(json.dumps([m for m in ('distributed', 'dask.array', 'dask.dataframe') "
                    "if m in sys.modules]))")
     assert loaded == []
+
+
+def test_a_linear_models_fit_in_this_process_loads_no_file_system_library():
+    """fsspec and zict (checkpoints on disk, blocks parked on a worker) are not loaded by what
+    each worker process of a grid search runs."""
+    loaded = fresh("import json, sys\nimport numpy as np\n"
+                   "from dask_strads import ElasticNet, LassoCV, LogisticRegression\n"
+                   "X = np.random.default_rng(0).normal(size=(60, 8))\ny = X[:, 0] - X[:, 1]\n"
+                   "ElasticNet(alpha=0.1).fit(X, y).predict(X)\nLassoCV(cv=2, alphas=3).fit(X, y)\n"
+                   "LogisticRegression().fit(X, y > 0).predict_proba(X)\n"
+                   "print(json.dumps([m for m in ('fsspec', 'zict') if m in sys.modules]))")
+    assert loaded == []

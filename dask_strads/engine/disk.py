@@ -21,8 +21,6 @@ import os
 import posixpath
 import uuid
 
-import fsspec
-
 from ..log import logger
 from . import storage, tasks
 from .recovery import Checkpoint
@@ -36,6 +34,8 @@ def round_dir(root, t):
 
 def _filesystem(root):
     """``(fsspec filesystem, root as it names it)`` of a path or URL."""
+    import fsspec  # here: a fit without checkpoints on disk does without it
+
     return fsspec.core.url_to_fs(root)
 
 
@@ -135,8 +135,9 @@ def latest(root, fingerprint, n_blocks, n_carried, staleness, last_round):
     fit (data, hyperparameters, seed, blocks) raises a ValueError that names what differs."""
     for t in sorted(_rounds(root), reverse=True):
         folder = round_dir(root, t)
+        fs, local = _filesystem(folder)
         try:
-            with fsspec.open(posixpath.join(folder, "complete.json")) as file:
+            with fs.open(posixpath.join(local, "complete.json")) as file:
                 meta = json.load(file)
         except (OSError, ValueError):
             continue  # never completed, or damaged: an older one may do

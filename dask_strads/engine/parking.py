@@ -17,7 +17,6 @@ import pickle
 import shutil
 from collections.abc import MutableMapping
 
-import zict
 from dask.sizeof import sizeof
 
 #: The share of a worker's memory limit that blocks parked on it may take.
@@ -35,6 +34,8 @@ class Parking:
         self.budget = budget
         self.directory = directory
         self.in_memory = {}  # key -> (value, bytes)
+        import zict  # here: only a worker of a cluster parks blocks
+
         self.on_disk = zict.Func(_dumped, pickle.loads, zict.File(directory))
         self.bytes = 0
         self.spilled = 0

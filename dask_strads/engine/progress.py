@@ -12,10 +12,11 @@ stopped by an error or Ctrl-C does not.
 """
 import math
 import threading
+from contextlib import contextmanager
 from time import perf_counter
 
 from ..kernels.compilation import announce_compiling
-from ..log import logger
+from ..log import logger, printed_above
 
 #: The live plot redraws when the time since its last drawing is this many times what that
 #: drawing cost: drawing then takes at most 1 / (1 + LIVE_PLOT_SPACING) of the fit's time.
@@ -36,10 +37,7 @@ class ProgressBar:
     :data:`TICK_SECONDS` meanwhile."""
 
     def __init__(self, name, max_rounds, rounds_per_iteration=1, tolerance=None, kernels=()):
-        try:
-            from tqdm.auto import tqdm
-        except ImportError as error:
-            raise ImportError("progress=True needs tqdm: pip install tqdm") from error
+        tqdm = _tqdm()
         self.name = name
         self.max_rounds = max_rounds
         self.rounds_per_iteration = rounds_per_iteration
@@ -107,6 +105,40 @@ class ProgressBar:
                                     refresh=False)
             bar.refresh()
         bar.close()
+
+
+@contextmanager
+def watched_search(progress, name, total):
+    """A search of ``total`` runs (a cross-validation's paths and its refit) watched as a whole:
+    yields the function to call as each run ends (from any thread). When ``progress`` asks for
+    any progress, one tqdm bar of the runs (a live plot would mix them: it is the bar too),
+    its elapsed time redrawn every :data:`TICK_SECONDS`, the package's log records (a compile
+    notice, say) printed above it; the runs show no bar of their own. Else nothing is shown."""
+    if not progress:
+        yield lambda: None
+        return
+    bar = _tqdm()(total=total, desc=name, unit="fit")
+    ticker = _Ticker(bar)
+    lock = threading.Lock()
+
+    def advance():
+        with lock:
+            bar.update(1)
+
+    try:
+        with printed_above(bar):
+            yield advance
+    finally:
+        ticker.stop()
+        bar.close()
+
+
+def _tqdm():
+    try:
+        from tqdm.auto import tqdm
+    except ImportError as error:
+        raise ImportError("progress=True needs tqdm: pip install tqdm") from error
+    return tqdm
 
 
 def _shown(key, value):

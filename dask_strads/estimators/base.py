@@ -139,16 +139,18 @@ class DaskEstimatorMixin:
         return self._fit_executor(stored_entries)
 
     def _run_engine(self, program, blocks, executor, max_rounds, data, staleness=0,
-                    slots=None, stopping=None):
+                    slots=None, stopping=None, watched=True):
         """Run ``program`` on ``blocks`` (cut from ``data``, the fit's arguments): a
         ``distributed.span`` named after the estimator on a cluster, watched as ``progress``
         asks (an iteration being ``max_rounds / max_iter`` rounds) and by the cluster's STRADS
         page, with a checkpoint every ``checkpoint_interval`` iterations. ``stopping``: the
         estimator's own stop test, a function of the user's callback (or None) giving the
-        engine's callback, which must call it."""
+        engine's callback, which must call it. ``watched=False``: no progress of its own (a run
+        of a search that one bar watches as a whole)."""
         name = type(self).__name__
         rounds_per_iteration = max(1, max_rounds // self.max_iter)
-        watching = watchers(self.progress, name, max_rounds, rounds_per_iteration, program)
+        watching = watchers(self.progress if watched else False, name, max_rounds,
+                            rounds_per_iteration, program)
         client = executor.client
         on_cluster = nullcontext()
         if client is not None:

@@ -14,6 +14,7 @@ from sklearn.utils.metadata_routing import (MetadataRouter, MethodMapping, _rais
                                             _routing_enabled, process_routing)
 
 from ..engine.blocks import PlacedBlocks, place_blocks
+from ..engine.progress import watched_search
 from ..engine.runtime import default_cluster_size
 from ..log import logger
 from ..partition import block_edges
@@ -56,9 +57,12 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         A count: that many alphas per l1_ratio from ``alpha_max`` (the smallest alpha whose
         solution on the whole data is zero) down to ``eps * alpha_max``, on a log scale. Else the
         grid itself.
-    precompute, copy_X, selection, verbose
+    precompute, copy_X, selection
         scikit-learn's spellings, accepted and without effect (see
-        :class:`dask_strads.ElasticNet`; ``progress`` shows the fits' progress).
+        :class:`dask_strads.ElasticNet`).
+    verbose : bool or int
+        As scikit-learn's, a line for each path (its fold and l1_ratio) as it starts and for
+        the refit (the package's logger, INFO); by default none.
     max_iter : int
         Rounds per alpha at most, and of the refit.
     n_jobs : int or None
@@ -70,8 +74,12 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     n_blocks : int or None
         Feature blocks; None: one per ten million stored values of X (non-zeros, or entries of
         a dense X), at least one and at most one per worker.
-    keep_on_cluster, checkpoint_interval, progress
+    keep_on_cluster, checkpoint_interval
         As in :class:`dask_strads.ElasticNet`, for every fit.
+    progress : bool or "plot"
+        One progress bar (tqdm) for the whole search, moving on as each path (fold,
+        l1_ratio) and the refit ends; its runs show none of their own. ``"plot"`` is the bar
+        too. False (the default): nothing.
 
     Attributes
     ----------
@@ -171,8 +179,11 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             return make_raw_block(columns, y_centred, zeros(hi - lo),
                                   None if means is None else means[lo:hi], False)
 
-        logger.info("%s: placing %d feature blocks on the workers, once for every fold and the "
-                    "refit", type(self).__name__, len(widths))
+        name, say = type(self).__name__, logger.info if self.verbose else logger.debug
+        # placing on a cluster may take long enough to say so
+        (logger.info if self.verbose or not executor.local else logger.debug)(
+            "%s: placing %d feature blocks on the workers, once for every fold and the refit",
+            name, len(widths))
         placed = PlacedBlocks.on(executor, blocks_along(X, edges, make_block, axis=1),
                                  prefix="strads-cv-data")
         paths = [(i, f) for i in range(len(l1_ratios)) for f in range(len(folds))]
@@ -182,9 +193,8 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         def test_errors(k):
             i, f = paths[k]
             train, test = folds[f]
-            logger.info("%s: the path of %d alphas on fold %d of %d%s", type(self).__name__,
-                        len(grids[i]), f + 1, len(folds),
-                        f" (l1_ratio={l1_ratios[i]:g})" if len(l1_ratios) > 1 else "")
+            say("%s: the path of %d alphas on fold %d of %d%s", name, len(grids[i]), f + 1,
+                len(folds), f" (l1_ratio={l1_ratios[i]:g})" if len(l1_ratios) > 1 else "")
             train_weights = None if weights is None else _summing_to_count(weights[train])
             y_shift = (float(np.average(y_centred[train], weights=train_weights))
                        if self.fit_intercept else 0.0)
@@ -194,29 +204,34 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                 gap_target(self.tol, y_fold), rounds_per_alpha(self.max_iter), rows=train,
                 seed=self._seed(), sparse=sparse, sample_weight=train_weights, dtype=X.dtype)
             result = self._run_engine(program, placements[k % len(placements)], executor,
-                                      len(grids[i]) * program.stage_rounds + 1, (X, y))
+                                      len(grids[i]) * program.stage_rounds + 1, (X, y),
+                                      watched=False)
             coefs, _, _ = path_solutions(result.history, program, X.shape[1], grids[i])
             support = np.flatnonzero(coefs.any(axis=1))
             fitted = safe_sparse_dot(X[:, support], coefs[support], dense_output=True)
             intercepts = (y_mean + y_shift - np.average(fitted[train], axis=0,
                                                         weights=train_weights)
                           if self.fit_intercept else 0.0)
-            return np.average((fitted[test] + intercepts - y[test][:, None]) ** 2, axis=0,
-                              weights=None if weights is None else weights[test])
+            errors = np.average((fitted[test] + intercepts - y[test][:, None]) ** 2, axis=0,
+                                weights=None if weights is None else weights[test])
+            ended()
+            return errors
 
-        with ThreadPoolExecutor(n_jobs) as pool:
-            errors = list(pool.map(test_errors, range(len(paths))))
-        mse = np.reshape(errors, (len(l1_ratios), len(folds), -1))
-        mean_mse = mse.mean(axis=1)
-        best = np.unravel_index(np.argmin(mean_mse), mean_mse.shape)  # the first of the least
-        alpha, l1_ratio = grids[best[0]][best[1]], l1_ratios[best[0]]
-        logger.info("%s: the refit at alpha=%.3g on the whole data", type(self).__name__, alpha)
-        y_refit = _scaled(y_centred, weights)
-        refit = ElasticNetProgram(widths, y_refit, alpha, l1_ratio, self.positive,
-                                  gap_target(self.tol, y_refit), seed=self._seed(),
-                                  sparse=sparse, sample_weight=weights, dtype=X.dtype)
-        result = self._run_engine(refit, placed, executor, self.max_iter + refit.report_lag,
-                                  (X, y))
+        with watched_search(self.progress, name, len(paths) + 1) as ended:
+            with ThreadPoolExecutor(n_jobs) as pool:
+                errors = list(pool.map(test_errors, range(len(paths))))
+            mse = np.reshape(errors, (len(l1_ratios), len(folds), -1))
+            mean_mse = mse.mean(axis=1)
+            best = np.unravel_index(np.argmin(mean_mse), mean_mse.shape)  # the first least
+            alpha, l1_ratio = grids[best[0]][best[1]], l1_ratios[best[0]]
+            say("%s: the refit at alpha=%.3g on the whole data", name, alpha)
+            y_refit = _scaled(y_centred, weights)
+            refit = ElasticNetProgram(widths, y_refit, alpha, l1_ratio, self.positive,
+                                      gap_target(self.tol, y_refit), seed=self._seed(),
+                                      sparse=sparse, sample_weight=weights, dtype=X.dtype)
+            result = self._run_engine(refit, placed, executor,
+                                      self.max_iter + refit.report_lag, (X, y), watched=False)
+            ended()
         self._reset_features(given)
         self.alpha_ = float(alpha)
         if self._chooses_l1_ratio:
