@@ -55,3 +55,9 @@ def test_no_commit_hashes():
     assert is_commit(head[:7]) and not is_commit("0000000")
     assert [(where, token) for where, token in lines_matching(HEX_TOKEN)
             if is_commit(token)] == []
+
+
+def test_no_merge_conflict_markers():
+    """A merge left unresolved shows both versions to the reader."""
+    markers = re.compile(r"^(<{7}|={7}|>{7})( |$)")
+    assert lines_matching(markers) == []
