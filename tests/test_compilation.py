@@ -96,8 +96,9 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     # the kernel sets list only kernels that every fit of its kind calls
     result, _ = run("""
         import scipy.sparse as sp
-        from dask_strads import (BayesianPersonalizedRanking, Lasso, LatentDirichletAllocation,
-                                 LinearSVC, LogisticRegression, MatrixFactorization)
+        from dask_strads import (BayesianPersonalizedRanking, GeneralizedLinearRegressor, Lasso,
+                                 LatentDirichletAllocation, LinearSVC, LogisticRegression,
+                                 MatrixFactorization)
         rng = np.random.default_rng(0)
         X = sp.random(60, 30, density=0.3, format="csc", random_state=0)
         Lasso(alpha=0.01).fit(X, rng.standard_normal(60))
@@ -105,6 +106,8 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
         LogisticRegression(C=10.0).fit(X, np.arange(60) % 2)
         LinearSVC(C=10.0).fit(X, np.arange(60) % 2)  # sparse: the dual program
         LinearSVC("l1", C=10.0).fit(X, np.arange(60) % 2)  # the primal's squared hinge
+        for loss in ("squared_error", "huber", "poisson"):
+            GeneralizedLinearRegressor(loss, alpha=0.01).fit(X, rng.poisson(2.0, 60))
         counts = sp.random(30, 40, density=0.3, format="csr", random_state=0)
         counts.data = np.ceil(counts.data * 5)
         lda = LatentDirichletAllocation(n_components=3, max_iter=3).fit(counts)
@@ -117,8 +120,9 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     """, tmp_path)
     assert result["after_lda_fit"]["lda"] is None
     assert result["after_lda_fit"]["lda_inference"] is not None
-    # only the sparse variants of the elastic net (float64 and float32), of logistic regression
-    # and of the SVM's two programs were fitted, and the STRADS sampling schedules ("lasso"), a
+    # only the sparse variants of the elastic net (float64 and float32), of the prox-Newton
+    # program (logistic regression, the regression losses) and of the SVM's two programs were
+    # fitted, and the STRADS sampling schedules ("lasso"), a
     # cross-validation's folds, LDA's alias sampler (K = 3 samples with SparseLDA) and MedLDA's
     # sampler run in no such fit
     assert [name for name, message in result["messages"].items() if message] == [
