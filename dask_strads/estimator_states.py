@@ -88,6 +88,9 @@ STATES = {
                                 optional=NAMES, checks=(_one_row_for_two_classes,)),
     "LinearSVC": State({**LINEAR_CLASSIFIER, "n_iter_": Int()}, optional=NAMES,
                        checks=(_one_row_for_two_classes,)),
+    "GeneralizedLinearRegressor": State(
+        {**FEATURES, "coef_": Array(FLOATS, ("n_features_in_",)), "intercept_": Real(),
+         "n_iter_": Int(), "history_": HISTORY}, optional=NAMES),
     "LatentDirichletAllocation": State(
         {**FEATURES, "vocabulary_": Optional(Array(STRINGS, ("n_features_in_",))),
          "components_": Array(FLOATS, ("n_components", "n_features_in_")),

@@ -223,3 +223,16 @@ def test_on_worker_processes_the_fit_is_the_in_process_one(client_factory):
     lazy = there.predict(da.from_array(X, chunks=(100, 40)))
     assert isinstance(lazy, da.Array)
     np.testing.assert_allclose(lazy.compute(), here.predict(X), rtol=1e-12)
+
+
+def test_a_saved_model_loads_and_predicts_the_same(tmp_path):
+    import dask_strads
+
+    X, w, rng = regression(seed=8)
+    y = rng.poisson(np.exp(0.2 * X @ w)).astype(float)
+    model = GeneralizedLinearRegressor("poisson", alpha=0.01,
+                                       penalty_weights=rng.uniform(0.5, 2, X.shape[1])).fit(X, y)
+    dask_strads.save(model, tmp_path / "poisson.strads")
+    loaded = dask_strads.load(tmp_path / "poisson.strads")
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    np.testing.assert_array_equal(loaded.penalty_weights, model.penalty_weights)
