@@ -236,3 +236,23 @@ def test_a_saved_model_loads_and_predicts_the_same(tmp_path):
     loaded = dask_strads.load(tmp_path / "poisson.strads")
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     np.testing.assert_array_equal(loaded.penalty_weights, model.penalty_weights)
+
+
+def test_the_command_line_fits_and_predicts_as_the_estimator_does(tmp_path):
+    import subprocess
+    import sys
+
+    import pandas as pd
+    from sklearn.datasets import dump_svmlight_file
+
+    X, w, rng = regression(n=150, p=12, seed=9)
+    y = rng.poisson(np.exp(0.2 * X @ w)).astype(float)
+    dump_svmlight_file(X, y, str(tmp_path / "counts.svm"))
+    for args in (["fit", "glm", "counts.svm", "-p", "loss=poisson", "-p", "alpha=0.01", "-o",
+                  "model.strads"], ["predict", "model.strads", "counts.svm", "-o", "out.csv"]):
+        done = subprocess.run([sys.executable, "-m", "dask_strads", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    reference = GeneralizedLinearRegressor("poisson", alpha=0.01).fit(X, y)
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "out.csv")["prediction"],
+                               reference.predict(X), rtol=1e-12)

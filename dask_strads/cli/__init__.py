@@ -102,10 +102,10 @@ def _parser():
 
     predict = sub.add_parser(
         "predict", parents=[common],
-        help="predictions (Lasso, ElasticNet, LogisticRegression, LinearSVC), topic rows (LDA) "
-             "or ratings (MF)",
-        description="MODEL: a model file of Lasso, ElasticNet, LogisticRegression or LinearSVC "
-                    "(column prediction), LatentDirichletAllocation (columns topic_0...) or "
+        help="predictions (Lasso, ElasticNet, GeneralizedLinearRegressor, LogisticRegression, "
+             "LinearSVC), topic rows (LDA) or ratings (MF)",
+        description="MODEL: a model file of Lasso, ElasticNet, GeneralizedLinearRegressor, "
+                    "LogisticRegression or LinearSVC (column prediction), LatentDirichletAllocation (columns topic_0...) or "
                     "MatrixFactorization (columns user, item, prediction). An "
                     "ImplicitMatrixFactorization ranks items: use recommend.")
     predict.add_argument("model", metavar="MODEL")

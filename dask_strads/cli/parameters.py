@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import (InvalidParameterError,
 ESTIMATORS = {
     "bpr": "BayesianPersonalizedRanking",
     "elasticnet": "ElasticNet",
+    "glm": "GeneralizedLinearRegressor",
     "implicit": "ImplicitMatrixFactorization",
     "lasso": "Lasso",
     "lda": "LatentDirichletAllocation",
