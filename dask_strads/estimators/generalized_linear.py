@@ -14,7 +14,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from ..partition import block_edges
 from ..programs.datafits import Huber, Poisson, SquaredError
-from ..programs.penalties import Penalty
+from ..programs.penalties import Penalty, checked_weights
 from ..programs.prox_newton import ProxNewtonProgram, make_raw_block
 from .base import SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval, default_block_count
 from .elastic_net import linear_predictor, rounds_to_stop
@@ -146,7 +146,8 @@ class GeneralizedLinearRegressor(DaskEstimatorMixin, RegressorMixin, BaseEstimat
         datafit_class.check_targets(y)
         weights = _check_sample_weight(sample_weight, np.empty((len(y), 0)), dtype=np.float64,
                                        ensure_non_negative=True)
-        l1_weights = self._l1_weights(X.shape[1])
+        l1_weights = (None if self.penalty_weights is None
+                      else checked_weights(self.penalty_weights, X.shape[1]))
         extra = {"delta": self.epsilon} if datafit_class is Huber else {}
         datafit = datafit_class(y[:, None], 1.0 / weights.sum(), weights, **extra)
         coef_init, intercept_init = self._initial_coef(X.shape[1], datafit_class, y, weights)
@@ -173,18 +174,6 @@ class GeneralizedLinearRegressor(DaskEstimatorMixin, RegressorMixin, BaseEstimat
         self._warn_unless_converged(result.history, convergence_message(
             self, self.n_iter_, result.history, "violation", "violation"))
         return self
-
-    def _l1_weights(self, n_features):
-        """``penalty_weights`` checked against X's features (None for none)."""
-        if self.penalty_weights is None:
-            return None
-        weights = np.asarray(self.penalty_weights, dtype=np.float64)
-        if weights.shape != (n_features,):
-            raise ValueError(f"penalty_weights has shape {weights.shape}, but X has "
-                             f"{n_features} features: one weight per feature is needed")
-        if not np.isfinite(weights).all() or weights.min(initial=0.0) < 0:
-            raise ValueError("penalty_weights must be finite and non-negative")
-        return weights
 
     def _initial_coef(self, n_features, datafit_class, y, weights):
         """``(coef, intercept)`` to start from: the last fit's with ``warm_start``, else 0 and

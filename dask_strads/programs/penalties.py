@@ -29,11 +29,6 @@ class Penalty:
     l2: float = 0.0
     weights: np.ndarray | None = None
 
-    def __post_init__(self):
-        if self.weights is not None and (not np.isfinite(self.weights).all()
-                                         or self.weights.min(initial=0.0) < 0):
-            raise ValueError("the l1 penalty's weights must be finite and non-negative")
-
     def for_block(self, weights):
         """This penalty on a block whose coordinates' l1 weights are ``weights`` (None: ones)."""
         if weights is None:
@@ -66,6 +61,18 @@ class Penalty:
     def _sum(terms, free):
         """The sum of ``terms`` but those of the coordinate ``free``."""
         return float(terms.sum() - (terms[..., free].sum() if free >= 0 else 0.0))
+
+
+def checked_weights(weights, n_features):
+    """``weights`` of the l1 term as float64, one per feature, finite and non-negative (a
+    ValueError naming the problem otherwise)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != (n_features,):
+        raise ValueError(f"penalty_weights has shape {weights.shape}, but X has {n_features} "
+                         "features: one weight per feature is needed")
+    if not np.isfinite(weights).all() or weights.min(initial=0.0) < 0:
+        raise ValueError("penalty_weights must be finite and non-negative")
+    return weights
 
 
 def _weights_at(weights, positions):

@@ -132,11 +132,11 @@ class BlockData:
     has_intercept: bool  # the last coordinate is a column of ones (not stored in X)
     penalty: Penalty  # with the l1 weights of the block's features
 
-    def penalty_of(self, coef, positions=None):
-        """The penalty of one class's coefficients ``coef`` at ``positions`` (sorted; None: all
-        the block's), the intercept's column unpenalised."""
-        positions = np.arange(self.width) if positions is None else positions
-        return self.penalty.value(coef, positions, self.free_position(positions))
+    def committed_penalty(self, coef):
+        """The penalty of one class's committed coefficients of the block (all its coordinates),
+        from its non-zero ones, the intercept's column unpenalised."""
+        positions = np.flatnonzero(coef)
+        return self.penalty.value(coef[positions], positions, self.free_position(positions))
 
     def penalty_change(self, old, new, positions):
         """The penalty at ``new`` minus at ``old`` (one class's coefficients at ``positions``,
@@ -206,13 +206,6 @@ class ProxNewtonProgram(Program):
         self.seed = 0  # deterministic: nothing is drawn at random
         self.kernels = ("prox_newton_sparse" if sparse else "prox_newton", datafit.kernels)
 
-    @staticmethod
-    def block_penalty(data, coef):
-        """The penalty of one class's committed coefficients of a block, from its non-zero
-        ones (the intercept's column is zero there)."""
-        positions = np.flatnonzero(coef)
-        return data.penalty_of(coef[positions], positions)
-
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
         X = raw["X"]
@@ -243,7 +236,7 @@ class ProxNewtonProgram(Program):
         scale = max((_largest_magnitude(column_range_dots(data.X, start, stop, g))
                      for g in self._gradients_at_zero() for start, stop in penalised),
                     default=0.0)
-        penalty = np.array([self.block_penalty(data, c) for c in coef])
+        penalty = np.array([data.committed_penalty(c) for c in coef])
         nothing = (np.zeros(0, dtype=np.int64), np.zeros(0))
         return (BlockState(coef, [nothing] * len(coef)),
                 BlockUpdate(dz, np.zeros(len(coef)), penalty, np.zeros(len(coef)),
@@ -287,7 +280,7 @@ class ProxNewtonProgram(Program):
                 dz[k] -= shift[k]
                 new[free] = 0.0
             old = coef[ws]
-            before[k] = self.block_penalty(data, coef)
+            before[k] = data.committed_penalty(coef)
             penalty_change[k] = data.penalty_change(old, new, ws)
             slope[k] = dot(g, dz[k]) + penalty_change[k]
             moved = new != old

@@ -142,9 +142,6 @@ class SVMDualProgram(Program):
         check_pair(self, datafit, None)
         self.n_blocks = n_blocks
         self.datafit = datafit
-        self.Y = datafit.Y
-        self.C = np.ascontiguousarray(np.broadcast_to(datafit.C, self.Y.shape))
-        self.loss = datafit.name
         self.n_features = n_features
         self.tolerance = tolerance
         self.stop_rule = StopRule("gap", tolerance)
@@ -152,8 +149,12 @@ class SVMDualProgram(Program):
         self.kernels = ("svm_dual_sparse" if sparse else "svm_dual",)
 
     @property
+    def loss(self):
+        return self.datafit.name
+
+    @property
     def n_classes(self):
-        return self.Y.shape[0]
+        return self.datafit.Y.shape[0]
 
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
@@ -166,9 +167,10 @@ class SVMDualProgram(Program):
         else:
             X = np.ascontiguousarray(X, dtype=np.float64)
             Xt, norms = X.T, np.einsum("ij,ij->i", X, X)
-        cost = self.C[:, lo:hi]
+        labels = self.datafit.Y[:, lo:hi]
+        cost = np.ascontiguousarray(np.broadcast_to(self.datafit.C, self.datafit.Y.shape)[:, lo:hi])
         upper, diag = self.datafit.dual_box(cost)
-        return BlockData(block_id, Xt, self.Y[:, lo:hi], cost, upper, diag, norms + diag)
+        return BlockData(block_id, Xt, labels, cost, upper, diag, norms + diag)
 
     def initial_shared(self):
         return Weights(np.zeros((self.n_classes, self.n_features)),
