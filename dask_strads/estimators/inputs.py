@@ -174,16 +174,19 @@ def check_magnitude(largest, name):
             "sklearn.preprocessing.MaxAbsScaler)")
 
 
-def check_in_memory_design(X, y, estimator, multi_output=False):
+def check_in_memory_design(X, y, estimator, multi_output=False, numeric_y=True,
+                           floats=KEPT_FLOATS):
     """X and y checked without touching the estimator (a fit sets its features at the end),
     the magnitude of their values included; ``multi_output``: y may have several columns.
-    X is kept in one of :data:`KEPT_FLOATS`, y is float64 (the residual's type)."""
+    X is kept in one of ``floats`` (the first for any other dtype); y is float64 (the
+    residual's type) with ``numeric_y``, else labels as given."""
     X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"],
-                     dtype=list(KEPT_FLOATS), y_numeric=True, multi_output=multi_output,
+                     dtype=list(floats), y_numeric=numeric_y, multi_output=multi_output,
                      estimator=estimator)
-    y = y.astype(np.float64, copy=False)
     check_magnitude(largest_magnitude(X), "X")
-    check_magnitude(largest_magnitude(y), "y")
+    if numeric_y:
+        y = y.astype(np.float64, copy=False)
+        check_magnitude(largest_magnitude(y), "y")
     return X, y
 
 
@@ -195,12 +198,7 @@ def checked_design(estimator, X, y, numeric_y=True):
         X, _, y, executor = check_dask_design(X, y, estimator._fit_executor, estimator._client,
                                               numeric_y=numeric_y)
         return X, y, None, executor
-    X, y = check_X_y(to_scipy_if_pydata(X), y, accept_sparse=["csc", "csr"], dtype=np.float64,
-                     y_numeric=numeric_y, estimator=estimator)
-    check_magnitude(largest_magnitude(X), "X")
-    if numeric_y:
-        y = y.astype(np.float64, copy=False)
-        check_magnitude(largest_magnitude(y), "y")
+    X, y = check_in_memory_design(X, y, estimator, numeric_y=numeric_y, floats=(np.float64,))
     stored = X.nnz if sp.issparse(X) else X.size
     return X, y, stored, estimator._fit_executor(stored)
 
