@@ -3,6 +3,7 @@ process with ``NUMBA_CACHE_DIR`` pointed at its own temporary directory, so that
 cold (nothing compiled in the process, nothing in numba's cache)."""
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -13,8 +14,8 @@ import pytest
 from numba.core import types
 
 import dask_strads
-from dask_strads.kernels import compilation, lasso, mf
-from dask_strads.kernels.compilation import KERNEL_SETS, compiling_message
+from dask_strads.kernels import compilation, lasso, margin_losses, mf
+from dask_strads.kernels.compilation import all_kernel_sets, compiling_message
 
 pytestmark = pytest.mark.slow
 
@@ -24,16 +25,16 @@ PRELUDE = """
 import json, time
 import numpy as np
 from dask_strads.kernels import compilation
-from dask_strads.kernels.compilation import KERNEL_SETS, announce_compiling, compiling_message
+from dask_strads.kernels.compilation import all_kernel_sets, announce_compiling, compiling_message
 out = {}
 
 def messages():
-    return {name: compiling_message(name) for name in KERNEL_SETS}
+    return {name: compiling_message(name) for name in all_kernel_sets()}
 
 def compiled():
     \"\"\"Number of signatures compiled or loaded in this process, over all kernel sets.\"\"\"
-    return sum(len(compilation._dispatcher(m, f).overloads)
-               for kernels in KERNEL_SETS.values() for m, f, _ in kernels)
+    return sum(len(dispatcher.overloads)
+               for kernels in all_kernel_sets().values() for dispatcher, _ in kernels)
 
 def run_mf():
     from dask_strads.kernels.mf import update_rows
@@ -74,7 +75,7 @@ def test_cold_then_compiled_in_process_then_cached_on_disk(tmp_path):
     assert cold["check_seconds"] < 1.0  # mostly importing the kernel modules
     # compiled in this process: no message for mf, the others still compile
     assert cold["after_mf"]["mf"] is None
-    assert all(cold["after_mf"][name] is not None for name in KERNEL_SETS if name != "mf")
+    assert all(message is not None for name, message in cold["after_mf"].items() if name != "mf")
 
     warm, stderr = run("""
         out["messages"] = messages()
@@ -85,7 +86,7 @@ def test_cold_then_compiled_in_process_then_cached_on_disk(tmp_path):
     # a cached set is not announced
     assert warm["messages"]["mf"] is None
     assert warm["compiled_by_check"] == 0
-    assert all(warm["messages"][name] is not None for name in KERNEL_SETS if name != "mf")
+    assert all(message is not None for name, message in warm["messages"].items() if name != "mf")
     assert warm["announced"] is None and "compiling" not in stderr
 
     other, _ = run('out["mf"] = compiling_message("mf")', tmp_path / "elsewhere")
@@ -125,11 +126,11 @@ def test_nothing_pending_after_a_fit_of_each_kind(tmp_path):
     # fitted, and the STRADS sampling schedules ("lasso"), a
     # cross-validation's folds, LDA's alias sampler (K = 3 samples with SparseLDA) and MedLDA's
     # sampler run in no such fit
-    assert [name for name, message in result["messages"].items() if message] == [
+    assert sorted(name for name, message in result["messages"].items() if message) == sorted([
         "lasso", "lasso_sparse", "enet", "enet_folds", "enet_folds_sparse", "lasso_float32",
         "lasso_sparse_float32", "enet_float32", "enet_folds_float32",
         "enet_folds_sparse_float32", "lda_alias", "medlda", "implicit_mf", "prox_newton",
-        "svm_dual"]
+        "svm_dual"])
 
 
 def test_a_dense_fit_compiles_its_own_set_once_and_a_float32_fit_another(tmp_path):
@@ -207,11 +208,40 @@ def test_unknown_kernel_set():
         compilation.announce_compiling(["lasso", "svm"])
 
 
-def test_kernel_sets_name_existing_dispatchers():
-    for kernels in KERNEL_SETS.values():
-        for module, function, _ in kernels:
-            dispatcher = compilation._dispatcher(module, function)
+def test_kernel_sets_hold_dispatchers():
+    for kernels in all_kernel_sets().values():
+        for dispatcher, _ in kernels:
             assert hasattr(dispatcher, "overloads") or os.environ.get("NUMBA_DISABLE_JIT")
+
+
+def test_a_kernel_set_is_declared_by_its_module(tmp_path):
+    # compilation knows no set by itself; asking for one not yet declared imports the kernel
+    # modules; a loss's set is its LossKernels'
+    result, _ = run("""
+        import sys
+        out["before"] = sorted(compilation.KERNEL_SETS)
+        out["mf_imported"] = "dask_strads.kernels.mf" in sys.modules
+        out["message"] = compiling_message("mf")
+        out["mf_imported_after"] = "dask_strads.kernels.mf" in sys.modules
+        from dask_strads.kernels.margin_losses import HUBER
+        out["huber"] = [d.py_func.__name__ for d, _ in compilation.KERNEL_SETS[HUBER.set_name]]
+        out["label"] = compilation.LABELS["huber_loss"]
+    """, tmp_path)
+    assert result["before"] == [] and not result["mf_imported"]
+    assert result["message"] is not None and result["mf_imported_after"]
+    assert result["huber"] == ["_huber", "_huber_derivatives", "_huber_change"]
+    assert result["label"] == "Huber loss"
+
+
+def test_loss_kernels_travel_by_name():
+    assert pickle.loads(pickle.dumps(margin_losses.HUBER)) is margin_losses.HUBER
+    z, y, C = np.array([0.0, 3.0]), np.array([0.5, 0.0]), np.ones(2)
+    # Huber (delta 1): 0.5 * 0.5 ** 2 and 1 * (3 - 0.5); the change to z + q, summed
+    assert margin_losses.HUBER.value(z, y, C, 1) == pytest.approx(0.125 + 2.5)
+    assert margin_losses.HUBER.change(z, np.ones(2), 1, y, C, 1) == pytest.approx(
+        0.125 + 3.5 - (0.125 + 2.5))
+    g, h = margin_losses.HUBER.derivatives(z, y, C, 1)
+    assert g.tolist() == [-0.5, 1.0] and h.tolist() == [1.0, 1.0]
 
 
 def test_int_scalars_do_not_compile_another_specialisation():

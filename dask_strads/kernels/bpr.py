@@ -17,6 +17,8 @@ makes the items' matching column their bias) and are not moved.
 import numpy as np
 from numba import njit
 
+from .compilation import declare_kernel_set
+
 
 @njit(cache=True, nogil=True)
 def _interacted(indices, start, stop, item):
@@ -81,3 +83,6 @@ def sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regul
     return _sgd_steps(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
                       users, items, int(n_steps), int(seed), real(learning_rate),
                       real(regularization), int(fixed_user_columns), bool(move_items))
+
+
+declare_kernel_set("bpr", "bpr", (_sgd_steps,))

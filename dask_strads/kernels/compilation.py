@@ -16,23 +16,26 @@ or :func:`compiling_message` to get the text and print or log it some other way.
 """
 import importlib
 import os
+import pkgutil
 import sys
 import threading
 
 import numpy as np
 from numba.core import types
 
-#: A kernel set: what one kind of fit calls from Python, as (module in dask_strads.kernels,
-#: function, which signatures count). Kernels these call (``sampling.tree_*``, the
-#: ``columns.column_*`` overloads) are compiled into them and cached with them. Only kernels that
-#: every such fit calls are listed: one that a fit may skip (``lda.pack_rows`` when blocks never
-#: leave their process; ``documents_log_likelihood``, 0.1 s, after a transform) would leave the
-#: set "not compiled" for good. "lda_inference" is LDA's transform (and score).
-#: "lasso" is a fit on dense (Fortran float64) blocks, "lasso_sparse" one on CSC blocks: each
-#: compiles its own variant of the same kernels; "enet" and "enet_sparse" are the same for the
-#: working-set solver (Lasso and ElasticNet by default). A fit on float32 data compiles the
-#: float32 variant of its set, named with the suffix "_float32" ("enet_float32", ...).
-KERNEL_SETS = {}
+#: A kernel set: what one kind of fit calls from Python, as (dispatcher, which signatures count)
+#: pairs. Kernels these call (``sampling.tree_*``, the ``columns.column_*`` overloads) are
+#: compiled into them and cached with them. Only kernels that every such fit calls are listed: one
+#: that a fit may skip (``lda.pack_rows`` when blocks never leave their process;
+#: ``documents_log_likelihood``, 0.1 s, after a transform) would leave the set "not compiled" for
+#: good. Each kernel module declares its sets where it defines their kernels
+#: (:func:`declare_kernel_set`, :func:`declare_block_kernel_sets`), so the registry holds the sets
+#: of the modules imported so far; :func:`all_kernel_sets` imports every kernel module first.
+KERNEL_SETS: dict = {}
+#: How a kernel set is named to the user.
+LABELS: dict = {}
+#: The suffix of the name of a set compiled for blocks of float32 values (see :func:`kernel_set`).
+FLOAT32 = "_float32"
 
 
 def _dense(signature):
@@ -49,10 +52,10 @@ def _any(signature):
 
 def _block_of(layout, values):
     """Accepts the signatures whose first argument is a block of ``layout`` (``_dense``: a 2-D
-    array, ``_sparse``: a CSC triple) holding ``values`` (a numba type)."""
+    array, ``_sparse``: a CSC triple) holding ``values`` (a numba type; None: any)."""
     def accepts(signature):
-        if not layout(signature):
-            return False
+        if not layout(signature) or values is None:
+            return layout(signature)
         block = signature[0]
         return (block if isinstance(block, types.Array) else block[2]).dtype == values
     return accepts
@@ -64,84 +67,45 @@ def _csc_arrays_of(values):
     return lambda signature: signature[2].dtype == values
 
 
-#: The suffix of the name of a set compiled for blocks of float32 values (see :func:`kernel_set`).
-FLOAT32 = "_float32"
-_LASSO = (("columns", "column_stats"), ("columns", "add_columns"), ("lasso", "_full_pass"),
-          ("lasso", "_sub_rounds"))
-_ENET = (("columns", "column_norms"), ("columns", "add_columns"), ("columns", "centred_norms"),
-         ("elastic_net", "_screen_and_score"), ("elastic_net", "_gradient"),
-         ("elastic_net", "_epochs"))
+def declare_kernel_set(name, label, kernels):
+    """Declare the kernel set ``name``, told to the user as ``label``: ``kernels``, each a
+    dispatcher (any signature of it counts) or a ``(dispatcher, accepts)`` pair, ``accepts``
+    telling which of its signatures count."""
+    KERNEL_SETS[name] = tuple(kernel if isinstance(kernel, tuple) else (kernel, _any)
+                              for kernel in kernels)
+    LABELS[name] = label
 
 
-def _linear_model_sets(values, suffix):
-    """The kernel sets of the Lasso and the elastic net on blocks holding ``values`` (a numba
-    type), their names ending in ``suffix``."""
-    dense, sparse = _block_of(_dense, values), _block_of(_sparse, values)
-    return {
-        "lasso" + suffix: tuple((module, name, dense) for module, name in _LASSO),
-        "lasso_sparse" + suffix: tuple((module, name, sparse) for module, name in _LASSO),
-        "enet" + suffix: tuple((module, name, dense) for module, name in _ENET),
-        "enet_sparse" + suffix: tuple((module, name, sparse) for module, name in _ENET),
-        # a fold of a cross-validation on blocks that hold every row: its column statistics
-        "enet_folds" + suffix: (("weighted_columns", "weighted_column_stats", dense),),
-        "enet_folds_sparse" + suffix: (("weighted_columns", "weighted_column_stats", sparse),
-                                       ("weighted_columns", "take_csc_rows",
-                                        _csc_arrays_of(values))),
-    }
+def declare_block_kernel_sets(kind, label, block_kernels, other_kernels=(), csc_kernels=(),
+                              values=None):
+    """Declare the sets of a kind of fit that compiles a variant of ``block_kernels`` (whose
+    first argument is a block) per block layout: ``kind`` on dense blocks and ``kind_sparse`` on
+    CSC blocks ("sparse <label>"), each with ``other_kernels`` (any signature) and the sparse one
+    with ``csc_kernels`` (given a CSC matrix's three arrays). With ``values`` ("float64" and
+    "float32"), a variant per block dtype too, named as :func:`kernel_set` names them; without,
+    any dtype counts."""
+    for sparse in (False, True):
+        for dtype in values or (None,):
+            numba_type = None if dtype is None else getattr(types, np.dtype(dtype).name)
+            accepts = _block_of(_sparse if sparse else _dense, numba_type)
+            kernels = [(kernel, accepts) for kernel in block_kernels] + list(other_kernels)
+            if sparse:
+                kernels += [(kernel, _csc_arrays_of(numba_type)) for kernel in csc_kernels]
+            float32 = dtype is not None and np.dtype(dtype) == np.float32
+            declare_kernel_set(kernel_set(kind, sparse, dtype or np.float64),
+                               ("sparse " if sparse else "") + label
+                               + (" (float32)" if float32 else ""), kernels)
 
 
-KERNEL_SETS.update(_linear_model_sets(types.float64, ""))
-KERNEL_SETS.update(_linear_model_sets(types.float32, FLOAT32))
-KERNEL_SETS["lda"] = tuple(("lda", name, _any) for name in (
-    "add_counts", "topic_totals", "fill_nonzero", "_sample_block"))
-KERNEL_SETS["lda_alias"] = tuple(("lda", name, _any) for name in (
-    "add_counts", "topic_totals", "fill_nonzero")) + (("lda_alias", "_sample_block_alias", _any),)
-KERNEL_SETS["medlda"] = tuple(("lda", name, _any) for name in (
-    "add_counts", "topic_totals", "fill_nonzero")) + (
-    ("medlda", "_sample_block_supervised", _any),)
-KERNEL_SETS["lda_inference"] = (("lda_inference", "_infer_documents", _any),)
-KERNEL_SETS["mf"] = (("mf", "_update_rows", _any),)
-KERNEL_SETS["implicit_mf"] = (("implicit_mf", "_solve_rows", _any),)
-KERNEL_SETS["bpr"] = (("bpr", "_sgd_steps", _any),)
-# the prox-Newton program's block kernels compile a variant per block layout; its datafit's loss
-# kernels (a set of their own) serve both
-_PROX_NEWTON = (("prox_newton", "_column_dots"), ("prox_newton", "_column_range_dots"),
-                ("prox_newton", "_newton_direction"))
-KERNEL_SETS["prox_newton"] = (tuple((module, name, _dense) for module, name in _PROX_NEWTON)
-                              + (("prox_newton", "_violations", _any),))
-KERNEL_SETS["prox_newton_sparse"] = (tuple((module, name, _sparse)
-                                           for module, name in _PROX_NEWTON)
-                                     + (("prox_newton", "_violations", _any),))
-KERNEL_SETS["logistic_loss"] = tuple(("margin_losses", name, _any) for name in (
-    "_logistic", "_logistic_derivatives", "_logistic_change"))
-KERNEL_SETS.update({f"{loss}_loss": tuple(
-    ("margin_losses", f"_{loss}{part}", _any) for part in ("", "_derivatives", "_change"))
-    for loss in ("squared_hinge", "squared_error", "huber", "poisson")})
-# the SVM dual program's, on dense rows or CSR ones
-_SVM_DUAL = (("svm_dual", "_measure"), ("svm_dual", "_dual_sweep"))
-KERNEL_SETS["svm_dual"] = (tuple((module, name, _dense) for module, name in _SVM_DUAL)
-                           + (("svm_dual", "_change_terms", _any),))
-KERNEL_SETS["svm_dual_sparse"] = (tuple((module, name, _sparse) for module, name in _SVM_DUAL)
-                                  + (("svm_dual", "_change_terms", _any),))
-
-#: How a kernel set is named to the user.
-LABELS = {"lasso_sparse": "sparse lasso", "enet": "elastic net",
-          "enet_sparse": "sparse elastic net", "lda_inference": "lda transform",
-          "enet_folds": "elastic-net folds", "enet_folds_sparse": "sparse elastic-net folds",
-          "lda_alias": "lda (alias sampler)", "medlda": "MedLDA",
-          "prox_newton": "prox-Newton", "prox_newton_sparse": "sparse prox-Newton",
-          "logistic_loss": "logistic loss", "squared_hinge_loss": "squared hinge",
-          "squared_error_loss": "squared error", "huber_loss": "Huber loss",
-          "poisson_loss": "Poisson loss",
-          "svm_dual": "SVM dual", "svm_dual_sparse": "sparse SVM dual"}
-
-LABELS.update({name: f"{LABELS.get(plain, plain)} (float32)"
-               for name, plain in ((name, name.removesuffix(FLOAT32)) for name in KERNEL_SETS)
-               if name != plain})
+def all_kernel_sets():
+    """:data:`KERNEL_SETS`, every kernel module of the package imported (declared) first."""
+    for module in pkgutil.iter_modules(importlib.import_module(__package__).__path__):
+        importlib.import_module(f"{__package__}.{module.name}")
+    return KERNEL_SETS
 
 
 def kernel_set(kind, sparse, values):
-    """The name of the kernel set of ``kind`` ("lasso", "enet" or "enet_folds") that a fit on
+    """The name of the kernel set of ``kind`` ("lasso", "enet", "enet_folds", ...) that a fit on
     blocks of that layout (``sparse``: CSC) holding ``values`` (a numpy dtype: float64 or
     float32) compiles."""
     return (kind + ("_sparse" if sparse else "")
@@ -150,10 +114,6 @@ def kernel_set(kind, sparse, values):
 
 _announced = set()
 _lock = threading.Lock()
-
-
-def _dispatcher(module, name):
-    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
 def _in_process(dispatcher, accepts):
@@ -183,6 +143,8 @@ def _on_disk(dispatcher, accepts):
 def _names(kernels):
     names = [kernels] if isinstance(kernels, str) else list(kernels)
     unknown = [name for name in names if name not in KERNEL_SETS]
+    if unknown:  # perhaps declared by a module not imported yet
+        unknown = [name for name in unknown if name not in all_kernel_sets()]
     if unknown:
         raise ValueError(f"unknown kernel set(s) {unknown}; known: {sorted(KERNEL_SETS)}")
     return names
@@ -193,8 +155,7 @@ def pending(kernels):
     would compile: some kernel of the set neither compiled in this process nor in the cache."""
     result = []
     for name in _names(kernels):
-        for module, function, accepts in KERNEL_SETS[name]:
-            dispatcher = _dispatcher(module, function)
+        for dispatcher, accepts in KERNEL_SETS[name]:
             if not hasattr(dispatcher, "overloads"):  # NUMBA_DISABLE_JIT: plain Python
                 continue
             if not (_in_process(dispatcher, accepts) or _on_disk(dispatcher, accepts)):
@@ -207,7 +168,7 @@ def _message(names):
     if not names:
         return None
     labels = [LABELS.get(name, name) for name in names]
-    caching = all(getattr(getattr(_dispatcher(*KERNEL_SETS[name][0][:2]), "_cache", None),
+    caching = all(getattr(getattr(KERNEL_SETS[name][0][0], "_cache", None),
                           "_cache_file", None) is not None for name in names)
     where = ("first use on this machine; cached afterwards" if caching
              else "numba's on-disk cache is off: every new process compiles")

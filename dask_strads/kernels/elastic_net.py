@@ -16,7 +16,9 @@ root_weights``. An empty ``root_weights`` stands for ones (no weights).
 import numpy as np
 from numba import njit
 
-from .columns import bit_is_set, clear_bit, column_axpy, column_dot
+from .columns import (add_columns, bit_is_set, centred_norms, clear_bit, column_axpy, column_dot,
+                      column_norms)
+from .compilation import declare_block_kernel_sets
 from .lasso import centred_dot, coordinate_minimiser
 
 
@@ -253,3 +255,8 @@ def epochs(X, coef, r, offset, col_sums, col_means, col_norm2, l1, l2, positive,
 def move(X, change, r, offset, col_means):
     """:func:`_move`, with a float offset."""
     return _move(X, change, r, float(offset), col_means)
+
+
+declare_block_kernel_sets("enet", "elastic net", (column_norms, add_columns, centred_norms,
+                                                 _screen_and_score, _gradient, _epochs),
+                          values=("float64", "float32"))

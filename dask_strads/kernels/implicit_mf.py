@@ -23,8 +23,8 @@ they arrive from the blocks that hold them.
 import numpy as np
 from numba import njit
 
+from .compilation import declare_kernel_set
 from .row_pieces import as_pieces, gather_rows
-
 
 #: Conjugate gradient runs on this many rows at a time (their products with the Gramian are one
 #: matrix product), and on at most CHUNK_ENTRIES interactions, whose other-side rows are
@@ -169,3 +169,6 @@ def solve_rows(indptr, indices, weights, liked, F, Y, gramian, regularization, c
                        F, *as_pieces(Y),
                        np.ascontiguousarray(gramian, dtype=np.float64), float(regularization),
                        int(cg_steps))
+
+
+declare_kernel_set("implicit_mf", "implicit mf", (_solve_rows,))

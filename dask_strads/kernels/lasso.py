@@ -8,7 +8,9 @@ columns stay sparse. ``col_sums`` are the raw column sums. The penalty is ``alph
 import numpy as np
 from numba import njit
 
-from .columns import column_accumulate, column_axpy, column_clear, column_dot, column_scatter
+from .columns import (add_columns, column_accumulate, column_axpy, column_clear, column_dot,
+                      column_scatter, column_stats)
+from .compilation import declare_block_kernel_sets
 from .sampling import tree_add, tree_build, tree_find, tree_total
 
 PRIORITY, CYCLIC, RANDOM = 0, 1, 2
@@ -274,3 +276,8 @@ def sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, min
                        int(min_sub_rounds), int(max_sub_rounds), float(local_tol),
                        int(n_candidates), int(schedule), order, int(cursor), float(rho),
                        float(alpha_n), bool(positive), float(eta), int(power), int(seed))
+
+
+# the STRADS sampling schedules' fits
+declare_block_kernel_sets("lasso", "lasso", (column_stats, add_columns, _full_pass, _sub_rounds),
+                          values=("float64", "float32"))

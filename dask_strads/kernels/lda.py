@@ -50,6 +50,7 @@ holds and every denominator stays positive.
 import numpy as np
 from numba import njit
 
+from .compilation import declare_kernel_set
 
 
 def topic_dtype(n_topics):
@@ -339,3 +340,6 @@ def sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wor
     return _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz,
                          n_k, topic_priors(alpha, n_topics), float(beta), prior_totals,
                          *(seeds or no_seeds(n_wk.shape[0])), int(seed))
+
+
+declare_kernel_set("lda", "lda", (add_counts, topic_totals, fill_nonzero, _sample_block))

@@ -41,7 +41,9 @@ to the push's tokens: an estimate.
 import numpy as np
 from numba import njit
 
-from .lda import _list_append, _list_remove, no_seeds, topic_priors
+from .compilation import declare_kernel_set
+from .lda import (_list_append, _list_remove, add_counts, fill_nonzero, no_seeds, topic_priors,
+                  topic_totals)
 from .sampling import alias_build, alias_draw
 
 #: Metropolis-Hastings cycles (a word proposal, then a document proposal) per token.
@@ -292,3 +294,7 @@ def sample_block_alias(doc, word, z, start, stop, doc_index, n_dk, doc_topics, d
                                *(seeds or no_seeds(n_wk.shape[0])), int(mh_steps),
                                max(LOG_LIKELIHOOD_STRIDE, (stop - start) // LOG_LIKELIHOOD_TOKENS),
                                int(seed))
+
+
+declare_kernel_set("lda_alias", "lda (alias sampler)",
+                   (add_counts, topic_totals, fill_nonzero, _sample_block_alias))

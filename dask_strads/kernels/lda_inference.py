@@ -8,6 +8,7 @@ document-topic distribution is averaged over the sweeps after burn-in.
 import numpy as np
 from numba import njit
 
+from .compilation import declare_kernel_set
 from .lda import no_seeds, topic_priors
 
 
@@ -167,3 +168,7 @@ def score_held_out(doc, word, n_dk, lengths, n_wk, n_k, alpha, beta, n_vocab, se
     """:func:`_score_held_out` with arguments of fixed types."""
     return _score_held_out(doc, word, n_dk, lengths, n_wk,
                            *_fixed_types(n_wk, n_k, alpha, beta, n_vocab, seeds, seed_totals))
+
+
+# LDA's transform (and score)
+declare_kernel_set("lda_inference", "lda transform", (_infer_documents,))

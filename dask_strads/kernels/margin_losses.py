@@ -14,6 +14,8 @@ derivatives ``_name_derivatives(z, y, C, ..., g, h)``, with ``...`` the loss's o
 import numpy as np
 from numba import njit
 
+from .compilation import declare_kernel_set
+
 
 @njit(cache=True, nogil=True, fastmath=True)
 def _softplus(x):
@@ -194,79 +196,54 @@ def _poisson_derivatives(z, y, C, g, h):
         h[i] = C[i] * mean
 
 
-# -- entry points: float64 arrays, so that one compiled specialisation serves every fit --------
-def _derivatives_with(kernel, z, y, C, *parameters):
-    """``(g, h)`` of a loss's derivatives ``kernel``."""
-    g, h = np.empty(z.shape[0]), np.empty(z.shape[0])
-    kernel(z, y, C, *parameters, g, h)
-    return g, h
+class LossKernels:
+    """A loss's three kernels, called with float64 arrays and the loss's own parameters as
+    floats (so that one compiled specialisation serves every fit), and declared as the kernel set
+    ``<name>_loss``. A loss's datafit (:mod:`dask_strads.programs.datafits`) holds its
+    ``LossKernels``."""
+
+    def __init__(self, name, label, value, change, derivatives):
+        self.name, self.set_name = name, f"{name}_loss"
+        self._value, self._change, self._derivatives = value, change, derivatives
+        declare_kernel_set(self.set_name, label, (value, derivatives, change))
+        _DECLARED[name] = self
+
+    def __reduce__(self):  # by name: the kernels stay in their module
+        return _declared, (self.name,)
+
+    def value(self, z, y, C, *parameters):
+        """``sum_i C_i loss(z_i, y_i)``."""
+        return self._value(z, y, C, *map(float, parameters))
+
+    def change(self, z, q, t, y, C, *parameters):
+        """:meth:`value` at ``z + t q`` minus at ``z``, computed sample by sample."""
+        return self._change(z, q, float(t), y, C, *map(float, parameters))
+
+    def derivatives(self, z, y, C, *parameters):
+        """``(g, h)``: the first and second derivatives of the loss's terms in ``z``."""
+        g, h = np.empty(z.shape[0]), np.empty(z.shape[0])
+        self._derivatives(z, y, C, *map(float, parameters), g, h)
+        return g, h
 
 
-def logistic(z, y, C):
-    """``sum_i C_i log(1 + exp(-y_i z_i))``."""
-    return _logistic(z, y, C)
+_DECLARED: dict = {}
 
 
-def logistic_change(z, q, t, y, C):
-    """:func:`logistic` at ``z + t q`` minus at ``z``, computed sample by sample."""
-    return _logistic_change(z, q, float(t), y, C)
+def _declared(name):
+    return _DECLARED[name]
 
 
-def logistic_derivatives(z, y, C):
-    """``(g, h)``: the first and second derivatives of :func:`logistic`'s terms in ``z``."""
-    return _derivatives_with(_logistic_derivatives, z, y, C)
-
-
-def squared_hinge(z, y, C):
-    """``sum_i C_i max(0, 1 - y_i z_i)^2``."""
-    return _squared_hinge(z, y, C)
-
-
-def squared_hinge_change(z, q, t, y, C):
-    """:func:`squared_hinge` at ``z + t q`` minus at ``z``, computed sample by sample."""
-    return _squared_hinge_change(z, q, float(t), y, C)
-
-
-def squared_hinge_derivatives(z, y, C):
-    """``(g, h)``: the first and (generalised) second derivatives of :func:`squared_hinge`'s
-    terms in ``z``."""
-    return _derivatives_with(_squared_hinge_derivatives, z, y, C)
-
-
-def squared_error(z, y, C):
-    """``sum_i C_i (z_i - y_i)^2 / 2``."""
-    return _squared_error(z, y, C)
-
-
-def squared_error_change(z, q, t, y, C):
-    return _squared_error_change(z, q, float(t), y, C)
-
-
-def squared_error_derivatives(z, y, C):
-    return _derivatives_with(_squared_error_derivatives, z, y, C)
-
-
-def huber(z, y, C, delta):
-    """``sum_i C_i huber_delta(z_i - y_i)``: squared within ``delta`` (halved), linear beyond."""
-    return _huber(z, y, C, float(delta))
-
-
-def huber_change(z, q, t, y, C, delta):
-    return _huber_change(z, q, float(t), y, C, float(delta))
-
-
-def huber_derivatives(z, y, C, delta):
-    return _derivatives_with(_huber_derivatives, z, y, C, float(delta))
-
-
-def poisson(z, y, C):
-    """``sum_i C_i (exp(z_i) - y_i z_i)``."""
-    return _poisson(z, y, C)
-
-
-def poisson_change(z, q, t, y, C):
-    return _poisson_change(z, q, float(t), y, C)
-
-
-def poisson_derivatives(z, y, C):
-    return _derivatives_with(_poisson_derivatives, z, y, C)
+#: ``sum_i C_i log(1 + exp(-y_i z_i))``.
+LOGISTIC = LossKernels("logistic", "logistic loss", _logistic, _logistic_change,
+                       _logistic_derivatives)
+#: ``sum_i C_i max(0, 1 - y_i z_i)^2``.
+SQUARED_HINGE = LossKernels("squared_hinge", "squared hinge", _squared_hinge,
+                            _squared_hinge_change, _squared_hinge_derivatives)
+#: ``sum_i C_i (z_i - y_i)^2 / 2``.
+SQUARED_ERROR = LossKernels("squared_error", "squared error", _squared_error,
+                            _squared_error_change, _squared_error_derivatives)
+#: ``sum_i C_i huber_delta(z_i - y_i)``: squared within ``delta`` (halved), linear beyond.
+HUBER = LossKernels("huber", "Huber loss", _huber, _huber_change, _huber_derivatives)
+#: ``sum_i C_i (exp(z_i) - y_i z_i)``.
+POISSON = LossKernels("poisson", "Poisson loss", _poisson, _poisson_change,
+                      _poisson_derivatives)

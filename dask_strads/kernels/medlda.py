@@ -21,7 +21,8 @@ way, so that the same blocks travel between workers and the LDA estimator's tool
 import numpy as np
 from numba import njit
 
-from .lda import _list_append, _list_remove
+from .compilation import declare_kernel_set
+from .lda import _list_append, _list_remove, add_counts, fill_nonzero, topic_totals
 
 #: A topic whose factor is below e^MIN_EXPONENT (1e-26) times the largest one's is not drawn
 #: (nor is its exp computed, which for far smaller factors would be a slow subnormal number).
@@ -117,3 +118,7 @@ def sample_block_supervised(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_
         np.asarray(alpha, dtype=np.float64), float(beta), float(n_vocab) * float(beta),
         np.ascontiguousarray(eta, dtype=np.float64), np.ascontiguousarray(bias, dtype=np.float64),
         gain, weight, lengths, int(seed))
+
+
+declare_kernel_set("medlda", "MedLDA",
+                   (add_counts, topic_totals, fill_nonzero, _sample_block_supervised))

@@ -15,6 +15,7 @@ arrive from the blocks that hold them, used where they are instead of copied int
 import numpy as np
 from numba import njit
 
+from .compilation import declare_kernel_set
 from .row_pieces import as_pieces, gather_rows
 
 
@@ -92,3 +93,6 @@ def update_rows(indptr, indices, values, F, G, coords, lam, sweeps, tol):
     return _update_rows(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int32),
                         values, F, *as_pieces(G),
                         coords, lam, int(sweeps), float(tol))
+
+
+declare_kernel_set("mf", "mf", (_update_rows,))

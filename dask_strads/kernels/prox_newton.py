@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from .columns import column_axpy, column_dot, n_columns
+from .compilation import declare_block_kernel_sets
 from .weighted_columns import column_weighted_axpy, column_weighted_dot, column_weighted_sq_norm
 
 
@@ -259,3 +260,9 @@ def softmax_newton_direction(X, ws, coef, grad, P, C, l1, l2, free, max_sweeps, 
                                        int(free), int(max_sweeps), float(tol), d, q,
                                        np.zeros(P.shape[1]))
     return d, q, sweeps
+
+
+# a variant per block layout; the datafit's loss kernels (a set of their own) serve both
+declare_block_kernel_sets("prox_newton", "prox-Newton",
+                          (_column_dots, _column_range_dots, _newton_direction),
+                          other_kernels=(_violations,))

@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 
 from .columns import column_axpy, column_dot, n_columns
+from .compilation import declare_block_kernel_sets
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -106,3 +107,7 @@ def change_terms(alpha, new, diag, working):
     """:func:`_change_terms`."""
     return _change_terms(alpha, new, diag, working.astype(np.int64, copy=False))
 
+
+# on dense rows or CSR ones
+declare_block_kernel_sets("svm_dual", "SVM dual", (_measure, _dual_sweep),
+                          other_kernels=(_change_terms,))

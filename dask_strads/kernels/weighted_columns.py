@@ -12,6 +12,7 @@ from numba import njit
 from numba.extending import overload
 
 from .columns import _is_dense, n_columns
+from .compilation import declare_block_kernel_sets
 
 
 def column_weighted_dot(X, j, h, v):
@@ -144,3 +145,8 @@ def take_csc_rows(indptr, indices, data, positions, row_map):
                 new_data[q] = data[p]
                 q += 1
     return new_indptr, new_indices, new_data
+
+
+# a fold of a cross-validation on blocks that hold every row: its column statistics
+declare_block_kernel_sets("enet_folds", "elastic-net folds", (weighted_column_stats,),
+                          csc_kernels=(take_csc_rows,), values=("float64", "float32"))

@@ -6,10 +6,11 @@ inverse penalty ``C`` times the sample's weight).
 The program updates one class's margins at a time, the other classes' fixed; so a datafit says
 what it is as a function of class ``k``'s margins (:meth:`MarginLoss.of_class`, a
 :class:`ClassLoss`: a value and two derivatives per sample, equal to the whole datafit up to a
-constant) and what it is in all (:meth:`MarginLoss.value`). A new datafit is a subclass with
-its two kernels (see :mod:`dask_strads.kernels.margin_losses`) and, when its classes are
-coupled, its own ``of_class`` and ``value``; a regression datafit also says how its predictions
-are made from its margins (``inverse_link``) and which targets it takes (``check_targets``).
+constant) and what it is in all (:meth:`MarginLoss.value`). A new datafit is a subclass holding
+its loss's kernels (a :class:`~dask_strads.kernels.margin_losses.LossKernels`, declared beside
+them) and, when its classes are coupled, its own ``of_class`` and ``value``; a regression
+datafit also says how its predictions are made from its margins (``inverse_link``) and which
+targets it takes (``check_targets``).
 """
 from dataclasses import dataclass
 
@@ -26,9 +27,7 @@ class ClassLoss:
     """One class's loss as a function of its margins ``z``: ``loss(z - offset, y, C)`` (offset
     0: none) and its derivatives ``(g, h)`` in ``z``."""
 
-    loss: object
-    derivatives_of: object
-    change_of: object
+    kernels: margin_losses.LossKernels
     y: np.ndarray
     C: np.ndarray
     offset: object = None
@@ -38,14 +37,14 @@ class ClassLoss:
         return z if self.offset is None else z - self.offset
 
     def value(self, z):
-        return self.loss(self._shifted(z), self.y, self.C, *self.parameters)
+        return self.kernels.value(self._shifted(z), self.y, self.C, *self.parameters)
 
     def derivatives(self, z):
-        return self.derivatives_of(self._shifted(z), self.y, self.C, *self.parameters)
+        return self.kernels.derivatives(self._shifted(z), self.y, self.C, *self.parameters)
 
     def change(self, z, q, t):
         """``value(z + t q) - value(z)``, summed sample by sample (precise when tiny)."""
-        return self.change_of(self._shifted(z), q, t, self.y, self.C, *self.parameters)
+        return self.kernels.change(self._shifted(z), q, t, self.y, self.C, *self.parameters)
 
 
 class MarginLoss:
@@ -55,8 +54,8 @@ class MarginLoss:
     name: str
     #: Whether a class's loss depends on the other classes' margins.
     coupled = False
-    #: The kernel set (:data:`dask_strads.kernels.compilation.KERNEL_SETS`) of its kernels.
-    kernels: str
+    #: Its loss's kernels (declaring their kernel set).
+    kernels: margin_losses.LossKernels
     #: The loss's own parameters, passed to its kernels.
     parameters: tuple = ()
 
@@ -76,8 +75,8 @@ class MarginLoss:
         return self.Y.shape[1]
 
     def of_class(self, Z, k):
-        return ClassLoss(self._loss, self._derivatives, self._change, self.Y[k],
-                         self.C if self.C.ndim == 1 else self.C[k], parameters=self.parameters)
+        return ClassLoss(self.kernels, self.Y[k], self.C if self.C.ndim == 1 else self.C[k],
+                         parameters=self.parameters)
 
     def value(self, Z):
         return sum(self.of_class(Z, k).value(Z[k]) for k in range(self.n_classes))
@@ -87,20 +86,14 @@ class Logistic(MarginLoss):
     """``log(1 + exp(-y z))``: logistic regression."""
 
     name = "logistic"
-    kernels = "logistic_loss"
-    _loss = staticmethod(margin_losses.logistic)
-    _derivatives = staticmethod(margin_losses.logistic_derivatives)
-    _change = staticmethod(margin_losses.logistic_change)
+    kernels = margin_losses.LOGISTIC
 
 
 class SquaredHinge(MarginLoss):
     """``max(0, 1 - y z)^2``: the linear SVM's squared hinge."""
 
     name = "squared_hinge"
-    kernels = "squared_hinge_loss"
-    _loss = staticmethod(margin_losses.squared_hinge)
-    _derivatives = staticmethod(margin_losses.squared_hinge_derivatives)
-    _change = staticmethod(margin_losses.squared_hinge_change)
+    kernels = margin_losses.SQUARED_HINGE
 
     @staticmethod
     def dual_box(cost):
@@ -135,7 +128,7 @@ class Multinomial(Logistic):
 
     def of_class(self, Z, k):
         others = logsumexp(np.delete(Z, k, axis=0), axis=0)
-        return ClassLoss(self._loss, self._derivatives, self._change, self.Y[k], self.C, others)
+        return ClassLoss(self.kernels, self.Y[k], self.C, others)
 
     def value(self, Z):
         labelled = np.where(self.Y > 0, Z, 0.0).sum(axis=0)
@@ -172,10 +165,7 @@ class SquaredError(Regression):
     """``(z - y)^2 / 2``: least squares."""
 
     name = "squared_error"
-    kernels = "squared_error_loss"
-    _loss = staticmethod(margin_losses.squared_error)
-    _derivatives = staticmethod(margin_losses.squared_error_derivatives)
-    _change = staticmethod(margin_losses.squared_error_change)
+    kernels = margin_losses.SQUARED_ERROR
 
 
 class Huber(Regression):
@@ -183,10 +173,7 @@ class Huber(Regression):
     beyond (robust to outlying targets)."""
 
     name = "huber"
-    kernels = "huber_loss"
-    _loss = staticmethod(margin_losses.huber)
-    _derivatives = staticmethod(margin_losses.huber_derivatives)
-    _change = staticmethod(margin_losses.huber_change)
+    kernels = margin_losses.HUBER
 
     def __init__(self, Y, C, sample_weight=None, *, delta):
         super().__init__(Y, C, sample_weight)
@@ -205,10 +192,7 @@ class Poisson(Regression):
     ``y`` alone; predictions ``exp(z)``."""
 
     name = "poisson"
-    kernels = "poisson_loss"
-    _loss = staticmethod(margin_losses.poisson)
-    _derivatives = staticmethod(margin_losses.poisson_derivatives)
-    _change = staticmethod(margin_losses.poisson_change)
+    kernels = margin_losses.POISSON
     inverse_link = staticmethod(np.exp)
 
     @staticmethod

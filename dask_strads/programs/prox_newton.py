@@ -204,7 +204,8 @@ class ProxNewtonProgram(Program):
                                if fit_intercept and intercept_init is not None
                                else np.zeros(self.n_classes))
         self.seed = 0  # deterministic: nothing is drawn at random
-        self.kernels = ("prox_newton_sparse" if sparse else "prox_newton", datafit.kernels)
+        self.kernels = ("prox_newton_sparse" if sparse else "prox_newton",
+                        datafit.kernels.set_name)
 
     # -- blocks ---------------------------------------------------------------------------
     def prepare_block(self, raw, block_id):
