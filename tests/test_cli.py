@@ -304,6 +304,8 @@ def test_linear_svc_from_labels(tmp_path, regression_file):
      r"not a csv table \(read as \(user, item, rating\) rows, for mf and implicit\)"),
     (["predict", "{folder}/lda.npz", "{folder}/ratings.csv", "-o", "out.csv"], 2,
      "LatentDirichletAllocation needs a document x word count matrix"),
+    (["recommend", "{folder}/lda.npz", "--all", "-o", "{folder}/all.parquet"], 2,
+     "recommend needs a recommender's model .*holds a LatentDirichletAllocation"),
 ])
 def test_errors_give_one_line_and_an_exit_code(tmp_path, capsys, regression_file, argv, code,
                                                message):

@@ -9,13 +9,13 @@ import logging
 import sys
 import textwrap
 
+from .. import io
 from ..log import logger
 from . import commands
 from .connect import connect
 from .files import absolute
 from .parameters import ESTIMATORS, UsageError, estimator_class, settable_defaults
 
-FORMATS = ("svmlight", "matrixmarket", "bagofwords", "parquet", "csv", "npz", "npy")
 #: The arguments naming files that the workers of a cluster read.
 READ_ON_WORKERS = ("input", "checkpoint_dir")
 
@@ -94,8 +94,8 @@ def _parser():
                      help="where to save the model (.npz; an existing folder is refused)")
     fit.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                      help="an estimator parameter (repeat for several; each once): see below")
-    fit.add_argument("--format", choices=FORMATS, help="the input's format (default: from "
-                     "its name)")
+    fit.add_argument("--format", choices=tuple(io.FORMATS),
+                     help="the input's format (default: from its name)")
     fit.add_argument("--checkpoint-dir", metavar="DIR",
                      help="write checkpoints there and resume from them")
     fit.set_defaults(run=commands.fit)
@@ -105,14 +105,15 @@ def _parser():
         help="predictions (Lasso, ElasticNet, GeneralizedLinearRegressor, LogisticRegression, "
              "LinearSVC), topic rows (LDA) or ratings (MF)",
         description="MODEL: a model file of Lasso, ElasticNet, GeneralizedLinearRegressor, "
-                    "LogisticRegression or LinearSVC (column prediction), LatentDirichletAllocation (columns topic_0...) or "
-                    "MatrixFactorization (columns user, item, prediction). An "
-                    "ImplicitMatrixFactorization ranks items: use recommend.")
+                    "LogisticRegression or LinearSVC (column prediction), "
+                    "LatentDirichletAllocation (columns topic_0...) or MatrixFactorization "
+                    "(columns user, item, prediction). An ImplicitMatrixFactorization or a "
+                    "BayesianPersonalizedRanking ranks items: use recommend.")
     predict.add_argument("model", metavar="MODEL")
     predict.add_argument("input", metavar="INPUT", help="data (MF: a table of user, item)")
     predict.add_argument("-o", "--output", required=True, metavar="OUTPUT",
                          help=".npy, .csv or .parquet")
-    predict.add_argument("--format", choices=FORMATS, help="the input's format")
+    predict.add_argument("--format", choices=tuple(io.FORMATS), help="the input's format")
     predict.add_argument("--unknown", choices=("predict", "error"), default="predict",
                          help="MF pairs of a user or item not in the fit: predict them from "
                               "the global mean and the known bias, as "

@@ -2,23 +2,30 @@
 None: the embedded default) is connected."""
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
+from sklearn.utils import get_tags
 
 from .. import io
-from ..log import logger
 from ..estimators.mf_pairs import filled, positions
+from ..estimators.recommender import Recommender
+from ..log import logger
 from ..persistence import check_model_path, read_model, save
 from .files import as_ids, check_output, read_ids, write_table
 from .parameters import UsageError, estimator_class, parse_parameters
 
-#: Estimators whose predictions are ``transform``'s rows rather than ``predict``'s values.
-TRANSFORMERS = {"LatentDirichletAllocation"}
-#: Estimators that recommend items to users.
-RECOMMENDERS = {"MatrixFactorization", "ImplicitMatrixFactorization",
-                "BayesianPersonalizedRanking"}
-#: Recommenders that rank items and predict no values.
-RANKERS = {"ImplicitMatrixFactorization", "BayesianPersonalizedRanking"}
-#: Formats read as a table of (user, item, rating) rows, which only recommenders fit.
-TABLES = {"parquet", "csv"}
+
+
+def _recommends(model):
+    return isinstance(model, Recommender)
+
+
+def _ranks_only(model):
+    """A recommender that ranks items and predicts no values (no ratings to predict)."""
+    return _recommends(model) and not hasattr(model, "predict_entries")
+
+
+def _transforms(model):
+    """Predictions are ``transform``'s rows (topic proportions) rather than ``predict``'s."""
+    return not _recommends(model) and get_tags(model).transformer_tags is not None
 
 
 def fit(args, client):
@@ -38,7 +45,7 @@ def fit(args, client):
     if supervised and format != "svmlight":
         raise UsageError(f"{cls.__name__} needs targets: give an svmlight file (each line's "
                          f"target first), not {format}")
-    _check_matrix_format(cls.__name__, format)
+    _check_matrix_format(estimator, format)
     data = _read(args.input, format, client)
     estimator.client = client
     logger.info("fitting %s on %s", cls.__name__, _described(data.X))
@@ -57,20 +64,19 @@ def predict(args, client):
     check_output(args.output)
     model, _ = read_model(args.model)
     model.client = client
-    name = type(model).__name__
-    if name in RANKERS:
-        raise UsageError(f"{args.model} holds a {name}, which predicts no values (it ranks "
-                         "items): use recommend")
-    if name == "MatrixFactorization":
+    if _ranks_only(model):
+        raise UsageError(f"{args.model} holds a {type(model).__name__}, which predicts no "
+                         "values (it ranks items): use recommend")
+    if _recommends(model):
         columns = _predicted_pairs(model, args.input, args.format, args.unknown)
     else:
         format = _format(args.input, args.format)
-        _check_matrix_format(name, format)
+        _check_matrix_format(model, format)
         if format == "svmlight":  # as wide as the fit's data, whatever indices this file holds
             X = io.read_svmlight(args.input, n_features=model.n_features_in_, client=client)[0]
         else:
             X = _read(args.input, format, client).X
-        if name in TRANSFORMERS:
+        if _transforms(model):
             rows = _in_memory(model.transform(X), client)
             columns = {f"topic_{k}": rows[:, k] for k in range(rows.shape[1])}
         else:
@@ -111,8 +117,8 @@ def recommend(args, client):
         raise UsageError(f"recommend --all writes a folder of Parquet files: end {args.output} "
                          "in .parquet")
     model, _ = read_model(args.model)
-    if type(model).__name__ not in RECOMMENDERS:
-        raise UsageError(f"recommend needs a model of {', '.join(sorted(RECOMMENDERS))}, "
+    if not _recommends(model):
+        raise UsageError(f"recommend needs a recommender's model (mf, implicit or bpr), "
                          f"{args.model} holds a {type(model).__name__}")
     if args.all:
         model.client = client
@@ -166,16 +172,16 @@ def info(args, client):
             print(f"  topic {k}: {' '.join(words[np.argsort(-topic)[:8]])}")
 
 
-def _check_matrix_format(name, format):
+def _check_matrix_format(estimator, format):
     """Refuse a table (read as user, item, rating rows) for an estimator of matrices: LDA would
     take its rows for documents of three words."""
-    if format in TABLES and name not in RECOMMENDERS:
-        needs = ("a document x word count matrix" if name in TRANSFORMERS
+    if io.FORMATS[format].table and not _recommends(estimator):
+        needs = ("a document x word count matrix" if _transforms(estimator)
                  else "a matrix of samples x features")
-        raise UsageError(f"{name} needs {needs}: give a bag-of-words file (docword.NAME.txt), "
-                         "MatrixMarket (.mtx), svmlight, .npz (scipy.sparse) or .npy file, not "
-                         f"a {format} table (read as (user, item, rating) rows, for mf and "
-                         "implicit)")
+        raise UsageError(f"{type(estimator).__name__} needs {needs}: give a bag-of-words "
+                         "file (docword.NAME.txt), MatrixMarket (.mtx), svmlight, .npz "
+                         f"(scipy.sparse) or .npy file, not a {format} table (read as (user, "
+                         "item, rating) rows, for mf and implicit)")
 
 
 def _format(path, given):

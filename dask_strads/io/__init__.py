@@ -18,7 +18,7 @@ npz, npy       ``.npz`` (scipy.sparse), ``.npy``          :func:`read_npz`, :fun
 Text formats may be compressed (``.gz``, ``.bz2``, ``.xz``); paths may be fsspec URLs.
 """
 import os
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import fsspec
 
@@ -31,9 +31,9 @@ from .svmlight import read_svmlight
 from .text import MalformedFileError
 from .triplets import ratings_of_frame, read_table, read_triplets
 
-__all__ = ["Data", "FORMATS", "MalformedFileError", "format_of", "ratings_of_frame", "read",
-           "read_bag_of_words", "read_matrix_market", "read_npy", "read_npz", "read_svmlight",
-           "read_table", "read_triplets", "read_vocabulary"]
+__all__ = ["Data", "FORMATS", "Format", "MalformedFileError", "format_of", "ratings_of_frame",
+           "read", "read_bag_of_words", "read_matrix_market", "read_npy", "read_npz",
+           "read_svmlight", "read_table", "read_triplets", "read_vocabulary"]
 
 
 class Data(NamedTuple):
@@ -45,24 +45,37 @@ class Data(NamedTuple):
     vocabulary: object = None
 
 
-FORMATS = {
-    "svmlight": lambda path, client: Data(*read_svmlight(path, client=client)),
-    "matrixmarket": lambda path, client: Data(read_matrix_market(path, client=client)),
-    "bagofwords": lambda path, client: Data(*_counts_and_words(path, client)),
-    "parquet": lambda path, client: Data(read_triplets(path, format="parquet", client=client)),
-    "csv": lambda path, client: Data(read_triplets(path, format="csv", client=client)),
-    "npz": lambda path, client: Data(read_npz(path, client=client)),
-    "npy": lambda path, client: Data(read_npy(path, client=client)),
-}
+class Format(NamedTuple):
+    """A file format: ``read(path, client)`` returning :class:`Data`, the name endings that say
+    it (``extensions``), and whether it is read as a table of (user, item, rating) rows."""
+
+    read: Callable
+    extensions: tuple = ()
+    table: bool = False
+
 
 def _counts_and_words(path, client):
     counts, words = read_bag_of_words(path, client=client)
-    return counts, None, words
+    return Data(counts, None, words)
 
 
-_EXTENSIONS = {".svm": "svmlight", ".libsvm": "svmlight", ".svmlight": "svmlight",
-               ".mtx": "matrixmarket", ".parquet": "parquet", ".pq": "parquet", ".csv": "csv",
-               ".tsv": "csv", ".npz": "npz", ".npy": "npy"}
+#: The formats :func:`read` reads (a bag of words is told by its name, ``docword.NAME.txt``).
+FORMATS = {
+    "svmlight": Format(lambda path, client: Data(*read_svmlight(path, client=client)),
+                       (".svm", ".libsvm", ".svmlight")),
+    "matrixmarket": Format(lambda path, client: Data(read_matrix_market(path, client=client)),
+                           (".mtx",)),
+    "bagofwords": Format(_counts_and_words),
+    "parquet": Format(lambda path, client: Data(read_triplets(path, format="parquet",
+                                                              client=client)),
+                      (".parquet", ".pq"), table=True),
+    "csv": Format(lambda path, client: Data(read_triplets(path, format="csv", client=client)),
+                  (".csv", ".tsv"), table=True),
+    "npz": Format(lambda path, client: Data(read_npz(path, client=client)), (".npz",)),
+    "npy": Format(lambda path, client: Data(read_npy(path, client=client)), (".npy",)),
+}
+_EXTENSIONS = {extension: name for name, format in FORMATS.items()
+               for extension in format.extensions}
 
 
 def format_of(path):
@@ -90,4 +103,4 @@ def read(path, format=None, client=None):
     client = reading_client(client)
     logger.info("reading %s (%s) %s", path, format,
                 "on the workers" if client is not None else "in this process")
-    return FORMATS[format](path, client)
+    return FORMATS[format].read(path, client)
