@@ -268,7 +268,8 @@ class Engine:
         run.cut({r: self.executor.put(value, run.hub, run.key("kept-pull", r, run.id))
                  for r, value in zip(rounds, values)})
 
-    def start(self, blocks, slots=None, restore=None):
+    def start(self, blocks: Sequence[Any] | PlacedBlocks, slots: Sequence[Any] | None = None,
+              restore: tuple | None = None) -> Run:
         """Place the blocks, build their cells and the carried blocks, and pull once; or, with
         ``restore`` (a checkpoint, the handles or values of its copies and optionally the
         history records up to it), put them back as they were after its round."""
@@ -388,7 +389,7 @@ class Engine:
             "seconds": perf_counter() - started})
         return new
 
-    def submit_round(self, run, t):
+    def submit_round(self, run: Run, t: int) -> None:
         """Emit round ``t`` as one graph: the pushes the schedule asks for, the pull, the report
         and, every ``checkpoint_interval`` rounds, the checkpoint's copies and writes."""
         program = self.program
@@ -406,7 +407,7 @@ class Engine:
                             report, checkpoint, writes)
         self._forget_pulls(run, t)
 
-    def submit_epoch(self, run, first, n_rounds):
+    def submit_epoch(self, run: Run, first: int, n_rounds: int) -> None:
         """Emit rounds ``first .. first + n_rounds - 1`` as one fused epoch (see
         :mod:`.epochs`): a task per worker, the last round's pull and the reports."""
         program = self.program
@@ -556,7 +557,7 @@ class Engine:
                                      checkpoint and checkpoint.pairs())
         return checkpoint, writes
 
-    def read_reports(self, run, keep_pending, watching=()):
+    def read_reports(self, run: Run, keep_pending: int, watching: Sequence[Any] = ()) -> bool:
         """Read reports, oldest first, until at most ``keep_pending`` are unread (reading on
         while the oldest is done). Returns True once a report stops the fit. After a stop the
         rounds in flight are dropped, unless the program updates in place: then the result is
@@ -641,7 +642,7 @@ class Engine:
                                run.owners)
             self._complete_on_disk(run, float("inf"))
 
-    def collect(self, run):
+    def collect(self, run: Run) -> EngineResult:
         """The parameter blocks and carried blocks of the round the result comes from."""
         program = self.program
         if program.updates_in_place or run.final_round is None:
