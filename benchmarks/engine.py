@@ -90,7 +90,7 @@ def toy(client):
     rng = np.random.default_rng(0)
     A = rng.uniform(0, 1, (16, 16)) + 16 * np.eye(16)
     program, blocks = jacobi_blocks(A, rng.standard_normal(16), 2)  # the floor round's shape
-    return Engine(program, client, max_rounds=TOY_ROUNDS).run(blocks).history.stats
+    return Engine(program, client=client, max_rounds=TOY_ROUNDS).run(blocks).history.stats
 
 
 def overhead(stats):
@@ -160,7 +160,8 @@ def main():
         else:
             print(f"{name:22s} " + "  ".join(f"{k} {1000 * v:7.2f} ms ({r:.2f}x floor)"
                                             for k, v, r in zip(kinds, values, ratios)))
-    print("tasks in a round: " + ", ".join(f"{name} {n}" for name, n in results[kinds[0]][1].items()))
+    print("tasks in a round: "
+          + ", ".join(f"{name} {n}" for name, n in results[kinds[0]][1].items()))
     print(f"load average at end: {os.getloadavg()}")
 
 

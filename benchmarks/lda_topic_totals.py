@@ -28,7 +28,8 @@ def log_likelihoods(X, n_shards, n_topics, iterations, seed, every):
     edges = block_edges(X.shape[0], n_shards, weights=np.asarray(X.sum(axis=1)).ravel())
     shards = [make_shard(X[lo:hi], block_of_word, local_index, n_shards)
               for lo, hi in zip(edges[:-1], edges[1:])]
-    program = LDAProgram(n_topics, 0.1, 0.01, X.shape[1], sizes, n_shards, seed=seed,
+    program = LDAProgram(n_topics, alpha=0.1, beta=0.01, n_vocab=X.shape[1], block_sizes=sizes,
+                         n_shards=n_shards, seed=seed,
                          topic_totals_every=every)
     _, reports, _ = run_sequential(program, shards, iterations[-1] * n_shards)
     per_token = []

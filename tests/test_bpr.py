@@ -40,7 +40,8 @@ def test_a_step_on_the_only_possible_triple_follows_the_gradient():
 
 def program_and_blocks(train, n_blocks=2):
     users = np.linspace(0, train.shape[0], n_blocks + 1).astype(int)
-    return (BPRProgram(6, train.getnnz(axis=0), n_blocks, 0.05, 0.01, seed=4),
+    return (BPRProgram(6, item_counts=train.getnnz(axis=0), n_blocks=n_blocks, learning_rate=0.05,
+                       regularization=0.01, seed=4),
             [train[lo:hi] for lo, hi in zip(users[:-1], users[1:])])
 
 
@@ -67,7 +68,8 @@ def test_a_fit_on_two_worker_processes_equals_the_sequential_loop(client_factory
     # the same program, cut as the estimator cuts it: a block of users and of items a worker,
     # of about equal interactions
     users = block_edges(train.shape[0], 2, train.getnnz(axis=1))
-    program = BPRProgram(6, train.getnnz(axis=0), 2, 0.05, 0.01,
+    program = BPRProgram(6, item_counts=train.getnnz(axis=0), n_blocks=2, learning_rate=0.05,
+                         regularization=0.01,
                          seed=check_random_state(0).randint(2**31 - 1))
     params, _, carried = run_sequential(
         program, [train[lo:hi] for lo, hi in zip(users[:-1], users[1:])], 2 * 5)

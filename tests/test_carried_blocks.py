@@ -67,7 +67,7 @@ def test_carried_blocks_rotate_and_sum_like_the_sequential_loop(client_factory, 
     client = client_factory(n_workers)
     program, blocks = problem()
     rounds = 2 * program.n_carried
-    result = Engine(program, client, max_rounds=rounds).run(blocks)
+    result = Engine(program, client=client, max_rounds=rounds).run(blocks)
     carried = client.gather(result.carried)
     _, _, reference = run_sequential(program, blocks, rounds)
     closed_form = 2 * sum(blocks)
@@ -84,7 +84,7 @@ def test_carried_blocks_rotate_and_sum_like_the_sequential_loop(client_factory, 
 def test_carried_blocks_with_two_workers_cross_between_them(client_factory):
     client = client_factory(2)
     program, blocks = problem()
-    result = Engine(program, client, max_rounds=program.n_carried).run(blocks)
+    result = Engine(program, client=client, max_rounds=program.n_carried).run(blocks)
     assert result.param_workers[0] != result.param_workers[1]
     trails = [trail for _, trail in client.gather(result.carried)]
     assert all(len(set(trail)) == 2 for trail in trails if len(trail) == 2)
@@ -102,7 +102,7 @@ def test_one_carried_block_cannot_go_to_two_blocks_in_a_round(client_factory):
     with pytest.raises(ValueError, match="carried block is scheduled for two blocks"):
         run_sequential(program, blocks, 1)
     with pytest.raises(ValueError, match="carried block is scheduled for two blocks"):
-        Engine(program, client, max_rounds=1).run(blocks)
+        Engine(program, client=client, max_rounds=1).run(blocks)
 
 
 def test_the_push_after_a_checkpoint_waits_for_its_copy(client_factory):
@@ -112,7 +112,7 @@ def test_the_push_after_a_checkpoint_waits_for_its_copy(client_factory):
     program, blocks = problem()
     rounds = 2 * program.n_carried
     graphs = []
-    engine = Engine(program, client, max_rounds=rounds, checkpoint_interval=2)
+    engine = Engine(program, client=client, max_rounds=rounds, checkpoint_interval=2)
     submit = engine.executor.submit
     engine.executor.submit = lambda graph: graphs.append(graph) or submit(graph)
     engine.run(blocks)

@@ -121,7 +121,8 @@ def no_intercept_program(X, y, alpha, l1_ratio, n_blocks, tol=TOL):
     edges = block_edges(X.shape[1], n_blocks)
     blocks = [make_raw_block(X[:, lo:hi], y, np.zeros(hi - lo), np.zeros(hi - lo), False)
               for lo, hi in zip(edges[:-1], edges[1:])]
-    program = ElasticNetProgram(np.diff(edges), y, alpha, l1_ratio, False, gap_target(tol, y),
+    program = ElasticNetProgram(np.diff(edges), y_centred=y, alpha=alpha, l1_ratio=l1_ratio,
+                                positive=False, gap_tolerance=gap_target(tol, y),
                                 sparse=sp.issparse(X))
     return program, blocks
 
@@ -393,8 +394,10 @@ def run_program(X, y, alpha, l1_ratio, n_blocks, tol=TOL, rounds=300, means=None
     edges = block_edges(X.shape[1], n_blocks)
     blocks = [make_raw_block(X[:, lo:hi], y_centred, np.zeros(hi - lo), means[lo:hi], False)
               for lo, hi in zip(edges[:-1], edges[1:])]
-    program = ElasticNetProgram(np.diff(edges), y_centred, alpha, l1_ratio, False,
-                                tol * (y_centred @ y_centred) / len(y), sparse=sp.issparse(X),
+    program = ElasticNetProgram(np.diff(edges), y_centred=y_centred, alpha=alpha,
+                                l1_ratio=l1_ratio, positive=False,
+                                gap_tolerance=tol * (y_centred @ y_centred) / len(y),
+                                sparse=sp.issparse(X),
                                 **parts)
     params, reports = run_sequential(program, blocks, rounds)
     coef = np.concatenate(params)
@@ -462,7 +465,8 @@ def test_no_round_screens_a_feature_of_the_solution(l1_ratio, positive):
     edges = block_edges(X.shape[1], 2)
     blocks = [make_raw_block(X[:, lo:hi], y, np.zeros(hi - lo), np.zeros(hi - lo), False)
               for lo, hi in zip(edges[:-1], edges[1:])]
-    program = ElasticNetProgram(np.diff(edges), y, alpha, l1_ratio, positive, -1.0, sparse=True)
+    program = ElasticNetProgram(np.diff(edges), y_centred=y, alpha=alpha, l1_ratio=l1_ratio,
+                                positive=positive, gap_tolerance=-1.0, sparse=True)
     data = [program.prepare_block(b, k) for k, b in enumerate(blocks)]
     states, starts = zip(*(program.init_block(d, k) for k, d in enumerate(data)))
     shared, _ = program.pull(dict(enumerate(starts)), program.initial_shared())

@@ -45,7 +45,7 @@ def problem(name):
 
 def fit(client, program, raw, slots, **options):
     """The engine's result, and the sizes of the graphs it submitted for rounds."""
-    engine = Engine(program, client, max_rounds=ROUNDS, **options)
+    engine = Engine(program, client=client, max_rounds=ROUNDS, **options)
     sizes, submit = [], engine.executor.submit
     engine.executor.submit = lambda graph: sizes.append(sum(map(len, graph.values()))) or (
         submit(graph))
@@ -161,7 +161,8 @@ def test_a_short_fit_runs_in_one_graph_on_a_cluster(client_factory):
     fit that stops in fewer rounds than an epoch runs costs the scheduler one graph."""
     client = client_factory(2)
     unstopped, raw, _ = problem("elastic_net")
-    program = ElasticNetProgram(unstopped.widths, unstopped.y_centred, 1e-3, 0.5, False, 1e-6)
+    program = ElasticNetProgram(unstopped.widths, y_centred=unstopped.y_centred, alpha=1e-3,
+                                l1_ratio=0.5, positive=False, gap_tolerance=1e-6)
     result, graphs = fit(client, program, raw, None)
     params, reports = run_sequential(program, raw, ROUNDS)
     assert len(reports) < runner.CHECKPOINT_INTERVAL  # a fit shorter than the first epoch

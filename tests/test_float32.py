@@ -234,13 +234,17 @@ def test_prepared_blocks_hold_float32_values(fmt):
     def programs(dtype):
         sparse = fmt == "csc"
         return [
-            (ElasticNetProgram(widths, y_centred, 0.1, 1.0, False, 0.0, sparse=sparse,
+            (ElasticNetProgram(widths, y_centred=y_centred, alpha=0.1, l1_ratio=1.0,
+                               positive=False, gap_tolerance=0.0, sparse=sparse,
                                dtype=dtype), None, False),
-            (ElasticNetProgram(widths, y_centred, 0.1, 1.0, False, 0.0, sparse=sparse,
+            (ElasticNetProgram(widths, y_centred=y_centred, alpha=0.1, l1_ratio=1.0,
+                               positive=False, gap_tolerance=0.0, sparse=sparse,
                                sample_weight=weights, dtype=dtype), None, False),
-            (ElasticNetPathProgram(widths, y_centred[rows], [0.1], 1.0, False, 0.0, 10,
+            (ElasticNetPathProgram(widths, y_centred=y_centred[rows], alphas=[0.1], l1_ratio=1.0,
+                                   positive=False, gap_tolerance=0.0, stage_rounds=10,
                                    rows=rows, sparse=sparse, dtype=dtype), None, False),
-            (LassoProgram(widths, y_centred, 0.1, False, 0.0, sparse=sparse, dtype=dtype),
+            (LassoProgram(widths, y_centred=y_centred, alpha=0.1, positive=False,
+                          gap_tolerance=0.0, sparse=sparse, dtype=dtype),
              X.mean(axis=0), True),
         ]
 

@@ -185,9 +185,11 @@ def test_a_program_refuses_a_datafit_or_penalty_without_what_it_needs():
             return None
 
     with pytest.raises(TypeError, match="datafit NoValue has no 'value'"):
-        ProxNewtonProgram(1, NoValue(), Penalty(1.0, 0.0), True, 1e-4)
+        ProxNewtonProgram(1, datafit=NoValue(), penalty=Penalty(1.0, 0.0), fit_intercept=True,
+                          tolerance=1e-4)
     with pytest.raises(TypeError, match="penalty tuple has no 'l1_at'"):
-        ProxNewtonProgram(1, Logistic(np.ones((3, 1)), 1.0), (1.0, 0.0), True, 1e-4)
+        ProxNewtonProgram(1, datafit=Logistic(np.ones((3, 1)), 1.0), penalty=(1.0, 0.0),
+                          fit_intercept=True, tolerance=1e-4)
 
 
 def test_the_hinge_is_refused_by_prox_newton_and_taken_by_the_dual_program():
@@ -198,10 +200,12 @@ def test_the_hinge_is_refused_by_prox_newton_and_taken_by_the_dual_program():
 
     signs = np.array([[1.0], [-1.0], [1.0]])
     with pytest.raises(TypeError, match="datafit Hinge has no 'kernels'"):
-        ProxNewtonProgram(1, Hinge(signs, 1.0), Penalty(0.0, 1.0), True, 1e-4)
-    assert SVMDualProgram(1, Hinge(signs, 1.0), 2, 1e-4).loss == "hinge"
+        ProxNewtonProgram(1, datafit=Hinge(signs, 1.0), penalty=Penalty(0.0, 1.0),
+                          fit_intercept=True, tolerance=1e-4)
+    assert SVMDualProgram(1, datafit=Hinge(signs, 1.0), n_features=2,
+                          tolerance=1e-4).loss == "hinge"
     with pytest.raises(TypeError, match="datafit Logistic has no 'dual_box'"):
-        SVMDualProgram(1, Logistic(signs, 1.0), 2, 1e-4)
+        SVMDualProgram(1, datafit=Logistic(signs, 1.0), n_features=2, tolerance=1e-4)
 
 
 def test_on_worker_processes_the_fit_is_the_in_process_one(client_factory):

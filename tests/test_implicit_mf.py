@@ -41,7 +41,8 @@ def tiny(seed=0, shape=(7, 6), density=0.35):
 def sequential(R, k, seed, rounds, cg_steps, tol=0.0):
     """The program on one user block and one item block, in a plain loop."""
     nu, ni = R.shape
-    program = ImplicitMFProgram(k, [0, nu], [0, ni], ALPHA, REG, cg_steps=cg_steps, tol=tol,
+    program = ImplicitMFProgram(k, user_edges=[0, nu], item_edges=[0, ni], alpha=ALPHA,
+                                regularization=REG, cg_steps=cg_steps, tol=tol,
                                 seed=seed)
     blocks = [make_raw_block(sp.csr_matrix(R), USERS, 0),
               make_raw_block(sp.csc_matrix(R), ITEMS, 0)]
@@ -140,7 +141,8 @@ def test_a_stop_on_tol_gives_the_sequential_runs_factors(client_factory):
 def in_sub_rounds(R, k, seed, n_blocks, sub_rounds, tol=0.0):
     """The program on ``n_blocks`` blocks a side updated ``n_blocks / sub_rounds`` at a time."""
     user_edges, item_edges = block_edges(R.shape[0], n_blocks), block_edges(R.shape[1], n_blocks)
-    program = ImplicitMFProgram(k, user_edges, item_edges, ALPHA, REG, tol=tol, seed=seed,
+    program = ImplicitMFProgram(k, user_edges=user_edges, item_edges=item_edges, alpha=ALPHA,
+                                regularization=REG, tol=tol, seed=seed,
                                 sub_rounds=sub_rounds)
     return (program, *user_item_blocks(sp.csr_matrix(R), user_edges, item_edges))
 
@@ -164,7 +166,7 @@ def test_sub_rounds_on_worker_processes_stop_where_the_sequential_loop_does(clie
     client = client_factory(2)
     program, raw, slots = in_sub_rounds(tiny(5, (40, 30)), 3, seed=2, n_blocks=4, sub_rounds=2,
                                         tol=1e-3)
-    result = Engine(program, client, max_rounds=400, checkpoint_interval=0).run(raw, slots)
+    result = Engine(program, client=client, max_rounds=400, checkpoint_interval=0).run(raw, slots)
     params, reports = run_sequential(program, raw, 400)
     assert len(reports) < 400 and result.history.stats.converged
     for ours, reference in zip(client.gather(result.params), params):

@@ -29,8 +29,8 @@ def build(X, y, alpha, n_blocks, fit_intercept=True, positive=False, tol=1e-8, *
     edges = np.linspace(0, p, n_blocks + 1).astype(int)
     blocks = [make_raw_block(X[:, lo:hi], y_centred, np.zeros(hi - lo), means[lo:hi],
                              fit_intercept) for lo, hi in zip(edges[:-1], edges[1:])]
-    program = LassoProgram(np.diff(edges), y_centred, alpha, positive,
-                           tol * float(y_centred @ y_centred) / n, **params)
+    program = LassoProgram(np.diff(edges), y_centred=y_centred, alpha=alpha, positive=positive,
+                           gap_tolerance=tol * float(y_centred @ y_centred) / n, **params)
     return program, blocks, means, y_mean
 
 
@@ -117,7 +117,8 @@ def test_push_leaves_its_inputs_alone_and_reports_match_parameters(n_blocks, sta
         snapshot = [(s.coef.copy(), s.priority.copy()) for s in states]
         shared_r = shared.r.copy()
         instructions = program.schedule(t, [])
-        pushed = {b: program.push(b, data[b], states[b], instructions[b], shared, Inbox()) for b in instructions}
+        pushed = {b: program.push(b, data[b], states[b], instructions[b], shared,
+                                  Inbox()) for b in instructions}
         for state, (coef, priority) in zip(states, snapshot):
             np.testing.assert_array_equal(state.coef, coef)
             np.testing.assert_array_equal(state.priority, priority)

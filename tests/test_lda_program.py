@@ -21,7 +21,8 @@ def setup(n_shards=2, n_blocks=3, seed=0, topic_totals_every="sub_round"):
     edges = np.linspace(0, X.shape[0], n_shards + 1).astype(int)
     shards = [make_shard(X[lo:hi], block_of_word, local_index, n_blocks)
               for lo, hi in zip(edges[:-1], edges[1:])]
-    program = LDAProgram(N_TOPICS, ALPHA, BETA, X.shape[1], sizes, n_shards, seed=seed,
+    program = LDAProgram(N_TOPICS, alpha=ALPHA, beta=BETA, n_vocab=X.shape[1], block_sizes=sizes,
+                         n_shards=n_shards, seed=seed,
                          topic_totals_every=topic_totals_every)
     return X, phi, shards, program, (block_of_word, local_index)
 
@@ -99,7 +100,7 @@ def test_engine_matches_the_sequential_loop(client_factory, staleness, topic_tot
     client = client_factory(2)
     X, _, shards, program, words = setup(topic_totals_every=topic_totals_every)
     rounds = 5 * program.n_carried
-    result = Engine(program, client, staleness=staleness, max_rounds=rounds).run(shards)
+    result = Engine(program, client=client, staleness=staleness, max_rounds=rounds).run(shards)
     params, reports, carried = run_sequential(program, shards, rounds, staleness=staleness)
     np.testing.assert_array_equal(np.vstack(client.gather(result.params)), np.vstack(params))
     np.testing.assert_array_equal(
@@ -130,7 +131,7 @@ def test_a_stop_returns_the_state_of_the_last_round_run(client_factory):
     and the result and the history both cover every round run."""
     client = client_factory(2)
     X, _, shards, program, words = setup()
-    engine = Engine(program, client, max_rounds=50, pipeline_depth=2,
+    engine = Engine(program, client=client, max_rounds=50, pipeline_depth=2,
                     callback=lambda record: record["round"] == 3)
     result = engine.run(shards)
     rounds = result.history.stats.rounds
@@ -156,7 +157,8 @@ def test_rotation_samples_every_block_once_an_iteration_and_parks_idle_blocks_ev
         n_shards, n_blocks):
     """Where each block waits between two samplings (the worker that sampled it last): about
     U / P blocks on every worker, whatever U."""
-    program = LDAProgram(N_TOPICS, ALPHA, BETA, 100, [1] * n_blocks, n_shards)
+    program = LDAProgram(N_TOPICS, alpha=ALPHA, beta=BETA, n_vocab=100, block_sizes=[1] * n_blocks,
+                         n_shards=n_shards)
     holder = {c: c % n_shards for c in range(n_blocks)}  # the engine's first placement
     for t in range(3 * n_blocks):
         instructions = program.schedule(t, [])

@@ -285,8 +285,9 @@ def test_squared_hinge_l1_reaches_coordinates_whose_samples_all_left_the_margin(
         X = sp.random(200, 300, density=0.02, random_state=seed, format="csc")
         y = np.where(X @ rng.standard_normal(300) + 0.1 * rng.standard_normal(200) > 0, 1, 0)
         signs = np.where(y == 1, 1.0, -1.0)
-        program = ProxNewtonProgram(1, SquaredHinge(signs[:, None], 5.0), Penalty(1.0, 0.0),
-                                    False, 1e-9, sparse=True)
+        program = ProxNewtonProgram(1, datafit=SquaredHinge(signs[:, None], 5.0),
+                                    penalty=Penalty(1.0, 0.0),
+                                    fit_intercept=False, tolerance=1e-9, sparse=True)
         parameters, reports = run_sequential(program, [make_raw_block(X, np.zeros((1, 300)))],
                                              max_rounds=300)
         assert reports[-1]["violation"] <= 1e-9
@@ -309,7 +310,8 @@ def test_dual_program_blocks_reach_the_single_blocks_optimum(loss, tol):
     results = {}
     for n_blocks in (1, 3):
         datafit = (Hinge if loss == "hinge" else SquaredHinge)(signs, 0.5)
-        program = SVMDualProgram(n_blocks, datafit, X.shape[1], tol, sparse=True)
+        program = SVMDualProgram(n_blocks, datafit=datafit, n_features=X.shape[1], tolerance=tol,
+                                 sparse=True)
         edges = np.linspace(0, X.shape[0], n_blocks + 1).astype(int)
         blocks = [{"X": X[lo:hi], "rows": (lo, hi)} for lo, hi in zip(edges[:-1], edges[1:])]
         parameters, reports = run_sequential(program, blocks, max_rounds=5000)
@@ -328,7 +330,8 @@ def test_dual_rounds_behind_the_stop_change_nothing():
     X, y = problem(sparse=True, seed=11)
     X = X.tocsr()
     signs = np.where(y == 1, 1.0, -1.0)[:, None]
-    program = SVMDualProgram(2, Hinge(signs, 0.5), X.shape[1], 1e-5, sparse=True)
+    program = SVMDualProgram(2, datafit=Hinge(signs, 0.5), n_features=X.shape[1], tolerance=1e-5,
+                             sparse=True)
     blocks = [{"X": X[lo:lo + 100], "rows": (lo, lo + 100)} for lo in (0, 100)]
     at_stop, collected, stop = run_past_the_stop(program, blocks, max_rounds=2000)
     np.testing.assert_array_equal(collected, at_stop)

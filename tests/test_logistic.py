@@ -310,7 +310,8 @@ def test_two_blocks_on_a_cluster_match_the_sequential_run(client_factory):
     assert expected * (1 - 1e-12) <= got <= expected * (1 + OBJECTIVE_RTOL)
 
     Y = np.where(y == 1, 1.0, -1.0)[:, None]
-    program = ProxNewtonProgram(2, Logistic(Y, C), Penalty(0.4, 0.6), True, tol, sparse=True)
+    program = ProxNewtonProgram(2, datafit=Logistic(Y, C), penalty=Penalty(0.4, 0.6),
+                                fit_intercept=True, tolerance=tol, sparse=True)
     X_csc = X.tocsc()
     blocks = [make_raw_block(X_csc[:, :30], np.zeros((1, 30))),
               make_raw_block(X_csc[:, 30:], np.zeros((1, 30)))]
@@ -328,8 +329,9 @@ def test_rounds_behind_the_stop_change_nothing():
     X, y = problem(n_samples=300, n_features=60, sparse=True, seed=7, redundant=0)
     C, l1_ratio = 0.3, 0.4
     Y = np.where(y == 1, 1.0, -1.0)[:, None]
-    program = ProxNewtonProgram(2, Logistic(Y, C), Penalty(l1_ratio, 1 - l1_ratio), True,
-                                1e-5, sparse=True)
+    program = ProxNewtonProgram(2, datafit=Logistic(Y, C), penalty=Penalty(l1_ratio, 1 - l1_ratio),
+                                fit_intercept=True,
+                                tolerance=1e-5, sparse=True)
     X_csc = X.tocsc()
     blocks = [make_raw_block(X_csc[:, lo:lo + 30], np.zeros((1, 30))) for lo in (0, 30)]
     at_stop, collected, stop = run_past_the_stop(program, blocks)
@@ -376,7 +378,8 @@ def test_initial_coefficients_travel_compact_and_start_the_state(density):
     assert sp.issparse(raw["coef"]) == (density < 1)
     assert not sp.issparse(raw["coef"]) or raw["coef"].nnz == np.count_nonzero(coef)
     Y = np.where(y[:, None] == np.arange(3), 1.0, -1.0)
-    program = ProxNewtonProgram(1, Logistic(Y, 0.5), Penalty(1.0, 0.0), True, 1e-4)
+    program = ProxNewtonProgram(1, datafit=Logistic(Y, 0.5), penalty=Penalty(1.0, 0.0),
+                                fit_intercept=True, tolerance=1e-4)
     state, _ = program.init_block(program.prepare_block(raw, 0), 0)
     np.testing.assert_array_equal(state.coef, np.hstack([coef, np.zeros((3, 1))]))
 
@@ -387,14 +390,16 @@ def test_hand_over_gives_what_collect_gives_in_the_state_itself():
     (three classes, an intercept, two blocks, a round in)."""
     X, y = problem(n_samples=150, n_classes=3, sparse=True, seed=6)
     Y = np.where(y[:, None] == np.arange(3), 1.0, -1.0)
-    program = ProxNewtonProgram(2, Logistic(Y, 0.5), Penalty(1.0, 0.0), True, 1e-8, sparse=True)
+    program = ProxNewtonProgram(2, datafit=Logistic(Y, 0.5), penalty=Penalty(1.0, 0.0),
+                                fit_intercept=True, tolerance=1e-8, sparse=True)
     X_csc = X.tocsc()
     data = [program.prepare_block(make_raw_block(X_csc[:, lo:lo + 20], np.zeros((3, 20))), b)
             for b, lo in enumerate((0, 20))]
     started = [program.init_block(d, b) for b, d in enumerate(data)]
     shared, _ = program.pull(dict(enumerate(p for _, p in started)), program.initial_shared())
     states = [s for s, _ in started]
-    pushed = [program.push(b, d, s, Instruction(), shared, Inbox()) for b, (d, s) in enumerate(zip(data, states))]
+    pushed = [program.push(b, d, s, Instruction(), shared, Inbox())
+              for b, (d, s) in enumerate(zip(data, states))]
     shared, _ = program.pull(dict(enumerate(p for _, p in pushed)), shared)
     assert 0 < shared.step.min() and any(len(p) for s in states for p, _ in s.changes)
     collected = [program.collect(d, s, shared) for d, s in zip(data, states)]

@@ -64,7 +64,8 @@ def setup(n_shards=2, n_blocks=3, n_classes=2, seed=0):
     edges = np.linspace(0, X.shape[0], n_shards + 1).astype(int)
     shards = [labelled_shard(make_shard(X[lo:hi], block_of_word, local_index, n_blocks),
                              labels[lo:hi]) for lo, hi in zip(edges[:-1], edges[1:])]
-    program = MedLDAProgram(4, 0.1, 0.01, X.shape[1], sizes, n_shards, labels.shape[1], c=2.0,
+    program = MedLDAProgram(4, alpha=0.1, beta=0.01, n_vocab=X.shape[1], block_sizes=sizes,
+                            n_shards=n_shards, n_classifiers=labels.shape[1], c=2.0,
                             seed=seed)
     return shards, program
 
@@ -85,7 +86,7 @@ def test_engine_on_worker_processes_matches_the_sequential_loop(client_factory, 
     client = client_factory(2)
     shards, program = setup(n_classes=n_classes)
     rounds = 4 * program.n_carried
-    result = Engine(program, client, staleness=staleness, max_rounds=rounds).run(shards)
+    result = Engine(program, client=client, staleness=staleness, max_rounds=rounds).run(shards)
     params, records, carried = run_sequential(program, shards, rounds, staleness=staleness)
     np.testing.assert_array_equal(np.vstack(client.gather(result.params)), np.vstack(params))
     np.testing.assert_array_equal(np.concatenate(client.gather(result.carried)),

@@ -28,8 +28,9 @@ def setup(X, n_user_blocks=2, n_item_blocks=2, biases=True, alpha=1.0, tol=0.0,
     raw = (blocks_along(X, user_edges, lambda part, lo, hi: make_raw_block(part, USERS, lo), 0)
            + blocks_along(X, item_edges, lambda part, lo, hi: make_raw_block(part, ITEMS, lo), 1))
     mean = X.data.mean() if biases else 0.0
-    program = program_class(RANK, user_edges, item_edges, X.nnz, alpha, alpha, 1.0, biases,
-                            mean, tol=tol, seed=0, **extra)
+    program = program_class(RANK, user_edges=user_edges, item_edges=item_edges, n_ratings=X.nnz,
+                            alpha_W=alpha, alpha_H=alpha, alpha_bias=1.0, biases=biases,
+                            mean=mean, tol=tol, seed=0, **extra)
     return program, raw
 
 
@@ -113,7 +114,7 @@ def test_engine_matches_the_sequential_loop(client_factory, ratings, n_workers):
     client = client_factory(n_workers)
     program, raw = setup(ratings[0], 2, 3)
     rounds = 12
-    result = Engine(program, client, max_rounds=rounds).run(raw)
+    result = Engine(program, client=client, max_rounds=rounds).run(raw)
     params, reports = run_sequential(program, raw, rounds)
     for ours, reference in zip(client.gather(result.params), params):
         np.testing.assert_array_equal(ours, reference)
@@ -135,7 +136,7 @@ def test_messages_on_the_plane_with_sub_rounds_match_the_sequential_loop(client_
     slots = list(range(8)) * 2
     client = None if n_workers == "synchronous" else client_factory(n_workers)
     with dask.config.set(scheduler="synchronous"):  # where no client is given
-        engine = Engine(program, client, max_rounds=rounds, checkpoint_interval=0,
+        engine = Engine(program, client=client, max_rounds=rounds, checkpoint_interval=0,
                         max_epoch_rounds=1)  # a graph a round, counted below
         graphs = []
         submit = engine.executor.submit
@@ -176,7 +177,7 @@ def test_engine_stops_where_the_sequential_loop_does_with_sub_rounds(client_fact
     client = client_factory(2)
     program, raw = setup(ratings[0], 4, 4, tol=1e-2)
     program.sub_rounds = 2
-    result = Engine(program, client, max_rounds=400).run(raw)
+    result = Engine(program, client=client, max_rounds=400).run(raw)
     params, reports = run_sequential(program, raw, 400)
     assert len(reports) < 400 and result.history.stats.converged
     for ours, reference in zip(client.gather(result.params), params):

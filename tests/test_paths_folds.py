@@ -13,8 +13,9 @@ from test_elastic_net import sparse_problem
 
 
 def fold_program_block(X, y_centred, rows, y_shift):
-    program = ElasticNetPathProgram([X.shape[1]], y_centred[rows] - y_shift, [0.1], 1.0, False,
-                                    1e-4, 10, rows=rows,
+    program = ElasticNetPathProgram([X.shape[1]], y_centred=y_centred[rows] - y_shift,
+                                    alphas=[0.1], l1_ratio=1.0, positive=False,
+                                    gap_tolerance=1e-4, stage_rounds=10, rows=rows,
                                     sparse=sp.issparse(X))
     raw = make_raw_block(X, y_centred, np.zeros(X.shape[1]), None, False)
     return program.prepare_block(raw, 0).columns

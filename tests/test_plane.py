@@ -114,7 +114,7 @@ def test_a_worker_dying_while_it_sends_a_message_is_recovered(three_processes, t
         if record["round"] == 4 and not Path(f"{armed}.taken").exists():  # not when replayed
             armed.touch()
 
-    result = Engine(program, three_processes, max_rounds=rounds, checkpoint_interval=4,
+    result = Engine(program, client=three_processes, max_rounds=rounds, checkpoint_interval=4,
                     max_epoch_rounds=1, callback=arm).run(raw)
     assert Path(f"{armed}.taken").exists(), "no worker answered a request after round 4"
     (recovery,) = result.history.stats.recoveries
@@ -149,7 +149,7 @@ def test_a_stopped_peer_is_named_then_left_behind(monkeypatch):
                     stopped["worker"] = client.who_has()[key][0]
                     os.kill(pids[stopped["worker"]], signal.SIGSTOP)
 
-            engine = Engine(program, client, max_rounds=rounds, checkpoint_interval=4,
+            engine = Engine(program, client=client, max_rounds=rounds, checkpoint_interval=4,
                             callback=stop_block_0)
             try:
                 with logged() as messages:
@@ -182,20 +182,25 @@ def linear_program(name, P):
         widths, y, raw = feature_blocks(P, lambda X: prox_newton.make_raw_block(
             X, np.zeros((1, X.shape[1]))))
         Y = np.where(y > 0, 1.0, -1.0)[:, None]
-        return (prox_newton.ProxNewtonProgram(P, Logistic(Y, 1.0), Penalty(0.5, 0.5), True, 0.0),
+        return (prox_newton.ProxNewtonProgram(P, datafit=Logistic(Y, 1.0),
+                                              penalty=Penalty(0.5, 0.5), fit_intercept=True,
+                                              tolerance=0.0),
                 raw)
     if name == "multinomial":  # three classes: the target's thirds
         widths, y, raw = feature_blocks(P, lambda X: prox_newton.make_raw_block(
             X, np.zeros((3, X.shape[1]))))
         labels = np.searchsorted(np.quantile(y, [1 / 3, 2 / 3]), y)
         Y = np.where(labels[:, None] == np.arange(3), 1.0, -1.0)
-        return (prox_newton.ProxNewtonProgram(P, Multinomial(Y, 1.0), Penalty(0.5, 0.5), True,
-                                                 0.0), raw)
+        return (prox_newton.ProxNewtonProgram(P, datafit=Multinomial(Y, 1.0),
+                                              penalty=Penalty(0.5, 0.5), fit_intercept=True,
+                                                 tolerance=0.0), raw)
     widths, y, raw = feature_blocks(P, lambda X: lasso.make_raw_block(
         X, REGRESSION[1] - REGRESSION[1].mean(), np.zeros(X.shape[1]), X.mean(axis=0), True))
     if name == "lasso":
-        return lasso.LassoProgram(widths, y, 1e-3, False, 0.0), raw
-    return ElasticNetProgram(widths, y, 1e-3, 0.5, False, 0.0), raw
+        return lasso.LassoProgram(widths, y_centred=y, alpha=1e-3, positive=False,
+                                  gap_tolerance=0.0), raw
+    return ElasticNetProgram(widths, y_centred=y, alpha=1e-3, l1_ratio=0.5, positive=False,
+                             gap_tolerance=0.0), raw
 
 
 @pytest.mark.parametrize("P", [64, 256])

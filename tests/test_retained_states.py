@@ -31,7 +31,8 @@ def run(program_class, rounds=6):
     edges = block_edges(X.shape[1], 2)
     raw = [lasso.make_raw_block(X[:, lo:hi], y_centred, np.zeros(hi - lo), np.zeros(hi - lo),
                                 False) for lo, hi in zip(edges[:-1], edges[1:])]
-    program = program_class(np.diff(edges), y_centred, alpha, False, 0.0, sparse=True)
+    program = program_class(np.diff(edges), y_centred=y_centred, alpha=alpha, positive=False,
+                            gap_tolerance=0.0, sparse=True)
     ids = list(range(len(raw)))
     cells = [tasks.prepare(program, block, b) for b, block in zip(ids, raw)]
     pushed = [tasks.initial_partial(cell) for cell in cells]

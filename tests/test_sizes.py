@@ -110,7 +110,8 @@ def lasso_setup(n_blocks=2, staleness=0):
     edges = block_edges(X.shape[1], n_blocks)
     raw = [lasso.make_raw_block(X[:, lo:hi], y_centred, np.zeros(hi - lo), means[lo:hi], True)
            for lo, hi in zip(edges[:-1], edges[1:])]
-    program = lasso.LassoProgram(np.diff(edges), y_centred, 0.05, False, 0.0,
+    program = lasso.LassoProgram(np.diff(edges), y_centred=y_centred, alpha=0.05, positive=False,
+                                 gap_tolerance=0.0,
                                  staleness=staleness)
     return program, raw
 
@@ -123,7 +124,8 @@ def lda_setup(n_shards=2, n_blocks=3):
     edges = np.linspace(0, X.shape[0], n_shards + 1).astype(int)
     shards = [lda.make_shard(X[lo:hi], block_of_word, local_index, n_blocks)
               for lo, hi in zip(edges[:-1], edges[1:])]
-    return lda.LDAProgram(5, 0.1, 0.01, X.shape[1], block_sizes, n_shards), shards
+    return lda.LDAProgram(5, alpha=0.1, beta=0.01, n_vocab=X.shape[1], block_sizes=block_sizes,
+                          n_shards=n_shards), shards
 
 
 def mf_setup(n_blocks=2):
@@ -135,8 +137,9 @@ def mf_setup(n_blocks=2):
                         0)
            + blocks_along(X, item_edges,
                           lambda part, lo, hi: mf.make_raw_block(part, mf.ITEMS, lo), 1))
-    program = mf.MFProgram(4, user_edges, item_edges, X.nnz, 1.0, 1.0, 1.0, True,
-                           X.data.mean(), tol=0.0)
+    program = mf.MFProgram(4, user_edges=user_edges, item_edges=item_edges, n_ratings=X.nnz,
+                           alpha_W=1.0, alpha_H=1.0, alpha_bias=1.0, biases=True,
+                           mean=X.data.mean(), tol=0.0)
     return program, raw
 
 

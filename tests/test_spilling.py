@@ -78,7 +78,8 @@ def lda_problem(n_words, n_topics, n_blocks, memory=None, seed=0):
     edges = block_edges(X.shape[0], 2, weights=doc_lengths)
     shards = [make_shard(X[lo:hi], block_of_word, local_index, len(sizes))
               for lo, hi in zip(edges[:-1], edges[1:])]
-    program = LDAProgram(n_topics, 0.1, 0.01, X.shape[1], sizes, 2, seed=seed)
+    program = LDAProgram(n_topics, alpha=0.1, beta=0.01, n_vocab=X.shape[1], block_sizes=sizes,
+                         n_shards=2, seed=seed)
     return X, shards, program, (block_of_word, local_index)
 
 
@@ -94,7 +95,7 @@ def test_a_fit_whose_cells_dask_would_spill_equals_the_sequential_loop(client):
     X, shards, program, words = lda_problem(n_words=400, n_topics=5, n_blocks=3)
     writes_before = disk_writes(client)
     rounds = 4 * program.n_carried
-    result = Engine(program, client, max_rounds=rounds, checkpoint_interval=5).run(shards)
+    result = Engine(program, client=client, max_rounds=rounds, checkpoint_interval=5).run(shards)
     n_dk = np.vstack(client.gather(result.params))
     n_wk = word_topic_table(client.gather(result.carried), words)
     assert disk_writes(client) > writes_before  # Dask did spill during the fit

@@ -142,7 +142,7 @@ class Engine:
         1})``.
     """
 
-    def __init__(self, program: Program, client: Any = None, *, staleness: int = 0,
+    def __init__(self, program: Program, *, client: Any = None, staleness: int = 0,
                  max_rounds: int = 100, pipeline_depth: int = 2,
                  progress: bool | str | list = False,
                  callback: Callable[..., Any] | None = None,

@@ -110,8 +110,9 @@ class BayesianPersonalizedRanking(Recommender, RanksHeldOut, DaskEstimatorMixin,
         X, executor, per_user, per_item = data.matrix, data.executor, data.per_user, data.per_item
         n_blocks = min(len(executor.workers), len(per_user), len(per_item))
         user_edges = block_edges(len(per_user), n_blocks, per_user)
-        program = BPRProgram(self.n_components, per_item, n_blocks, self.learning_rate,
-                             self.regularization, seed=self._seed())
+        program = BPRProgram(self.n_components, item_counts=per_item, n_blocks=n_blocks,
+                             learning_rate=self.learning_rate,
+                             regularization=self.regularization, seed=self._seed())
         blocks = blocks_along(X, user_edges, _interactions_block, axis=0)
         result = self._run_engine(program, blocks, executor, n_blocks * self.max_iter, (X,))
         users = self._parameters(result)

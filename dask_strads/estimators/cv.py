@@ -200,8 +200,10 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                        if self.fit_intercept else 0.0)
             y_fold = _scaled(y_centred[train] - y_shift, train_weights)
             program = ElasticNetPathProgram(
-                widths, y_fold, grids[i], l1_ratios[i], self.positive,
-                gap_target(self.tol, y_fold), rounds_per_alpha(self.max_iter), rows=train,
+                widths, y_centred=y_fold, alphas=grids[i], l1_ratio=l1_ratios[i],
+                positive=self.positive,
+                gap_tolerance=gap_target(self.tol, y_fold),
+                stage_rounds=rounds_per_alpha(self.max_iter), rows=train,
                 seed=self._seed(), sparse=sparse, sample_weight=train_weights, dtype=X.dtype)
             result = self._run_engine(program, placements[k % len(placements)], executor,
                                       len(grids[i]) * program.stage_rounds + 1, (X, y),
@@ -226,8 +228,10 @@ class ElasticNetCV(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
             alpha, l1_ratio = grids[best[0]][best[1]], l1_ratios[best[0]]
             say("%s: the refit at alpha=%.3g on the whole data", name, alpha)
             y_refit = _scaled(y_centred, weights)
-            refit = ElasticNetProgram(widths, y_refit, alpha, l1_ratio, self.positive,
-                                      gap_target(self.tol, y_refit), seed=self._seed(),
+            refit = ElasticNetProgram(widths, y_centred=y_refit, alpha=alpha, l1_ratio=l1_ratio,
+                                      positive=self.positive,
+                                      gap_tolerance=gap_target(self.tol, y_refit),
+                                      seed=self._seed(),
                                       sparse=sparse, sample_weight=weights, dtype=X.dtype)
             result = self._run_engine(refit, placed, executor,
                                       self.max_iter + refit.report_lag, (X, y), watched=False)

@@ -154,8 +154,9 @@ class GeneralizedLinearRegressor(DaskEstimatorMixin, RegressorMixin, BaseEstimat
         edges = block_edges(X.shape[1], self.n_blocks or default_block_count(
             stored, len(executor.workers)))
         penalty = Penalty(self.alpha * self.l1_ratio, self.alpha * (1.0 - self.l1_ratio))
-        program = ProxNewtonProgram(len(edges) - 1, datafit, penalty, self.fit_intercept,
-                                    self.tol, intercept_init=[intercept_init],
+        program = ProxNewtonProgram(len(edges) - 1, datafit=datafit, penalty=penalty,
+                                    fit_intercept=self.fit_intercept,
+                                    tolerance=self.tol, intercept_init=[intercept_init],
                                     sparse=is_sparse(X))
 
         def make_block(columns, lo, hi):

@@ -147,8 +147,10 @@ class ImplicitMatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
 
     def _new_program(self, user_edges, item_edges, **options):
         """The program of a fit with these hyperparameters."""
-        return ImplicitMFProgram(self.n_components, user_edges, item_edges, self.alpha,
-                                 self.regularization, cg_steps=self.cg_steps, tol=self.tol,
+        return ImplicitMFProgram(self.n_components, user_edges=user_edges, item_edges=item_edges,
+                                 alpha=self.alpha,
+                                 regularization=self.regularization, cg_steps=self.cg_steps,
+                                 tol=self.tol,
                                  **options)
 
     def _fitted_program(self):

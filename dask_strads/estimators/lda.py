@@ -338,9 +338,11 @@ class LatentDirichletAllocation(DaskEstimatorMixin, ClassNamePrefixFeaturesOutMi
     def _program(self, alpha, beta, n_vocab, block_sizes, n_shards, seeds, labels):
         """The fit's program, given its priors and layout (``labels`` unused: LDA has none)."""
         sampler = AUTO_SAMPLER if self.sampler == "auto" else self.sampler
-        return LDAProgram(self.n_components, alpha, beta, n_vocab, block_sizes, n_shards,
-                          self._seed(), self.optimize_interval, self.burn_in, seeds, sampler,
-                          self.topic_totals_every)
+        return LDAProgram(self.n_components, alpha=alpha, beta=beta, n_vocab=n_vocab,
+                          block_sizes=block_sizes, n_shards=n_shards,
+                          seed=self._seed(), optimize_interval=self.optimize_interval,
+                          burn_in=self.burn_in, seeds=seeds, sampler=sampler,
+                          topic_totals_every=self.topic_totals_every)
 
     @staticmethod
     def _labelled_shard(shard, labels):

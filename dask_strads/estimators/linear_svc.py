@@ -172,13 +172,15 @@ class LinearSVC(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMixin, Base
             X = with_constant_column(X, self.intercept_scaling)
         n_blocks = self.n_blocks or default_block_count(stored, len(executor.workers))
         if self._solves_dual(X, n_blocks):
-            program = SVMDualProgram(n_blocks, LOSSES[self.loss](Y, self.C, weights), X.shape[1],
-                                     self.tol, seed=self._seed(), sparse=is_sparse(X))
+            program = SVMDualProgram(n_blocks, datafit=LOSSES[self.loss](Y, self.C, weights),
+                                     n_features=X.shape[1],
+                                     tolerance=self.tol, seed=self._seed(), sparse=is_sparse(X))
             blocks = blocks_along(X, block_edges(X.shape[0], n_blocks), _rows_block, axis=0)
         else:
             l1 = 1.0 if self.penalty == "l1" else 0.0
-            program = ProxNewtonProgram(n_blocks, SquaredHinge(Y, self.C, weights),
-                                        Penalty(l1, 1.0 - l1), False, self.tol,
+            program = ProxNewtonProgram(n_blocks, datafit=SquaredHinge(Y, self.C, weights),
+                                        penalty=Penalty(l1, 1.0 - l1), fit_intercept=False,
+                                        tolerance=self.tol,
                                         sparse=is_sparse(X))
             edges = block_edges(X.shape[1], n_blocks)
             blocks = blocks_along(X, edges, _columns_block(Y.shape[1]), axis=1)

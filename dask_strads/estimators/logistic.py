@@ -203,8 +203,9 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         edges = block_edges(n_features, self.n_blocks or default_block_count(
             stored, len(executor.workers)))
         datafit = (Multinomial if self._multinomial(classes) else Logistic)(Y, cost, weights)
-        program = ProxNewtonProgram(len(edges) - 1, datafit, Penalty(l1, l2),
-                                    self.fit_intercept and not penalised_intercept, self.tol,
+        program = ProxNewtonProgram(len(edges) - 1, datafit=datafit, penalty=Penalty(l1, l2),
+                                    fit_intercept=self.fit_intercept and not penalised_intercept,
+                                    tolerance=self.tol,
                                     intercept_init=intercept_init, sparse=is_sparse(X))
 
         def make_block(columns, lo, hi):

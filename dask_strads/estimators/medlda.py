@@ -151,10 +151,13 @@ class MedLDA(ClassifierMixin, LatentDirichletAllocation):
         return self
 
     def _program(self, alpha, beta, n_vocab, block_sizes, n_shards, seeds, labels):
-        return MedLDAProgram(self.n_components, alpha, beta, n_vocab, block_sizes, n_shards,
-                             labels.shape[1], self.C, self.margin, self.prior_variance,
-                             self._seed(), self.optimize_interval, self.burn_in,
-                             self.topic_totals_every)
+        return MedLDAProgram(self.n_components, alpha=alpha, beta=beta, n_vocab=n_vocab,
+                             block_sizes=block_sizes, n_shards=n_shards,
+                             n_classifiers=labels.shape[1], c=self.C, margin=self.margin,
+                             prior_variance=self.prior_variance,
+                             seed=self._seed(), optimize_interval=self.optimize_interval,
+                             burn_in=self.burn_in,
+                             topic_totals_every=self.topic_totals_every)
 
     _labelled_shard = staticmethod(labelled_shard)
 

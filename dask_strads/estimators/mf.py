@@ -48,6 +48,13 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
     a side updated one block a worker at a time: ``c`` is 1 unless the rows a block would
     receive are large (see docs/mf.md, "Memory per worker").
 
+    One rule gives it its two faces: :meth:`fit` reads ``X`` as (user, item) pairs when ratings
+    ``y`` come with them, and the model is then a regressor of pairs (``predict`` and ``score``
+    take pairs, so that ``GridSearchCV`` and ``cross_val_score`` split ratings); any other ``X``
+    is a users x items ratings matrix, and the model a transformer (``transform`` gives user
+    factors, ``predict_entries`` predicts entries). ``fitted_on_pairs_`` says which; the
+    recommender methods work either way.
+
     Parameters
     ----------
     n_components : int
@@ -207,9 +214,11 @@ class MatrixFactorization(Recommender, RanksHeldOut, DaskEstimatorMixin,
     def _new_program(self, user_edges, item_edges, n_ratings, mean, **options):
         """The program of a fit with these hyperparameters."""
         return MFProgram(
-            self.n_components, user_edges, item_edges, n_ratings, self.alpha_W,
-            self.alpha_W if self.alpha_H == "same" else self.alpha_H, self.alpha_bias,
-            self.biases, mean, sweeps=self.inner_iter, tol=self.tol, **options)
+            self.n_components, user_edges=user_edges, item_edges=item_edges, n_ratings=n_ratings,
+            alpha_W=self.alpha_W,
+            alpha_H=self.alpha_W if self.alpha_H == "same" else self.alpha_H,
+            alpha_bias=self.alpha_bias,
+            biases=self.biases, mean=mean, sweeps=self.inner_iter, tol=self.tol, **options)
 
     def _fitted_program(self):
         """The program's row layout and penalties for the fitted users and items, which fold

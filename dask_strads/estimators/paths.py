@@ -39,8 +39,9 @@ class _PathFit(ElasticNet):
     def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None,
                  dtype=np.float64):
         self.path_program = ElasticNetPathProgram(
-            widths, y_centred, self.path_alphas, self.l1_ratio, self.positive, gap_tolerance,
-            self.stage_rounds, seed=self._seed(), sparse=sparse, sample_weight=weights,
+            widths, y_centred=y_centred, alphas=self.path_alphas, l1_ratio=self.l1_ratio,
+            positive=self.positive, gap_tolerance=gap_tolerance,
+            stage_rounds=self.stage_rounds, seed=self._seed(), sparse=sparse, sample_weight=weights,
             dtype=dtype)
         return self.path_program
 

@@ -59,7 +59,7 @@ class BPRProgram(Program):
     static_schedule = True
     updates_in_place = True  # rows change in place, one reader each round
 
-    def __init__(self, n_components, item_counts, n_blocks, learning_rate, regularization,
+    def __init__(self, n_components, *, item_counts, n_blocks, learning_rate, regularization,
                  seed=0, init_scale=0.01):
         self.n_components = n_components
         #: block position -> item: items[item_order] are the blocks' rows, one after another

@@ -178,7 +178,7 @@ class ElasticNetProgram(Program):
     updates_in_place = True  # one state a block (see the module's docstring for the stop)
     static_schedule = True
 
-    def __init__(self, widths, y_centred, alpha, l1_ratio, positive, gap_tolerance, seed=0,
+    def __init__(self, widths, *, y_centred, alpha, l1_ratio, positive, gap_tolerance, seed=0,
                  sparse=False, working_set=True, anderson=True, screening=True,
                  sample_weight=None, dtype=np.float64):
         self.widths = list(widths)

@@ -81,11 +81,12 @@ class ElasticNetPathProgram(ElasticNetProgram):
 
     name = "lasso-path"
 
-    def __init__(self, widths, y_centred, alphas, l1_ratio, positive, gap_tolerance,
+    def __init__(self, widths, *, y_centred, alphas, l1_ratio, positive, gap_tolerance,
                  stage_rounds, rows=None, **options):
         # the penalties of every alpha at once, arrays indexed by the stage
-        super().__init__(widths, y_centred, np.asarray(alphas, dtype=np.float64), l1_ratio,
-                         positive, gap_tolerance, **options)
+        super().__init__(widths, y_centred=y_centred, alpha=np.asarray(alphas, dtype=np.float64),
+                         l1_ratio=l1_ratio,
+                         positive=positive, gap_tolerance=gap_tolerance, **options)
         self.stage_rounds = stage_rounds
         self.stop_rule = None  # a stage ends at the gap's tolerance; the path at its last alpha
         self.starts = np.cumsum([0] + self.widths[:-1])

@@ -57,9 +57,9 @@ class ImplicitMFProgram(UserItemBlocks):
     title = "implicit matrix factorization"
     kernels = ("implicit_mf",)
 
-    def __init__(self, n_components, user_edges, item_edges, alpha, regularization,
+    def __init__(self, n_components, *, user_edges, item_edges, alpha, regularization,
                  cg_steps=3, tol=1e-4, init_scale=None, seed=0, sub_rounds=1):
-        super().__init__(user_edges, item_edges, sub_rounds)
+        super().__init__(user_edges, item_edges=item_edges, sub_rounds=sub_rounds)
         self.n_components = n_components
         self.alpha = float(alpha)
         self.regularization = float(regularization)

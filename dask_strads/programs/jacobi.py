@@ -23,7 +23,7 @@ class BlockJacobi(Program):
     name = "jacobi"
     static_schedule = True
 
-    def __init__(self, row_starts, tol=0.0):
+    def __init__(self, row_starts, *, tol=0.0):
         """``tol``: stop when no entry of ``x`` moved more than this in a round (0: never)."""
         self.row_starts = list(row_starts)
         self.tol = tol

@@ -147,7 +147,7 @@ class LassoProgram(Program):
     name = "lasso"
     static_schedule = True
 
-    def __init__(self, widths, y_centred, alpha, positive, gap_tolerance, schedule="priority",
+    def __init__(self, widths, *, y_centred, alpha, positive, gap_tolerance, schedule="priority",
                  n_candidates=32, sub_rounds=None, rho=0.1, eta=0.1, power=1, staleness=0,
                  seed=0, sparse=False, dtype=np.float64):
         self.widths = list(widths)

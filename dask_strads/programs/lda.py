@@ -223,7 +223,7 @@ class LDAProgram(Program):
     static_schedule = True
     updates_in_place = True  # a shard's state and a block's rows are large and have one reader
 
-    def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=0,
+    def __init__(self, n_topics, *, alpha, beta, n_vocab, block_sizes, n_shards, seed=0,
                  optimize_interval=0, burn_in=0, seeds=None, sampler="sparse",
                  topic_totals_every="sub_round"):
         self.n_topics = n_topics

@@ -114,10 +114,11 @@ class MedLDAProgram(LDAProgram):
 
     name = "medlda"
 
-    def __init__(self, n_topics, alpha, beta, n_vocab, block_sizes, n_shards, n_classifiers,
+    def __init__(self, n_topics, *, alpha, beta, n_vocab, block_sizes, n_shards, n_classifiers,
                  c=1.0, margin=1.0, prior_variance=1.0, seed=0, optimize_interval=0, burn_in=0,
                  topic_totals_every="sub_round"):
-        super().__init__(n_topics, alpha, beta, n_vocab, block_sizes, n_shards, seed=seed,
+        super().__init__(n_topics, alpha=alpha, beta=beta, n_vocab=n_vocab,
+                         block_sizes=block_sizes, n_shards=n_shards, seed=seed,
                          optimize_interval=optimize_interval, burn_in=burn_in,
                          topic_totals_every=topic_totals_every)
         self.n_classifiers = n_classifiers

@@ -238,7 +238,7 @@ class UserItemBlocks(Program):
     updates_in_place = True  # a block's rows are read by the sends of the round after its push
     static_schedule = True
 
-    def __init__(self, user_edges, item_edges, sub_rounds=1):
+    def __init__(self, user_edges, *, item_edges, sub_rounds=1):
         self.user_edges = np.asarray(user_edges)
         self.item_edges = np.asarray(item_edges)
         self.n_user_blocks = len(self.user_edges) - 1
@@ -354,10 +354,10 @@ class MFProgram(UserItemBlocks):
     title = "matrix factorization"
     kernels = ("mf",)
 
-    def __init__(self, n_components, user_edges, item_edges, n_ratings, alpha_W, alpha_H,
+    def __init__(self, n_components, *, user_edges, item_edges, n_ratings, alpha_W, alpha_H,
                  alpha_bias, biases, mean, sweeps=1, tol=1e-4, init_scale=0.1, seed=0,
                  sub_rounds=1):
-        super().__init__(user_edges, item_edges, sub_rounds)
+        super().__init__(user_edges, item_edges=item_edges, sub_rounds=sub_rounds)
         self.n_components = n_components
         self.n_loss_terms = n_ratings
         self.biases = biases

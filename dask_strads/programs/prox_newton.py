@@ -189,7 +189,7 @@ class ProxNewtonProgram(Program):
              "coupled datafit": ("probabilities", "gradients", "C"),
              "penalty": ("l1", "l2", "for_block", "l1_at", "l1_range", "value")}
 
-    def __init__(self, n_blocks, datafit, penalty, fit_intercept, tolerance, *,
+    def __init__(self, n_blocks, *, datafit, penalty, fit_intercept, tolerance,
                  intercept_init=None, sparse=False):
         check_pair(self, datafit, penalty)
         self.n_blocks = n_blocks

@@ -138,7 +138,7 @@ class SVMDualProgram(Program):
     #: What the program calls on its datafit (see :func:`.pairs.check_pair`).
     needs = {"datafit": ("name", "Y", "C", "dual_box")}
 
-    def __init__(self, n_blocks, datafit, n_features, tolerance, *, seed=0, sparse=False):
+    def __init__(self, n_blocks, *, datafit, n_features, tolerance, seed=0, sparse=False):
         check_pair(self, datafit, None)
         self.n_blocks = n_blocks
         self.datafit = datafit
