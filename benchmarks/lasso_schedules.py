@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
-from dask_strads import Lasso  # noqa: E402
+from dask_strads import Lasso, SamplingSchedule  # noqa: E402
 from dask_strads.datasets import alpha_max, make_correlated_regression  # noqa: E402
 
 
@@ -42,9 +42,10 @@ VARIANTS = {
     "  without screening": ({}, {"screening": False}),
     "  without Anderson": ({}, {"anderson": False}),
     "  without working set": ({}, {"working_set": False}),
-    "priority |d beta|, rho 0.1": (dict(schedule="priority", priority_power=1), {}),
-    "priority d beta^2, rho 0.1": (dict(schedule="priority", priority_power=2), {}),
-    "priority |d beta|, no check": (dict(schedule="priority", dependency_threshold=1.0), {}),
+    "priority |d beta|, rho 0.1": (dict(schedule=SamplingSchedule(priority_power=1)), {}),
+    "priority d beta^2, rho 0.1": (dict(schedule=SamplingSchedule(priority_power=2)), {}),
+    "priority |d beta|, no check": (dict(schedule=SamplingSchedule(dependency_threshold=1.0)),
+                                    {}),
     "cyclic, rho 0.1": (dict(schedule="cyclic"), {}),
     "random, rho 0.1": (dict(schedule="random"), {}),
 }

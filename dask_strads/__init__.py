@@ -8,68 +8,26 @@ import importlib.util
 
 __version__ = "0.1.0"
 
-__all__ = ["BayesianPersonalizedRanking", "ElasticNet", "ElasticNetCV", "Engine",
-           "GeneralizedLinearRegressor", "ImplicitMatrixFactorization", "Lasso",
-           "LassoCV", "LatentDirichletAllocation", "LinearSVC", "LogisticRegression",
-           "MatrixFactorization",
-           "MedLDA",
-           "Program", "RatingsMatrix", "close_embedded_client", "embedded_client", "enet_path",
-           "lasso_path", "load", "run_sequential", "save"]
+#: Each public name and the module that defines it, imported on first use.
+_HOMES = {
+    "BayesianPersonalizedRanking": "estimators.bpr", "ElasticNet": "estimators.elastic_net",
+    "ElasticNetCV": "estimators.cv", "Engine": "engine", "GeneralizedLinearRegressor":
+    "estimators.generalized_linear", "ImplicitMatrixFactorization": "estimators.implicit_mf",
+    "Lasso": "estimators.lasso", "LassoCV": "estimators.cv",
+    "LatentDirichletAllocation": "estimators.lda", "LinearSVC": "estimators.linear_svc",
+    "LogisticRegression": "estimators.logistic", "MatrixFactorization": "estimators.mf",
+    "MedLDA": "estimators.medlda", "Program": "programs", "RatingsMatrix": "ratings",
+    "SamplingSchedule": "estimators.sampling_schedule", "close_embedded_client": "engine",
+    "embedded_client": "engine", "enet_path": "estimators.paths",
+    "lasso_path": "estimators.paths", "load": "persistence", "run_sequential": "programs",
+    "save": "persistence",
+}
+__all__ = sorted(_HOMES)
 
 
 def __getattr__(name):
-    if name in ("Engine", "close_embedded_client", "embedded_client"):
-        from . import engine
-
-        return getattr(engine, name)
-    if name in ("Program", "run_sequential"):
-        from . import programs
-
-        return getattr(programs, name)
-    if name in ("ElasticNet", "Lasso", "LatentDirichletAllocation", "MatrixFactorization"):
-        from . import estimators
-
-        return getattr(estimators, name)
-    if name == "BayesianPersonalizedRanking":
-        from .estimators.bpr import BayesianPersonalizedRanking
-
-        return BayesianPersonalizedRanking
-    if name == "ImplicitMatrixFactorization":
-        from .estimators.implicit_mf import ImplicitMatrixFactorization
-
-        return ImplicitMatrixFactorization
-    if name == "MedLDA":
-        from .estimators.medlda import MedLDA
-
-        return MedLDA
-    if name == "LogisticRegression":
-        from .estimators.logistic import LogisticRegression
-
-        return LogisticRegression
-    if name == "GeneralizedLinearRegressor":
-        from .estimators.generalized_linear import GeneralizedLinearRegressor
-
-        return GeneralizedLinearRegressor
-    if name == "LinearSVC":
-        from .estimators.linear_svc import LinearSVC
-
-        return LinearSVC
-    if name in ("LassoCV", "ElasticNetCV"):
-        from .estimators import cv
-
-        return getattr(cv, name)
-    if name in ("lasso_path", "enet_path"):
-        from .estimators import paths
-
-        return getattr(paths, name)
-    if name == "RatingsMatrix":
-        from .ratings import RatingsMatrix
-
-        return RatingsMatrix
-    if name in ("save", "load"):
-        from . import persistence
-
-        return getattr(persistence, name)
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
     if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
         return importlib.import_module(f"{__name__}.{name}")  # a subpackage, e.g. dashboard
     raise AttributeError(f"module 'dask_strads' has no attribute {name!r}")

@@ -27,6 +27,8 @@ from .estimator_states import STATES
 from .fitted_state import Invalid, read_state
 
 FORMAT = "dask_strads-model"
+#: The classes a parameter may hold (an estimator's other parameters are plain values).
+PARAMETER_CLASSES = frozenset({"dask_strads.estimators.sampling_schedule:SamplingSchedule"})
 VERSION = 1
 
 
@@ -113,7 +115,8 @@ def read_model(path):
     _check_version(about, path)
     cls, state = _estimator(about.get("estimator"), path)
     try:
-        estimator = cls(**storage.decode(document.get("params", {"dict": []}), arrays, ()))
+        estimator = cls(**storage.decode(document.get("params", {"dict": []}), arrays,
+                                         PARAMETER_CLASSES))
         estimator._validate_params()
     except Exception as error:
         raise ModelFileError(f"{path} holds a {cls.__name__} that cannot be built: "

@@ -253,6 +253,18 @@ def test_elastic_net(tmp_path, regression_file):
     np.testing.assert_array_equal(dask_strads.load(tmp_path / "m.npz").coef_, reference.coef_)
 
 
+def test_a_sampling_schedule_from_its_fields(tmp_path, regression_file):
+    assert main(["fit", "lasso", str(regression_file), "-o", str(tmp_path / "m.npz"),
+                 "-p", "alpha=0.05", "-p", "schedule={'kind': 'cyclic', 'n_candidates': 4}",
+                 "--quiet"]) == 0
+    X, y = load_svmlight_file(str(regression_file))
+    schedule = dask_strads.SamplingSchedule("cyclic", n_candidates=4)
+    reference = dask_strads.Lasso(alpha=0.05, schedule=schedule).fit(X, y)
+    model = dask_strads.load(tmp_path / "m.npz")
+    assert model.schedule == schedule
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-10)
+
+
 def test_logistic_regression_from_labels(tmp_path, regression_file):
     X, y = load_svmlight_file(str(regression_file))
     dump_svmlight_file(X, (y > 0).astype(int), str(tmp_path / "labels.svm"))
@@ -285,6 +297,8 @@ def test_linear_svc_from_labels(tmp_path, regression_file):
      "bad value '-1': The 'alpha' parameter of Lasso must be a float in the range"),
     (["fit", "mf", "{data}", "-o", "m.npz", "-p", "biases=maybe"], 2, "'biases' parameter"),
     (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "alpha"], 2, "-p takes NAME=VALUE"),
+    (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "schedule={{'n_cand': 3}}"], 2,
+     "bad value .*SamplingSchedule.* unexpected keyword argument 'n_cand'"),
     (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "checkpoint_dir=ck"], 2,
      "-p cannot set checkpoint_dir: give it as --checkpoint-dir DIR"),
     (["fit", "lasso", "{data}", "-o", "m.npz", "-p", "alpha=0.1", "-p", "alpha=0.2"], 2,

@@ -18,6 +18,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_diabetes
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso as SkLasso
+from sklearn.model_selection import GridSearchCV
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import check_param_validation
 
@@ -275,12 +276,11 @@ def test_warm_start_reuses_coef(client_factory, sparse_problem):
 
 
 # -- the STRADS sampling schedules and staleness ---------------------------------------------------
-@pytest.mark.parametrize("params", [{"schedule": "priority"}, {"schedule": "cyclic"},
-                                    {"schedule": "random"},
-                                    {"staleness": 1, "schedule": "priority"},
-                                    {"staleness": 1, "schedule": "cyclic"},
-                                    {"priority_power": 2, "priority_floor": 0.0,
-                                     "schedule": "priority"}],
+@pytest.mark.parametrize("params", [
+    {"schedule": "priority"}, {"schedule": "cyclic"}, {"schedule": "random"},
+    {"schedule": dask_strads.SamplingSchedule("priority", staleness=1)},
+    {"schedule": dask_strads.SamplingSchedule("cyclic", staleness=1)},
+    {"schedule": dask_strads.SamplingSchedule(priority_power=2, priority_floor=0.0)}],
                          ids=["priority", "cyclic", "random", "stale1", "stale1-cyclic",
                               "squared-no-floor"])
 def test_variants_reach_sklearn_optimum(client_factory, params):
@@ -291,6 +291,33 @@ def test_variants_reach_sklearn_optimum(client_factory, params):
     assert_same_optimum(est, ref, X, y, alpha, coef_atol=1e-4)
 
 
+@pytest.mark.parametrize("fields, match", [
+    ({"kind": "round-robin"}, "'kind' parameter"), ({"n_candidates": 0}, "'n_candidates'"),
+    ({"dependency_threshold": 0.0}, "'dependency_threshold'"),
+    ({"dependency_threshold": np.inf}, "'dependency_threshold'"),
+    ({"priority_floor": -1e-9}, "'priority_floor'"), ({"priority_power": 3}, "'priority_power'"),
+    ({"priority_power": 0.5}, "'priority_power'"), ({"sub_rounds": 0}, "'sub_rounds'"),
+    ({"staleness": -1}, "'staleness'"), ({"staleness": 0.5}, "'staleness'"),
+], ids=str)
+def test_a_sampling_schedule_checks_its_settings(fields, match):
+    with pytest.raises(InvalidParameterError, match=match + ".* of SamplingSchedule"):
+        dask_strads.SamplingSchedule(**fields)
+
+
+def test_a_schedule_name_is_its_sampling_schedule_with_defaults_and_clones(small_problem):
+    X, y = small_problem
+    by_name = dask_strads.Lasso(alpha=0.1, schedule="cyclic", random_state=0).fit(X, y)
+    given = dask_strads.Lasso(alpha=0.1, schedule=dask_strads.SamplingSchedule("cyclic"),
+                              random_state=0).fit(X, y)
+    np.testing.assert_array_equal(by_name.coef_, given.coef_)
+    copy = clone(given)
+    assert copy.schedule == dask_strads.SamplingSchedule("cyclic")
+    search = GridSearchCV(dask_strads.Lasso(alpha=0.1), {"schedule": [
+        "working_set", dask_strads.SamplingSchedule(n_candidates=8)]}, cv=2).fit(X, y)
+    assert set(map(str, search.cv_results_["param_schedule"])) == {
+        "working_set", str(dask_strads.SamplingSchedule(n_candidates=8))}
+
+
 @pytest.mark.parametrize("staleness", [0, 1])
 def test_unconverged_fit_returns_what_its_history_describes(client_factory, staleness):
     """Stopped by max_iter, with rounds pipelined past the last one read: coef_ and intercept_
@@ -298,9 +325,10 @@ def test_unconverged_fit_returns_what_its_history_describes(client_factory, stal
     X, y = ar1_design(200, 300, 0.9, seed=6)
     alpha = 0.3
     # the working set converges in its third round here, after two iterations
-    schedule, iterations = ("working_set", 1) if staleness == 0 else ("priority", 3)
-    est = dask_strads.Lasso(alpha=alpha, tol=TOL, max_iter=iterations, staleness=staleness,
-                            random_state=0, sub_rounds=2, schedule=schedule)
+    schedule, iterations = (("working_set", 1) if staleness == 0 else
+                            (dask_strads.SamplingSchedule(sub_rounds=2, staleness=staleness), 3))
+    est = dask_strads.Lasso(alpha=alpha, tol=TOL, max_iter=iterations, random_state=0,
+                            schedule=schedule)
     est.client = client_factory(2)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         est.fit(X, y)
@@ -435,15 +463,8 @@ BAD_PARAMS = {
     "float-max_iter": ({"max_iter": 2.5}, "max_iter"),
     "string-max_iter": ({"max_iter": "10"}, "max_iter"),
     "zero-max_iter": ({"max_iter": 0}, "max_iter"),
-    "priority_power-3": ({"priority_power": 3}, "priority_power"),
-    "priority_power-0.5": ({"priority_power": 0.5}, "priority_power"),
-    "dependency_threshold-0": ({"dependency_threshold": 0.0}, "dependency_threshold"),
-    "dependency_threshold-negative": ({"dependency_threshold": -0.1}, "dependency_threshold"),
-    "negative-staleness": ({"staleness": -1}, "staleness"),
-    "staleness-with-working-set": ({"staleness": 1}, "staleness=0"),
-    "float-staleness": ({"staleness": 0.5}, "staleness"),
+    "schedule-dict": ({"schedule": {"kind": "priority"}}, "schedule"),
     "negative-tol": ({"tol": -1e-4}, "tol"),
-    "zero-candidates": ({"n_candidates": 0}, "n_candidates"),
     "callback": ({"callback": 3}, "callback"),
 }
 
@@ -492,8 +513,7 @@ def test_bad_params_raise_before_cluster_work(client_factory, small_problem, fit
 
 @pytest.mark.parametrize("params", [
     {"alpha": np.inf}, {"alpha": True}, {"tol": np.nan}, {"max_iter": True},
-    {"dependency_threshold": np.inf}, {"priority_floor": -1e-9}, {"priority_power": 1.0},
-    {"sub_rounds": 0}, {"n_blocks": 1.5}, {"fit_intercept": 1}, {"positive": "yes"},
+    {"n_blocks": 1.5}, {"fit_intercept": 1}, {"positive": "yes"},
     {"random_state": "seed"},
 ], ids=str)
 def test_invalid_params_raise_invalid_parameter_error(small_problem, params):

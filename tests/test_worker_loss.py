@@ -219,7 +219,7 @@ def test_without_checkpoints_a_lost_worker_is_a_clear_error(three_workers):
     A = rng.uniform(0, 1, (30, 30)) + 30 * np.eye(30)
     program, blocks = jacobi_blocks(A, rng.standard_normal(30), 3)
     callback, state = _killer(client, 2, prefix="-block-0-")
-    engine = Engine(program, client, max_rounds=10_000, callback=callback,
+    engine = Engine(program, client=client, max_rounds=10_000, callback=callback,
                     checkpoint_interval=0)
     with pytest.raises(ClusterError, match="worker .* holding blocks .*0.* was lost") as error:
         engine.run(blocks)
@@ -399,7 +399,7 @@ def test_a_block_that_keeps_killing_its_workers_stops_the_fit():
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, \
             Client(cluster, set_as_default=False) as client:
-        engine = Engine(KillsItsWorker(base.row_starts), client, max_rounds=50,
+        engine = Engine(KillsItsWorker(base.row_starts), client=client, max_rounds=50,
                         checkpoint_interval=1)
         with pytest.raises(ClusterError, match="block 0 has now lost its worker 3 times"):
             engine.run(blocks)
@@ -414,7 +414,7 @@ from dask_strads import Lasso, embedded_client
 from dask_strads.datasets import make_correlated_regression
 
 X, y, _ = make_correlated_regression(1000, 2000, 20, random_state=0)
-model = Lasso(alpha=0.001, tol=1e-15, max_iter=100000, n_candidates=4)
+model = Lasso(alpha=0.001, tol=1e-15, max_iter=100000)
 if sys.argv[1] == "cluster":
     model.client = embedded_client()
 print("fitting", flush=True)
@@ -428,7 +428,7 @@ if model.client is not None:  # the fit's tasks are released
     while time.monotonic() < deadline and any(model.client.processing().values()):
         time.sleep(0.1)
     print("processing", sum(map(len, model.client.processing().values())), flush=True)
-model.set_params(alpha=0.1, tol=1e-4, max_iter=1000, n_candidates=32).fit(X, y)
+model.set_params(alpha=0.1, tol=1e-4, max_iter=1000).fit(X, y)
 print("next fit", model.n_iter_, "rounds", flush=True)
 """
 

@@ -63,14 +63,25 @@ def parse_parameters(cls, assignments):
 
 
 def _typed(cls, name, text):
+    """The value ``text`` gives parameter ``name`` of ``cls``: a Python literal, true, false or
+    none, the text itself, or a dict literal of the fields of a class the parameter takes
+    (``-p "schedule={'kind': 'cyclic'}"``: a SamplingSchedule)."""
     constraints = {name: cls._parameter_constraints[name]}
+    literal = _literal(text)
     messages = []
-    for value in (_literal(text), text):
+    for value in (literal, text):
         try:
             validate_parameter_constraints(constraints, {name: value}, cls.__name__)
             return value
         except InvalidParameterError as error:
             messages.append(str(error))
+    if isinstance(literal, dict):
+        for kind in constraints[name]:
+            if isinstance(kind, type):
+                try:
+                    return kind(**literal)
+                except (TypeError, ValueError) as error:
+                    messages.insert(0, f"{kind.__name__}: {error}")
     raise UsageError(f"bad value {text!r}: {messages[0]}")
 
 

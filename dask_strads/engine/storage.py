@@ -35,6 +35,7 @@ def save(value, path, digest=False):
 #: dask_strads class, so that a file that can be written can be read back.
 STORABLE = {
     "dask_strads.engine.history": ("FitStats", "History"),
+    "dask_strads.estimators.sampling_schedule": ("SamplingSchedule",),
     "dask_strads.engine.tasks": ("Pulled",),
     "dask_strads.programs.elastic_net": ("BlockState", "PackedState", "Shared"),
     "dask_strads.programs.elastic_net_path": ("PathShared",),

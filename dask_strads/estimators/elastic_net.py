@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin, clone
-from sklearn.utils._param_validation import Options, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -22,6 +22,7 @@ from .base import (SHARED_CONSTRAINTS, DaskEstimatorMixin, NumberInterval,
 from .inputs import (KEPT_FLOATS, DaskArray, blocks_along, check_dask_design,
                      check_dask_matrix, check_finite_block, check_in_memory_design, column_means,
                      fitted_dtype, is_dask_array, is_sparse, to_scipy_if_pydata)
+from .sampling_schedule import SamplingSchedule
 
 #: The default schedule; the others are the STRADS sampling schedules (Lasso only).
 WORKING_SET: Final = "working_set"
@@ -45,10 +46,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
     ``schedule="working_set"`` every round makes one full pass over each block in parallel
     (duality gap, gap-safe screening, each feature's violation of the optimality conditions) and
     solves the most violating features of all blocks jointly, by
-    coordinate descent with Anderson extrapolation, on one worker. ``"priority"``, ``"cyclic"``
-    and ``"random"`` run the STRADS sub-rounds of the paper instead (Lasso only): sample
-    ``n_candidates`` coordinates, drop those correlated with another kept one by
-    ``dependency_threshold`` or more, update the rest in parallel.
+    coordinate descent with Anderson extrapolation, on one worker. A
+    :class:`~dask_strads.SamplingSchedule` (or ``"priority"``, ``"cyclic"``, ``"random"``: one
+    with its defaults) runs the STRADS sub-rounds of the paper instead (Lasso only): sample
+    coordinates, drop those correlated with another kept one, update the rest in parallel.
 
     float32 data (numpy, scipy.sparse or dask) stay float32 on the workers, half the memory of
     their values, with every schedule: the kernels read them as float32 and compute in float64
@@ -63,23 +64,10 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         scikit-learn's spellings, accepted and without effect on the result: the working set
         computes the products it needs from the blocks (no Gram matrix), X is never modified,
         and the order of the coordinates is the solver's.
-    schedule : {"working_set", "priority", "cyclic", "random"}
-        The working-set solver, or the STRADS sampling schedules (dynamic priority and its
-        ablations), which need ``l1_ratio=1``.
-    n_candidates : int
-        Sampling schedules: coordinates sampled per sub-round and block.
-    dependency_threshold : float
-        Sampling schedules: ``rho``, coordinates updated together have |correlation| below it.
-        1 disables the check.
-    priority_floor : float
-        Sampling schedules: ``eta``, base weight relative to the mean priority.
-    priority_power : {1, 2}
-        Sampling schedules: priority ``|delta beta|`` (1) or ``delta beta ** 2`` (2).
-    sub_rounds : int or None
-        Sampling schedules: sub-rounds per block and round; None adapts them.
-    staleness : int
-        Sampling schedules: rounds a block may run ahead of the shared residual. The working
-        set needs 0.
+    schedule : "working_set", SamplingSchedule or {"priority", "cyclic", "random"}
+        The working-set solver, or a STRADS sampling schedule (dynamic priority and its
+        ablations, with their settings: :class:`~dask_strads.SamplingSchedule`; a name is that
+        schedule with its defaults), which needs ``l1_ratio=1``.
     n_blocks : int or None
         Feature blocks; None: one per ten million stored values of X (non-zeros, or entries of
         a dense X), at least one and at most one per worker; a dask array X: one per worker.
@@ -136,13 +124,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "positive": ["boolean"],
-        "schedule": [StrOptions({WORKING_SET, *SCHEDULES})],
-        "n_candidates": [NumberInterval(Integral, 1, None, closed="left")],
-        "dependency_threshold": [NumberInterval(Real, 0, None, closed="neither")],
-        "priority_floor": [NumberInterval(Real, 0, None, closed="left")],
-        "priority_power": [Options(Integral, {1, 2})],
-        "sub_rounds": [NumberInterval(Integral, 1, None, closed="left"), None],
-        "staleness": [NumberInterval(Integral, 0, None, closed="left")],
+        "schedule": [StrOptions({WORKING_SET, *SCHEDULES}), SamplingSchedule],
         "n_blocks": [NumberInterval(Integral, 1, None, closed="left"), None],
         **SKLEARN_ONLY,
     }
@@ -152,10 +134,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                  positive: bool = False, random_state: int | np.random.RandomState | None = None,
                  precompute: bool | Literal["auto"] | ArrayLike = False, copy_X: bool = True,
                  selection: Literal["cyclic", "random"] = "cyclic",
-                 schedule: Literal["working_set", "priority", "cyclic", "random"] = WORKING_SET,
-                 n_candidates: int = 32, dependency_threshold: float = 0.1,
-                 priority_floor: float = 0.1, priority_power: Literal[1, 2] = 1,
-                 sub_rounds: int | None = None, staleness: int = 0, n_blocks: int | None = None,
+                 schedule: Literal["working_set", "priority", "cyclic", "random"]
+                 | SamplingSchedule = WORKING_SET, n_blocks: int | None = None,
                  keep_on_cluster: bool = False, checkpoint_interval: int = 10,
                  checkpoint_dir: str | os.PathLike | None = None,
                  progress: bool | Literal["plot"] = False,
@@ -172,12 +152,6 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self.positive = positive
         self.random_state = random_state
         self.schedule = schedule
-        self.n_candidates = n_candidates
-        self.dependency_threshold = dependency_threshold
-        self.priority_floor = priority_floor
-        self.priority_power = priority_power
-        self.sub_rounds = sub_rounds
-        self.staleness = staleness
         self.n_blocks = n_blocks
         self.keep_on_cluster = keep_on_cluster
         self.checkpoint_interval = checkpoint_interval
@@ -187,18 +161,22 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     def _check_params(self):
         super()._check_params()
-        if self.schedule != WORKING_SET and self.l1_ratio != 1:
+        if self._sampling() is not None and self.l1_ratio != 1:
             raise ValueError(f"schedule={self.schedule!r} samples Lasso coordinates and needs "
                              f"l1_ratio=1, got l1_ratio={self.l1_ratio!r}; use "
                              f"schedule={WORKING_SET!r}")
-        if self.schedule != WORKING_SET and self.alpha == 0:
+        if self._sampling() is not None and self.alpha == 0:
             raise ValueError(f"schedule={self.schedule!r} has no stopping test for alpha=0 "
                              f"(least squares): use schedule={WORKING_SET!r}, or "
                              "sklearn.linear_model.LinearRegression")
-        if self.schedule == WORKING_SET and self.staleness:
-            raise ValueError(f"schedule={WORKING_SET!r} solves each round's working set from the "
-                             f"current residual and needs staleness=0, got "
-                             f"staleness={self.staleness!r}")
+
+    def _sampling(self):
+        """The sampling schedule of ``schedule``; None: the working set."""
+        if self.schedule == WORKING_SET:
+            return None
+        if isinstance(self.schedule, SamplingSchedule):
+            return self.schedule
+        return SamplingSchedule(self.schedule)
 
     def fit(self: _ElasticNetT, X: Any, y: ArrayLike, sample_weight: ArrayLike | None = None,
             check_input: bool = True) -> _ElasticNetT:
@@ -213,7 +191,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self._check_params()
         if not is_dask_array(y) and np.asarray(y).ndim == 2:
             return self._fit_each_target(X, y, sample_weight)
-        if sample_weight is not None and self.schedule != WORKING_SET:
+        if sample_weight is not None and self._sampling() is not None:
             raise ValueError(f"sample_weight needs schedule={WORKING_SET!r}, got "
                              f"schedule={self.schedule!r}")
         if self.alpha == 0:
@@ -223,7 +201,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         given = X
         # the working set centres implicitly, each block by its own column means on its worker:
         # no copy of a dense X, no means on the client
-        centre_dense = self.fit_intercept and self.schedule != WORKING_SET
+        centre_dense = self.fit_intercept and self._sampling() is not None
         if is_dask_array(X):
             X, means, y, executor = check_dask_design(X, y, self._fit_executor, self._client,
                                                       floats=KEPT_FLOATS)
@@ -255,7 +233,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                                 X.dtype)
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
                                   self.max_iter + program.report_lag, (X, y, coef_init),
-                                  staleness=self.staleness)
+                                  staleness=getattr(self._sampling(), "staleness", 0))
         history = result.history
         self._reset_features(given)
         self.coef_, self.intercept_, self.dual_gap_ = in_fitted_dtype(
@@ -301,15 +279,19 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     def _program(self, widths, y_centred, gap_tolerance, sparse, weights=None,
                  dtype=np.float64):
-        if self.schedule == WORKING_SET:
-            return ElasticNetProgram(widths, y_centred, self.alpha, self.l1_ratio, self.positive,
-                                     gap_tolerance, seed=self._seed(), sparse=sparse,
+        sampling = self._sampling()
+        if sampling is None:
+            return ElasticNetProgram(widths, y_centred=y_centred, alpha=self.alpha,
+                                     l1_ratio=self.l1_ratio, positive=self.positive,
+                                     gap_tolerance=gap_tolerance, seed=self._seed(), sparse=sparse,
                                      sample_weight=weights, dtype=dtype)
         return LassoProgram(
-            widths, y_centred, self.alpha, self.positive, gap_tolerance,
-            schedule=self.schedule, n_candidates=self.n_candidates, sub_rounds=self.sub_rounds,
-            rho=self.dependency_threshold, eta=self.priority_floor, power=self.priority_power,
-            staleness=self.staleness, seed=self._seed(), sparse=sparse, dtype=dtype)
+            widths, y_centred=y_centred, alpha=self.alpha, positive=self.positive,
+            gap_tolerance=gap_tolerance, schedule=sampling.kind,
+            n_candidates=sampling.n_candidates, sub_rounds=sampling.sub_rounds,
+            rho=sampling.dependency_threshold, eta=sampling.priority_floor,
+            power=sampling.priority_power, staleness=sampling.staleness, seed=self._seed(),
+            sparse=sparse, dtype=dtype)
 
     def _initial_coef(self, n_features):
         if self.warm_start and hasattr(self, "coef_"):

@@ -7,6 +7,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .elastic_net import WORKING_SET, ElasticNet
+from .sampling_schedule import SamplingSchedule
 
 
 class Lasso(ElasticNet):
@@ -25,10 +26,8 @@ class Lasso(ElasticNet):
                  random_state: int | np.random.RandomState | None = None,
                  precompute: bool | Literal["auto"] | ArrayLike = False, copy_X: bool = True,
                  selection: Literal["cyclic", "random"] = "cyclic",
-                 schedule: Literal["working_set", "priority", "cyclic", "random"] = WORKING_SET,
-                 n_candidates: int = 32, dependency_threshold: float = 0.1,
-                 priority_floor: float = 0.1, priority_power: Literal[1, 2] = 1,
-                 sub_rounds: int | None = None, staleness: int = 0, n_blocks: int | None = None,
+                 schedule: Literal["working_set", "priority", "cyclic", "random"]
+                 | SamplingSchedule = WORKING_SET, n_blocks: int | None = None,
                  keep_on_cluster: bool = False, checkpoint_interval: int = 10,
                  checkpoint_dir: str | os.PathLike | None = None,
                  progress: bool | Literal["plot"] = False,
@@ -37,9 +36,6 @@ class Lasso(ElasticNet):
             alpha, l1_ratio=1.0, fit_intercept=fit_intercept, precompute=precompute,
             max_iter=max_iter, copy_X=copy_X, tol=tol, warm_start=warm_start,
             positive=positive, random_state=random_state, selection=selection,
-            schedule=schedule, n_candidates=n_candidates,
-            dependency_threshold=dependency_threshold, priority_floor=priority_floor,
-            priority_power=priority_power, sub_rounds=sub_rounds, staleness=staleness,
-            n_blocks=n_blocks, keep_on_cluster=keep_on_cluster,
+            schedule=schedule, n_blocks=n_blocks, keep_on_cluster=keep_on_cluster,
             checkpoint_interval=checkpoint_interval, checkpoint_dir=checkpoint_dir,
             progress=progress, callback=callback)
