@@ -4,8 +4,8 @@ One process run: a LocalCluster of ``--workers`` worker processes (one thread ea
 ImplicitMatrixFactorization of ``--users`` x ``--items`` factors of rank ``--rank`` kept on the
 cluster (random factors, a user block and an item block a worker, as a fit with
 ``keep_on_cluster=True`` leaves them; 10 seen items a user), whose ``recommend_all(n=10, path=)``
-writes a Parquet file per user block, once untimed (importing pandas and pyarrow in the
-workers), then measured. The resident memory of every worker process and of this
+writes a Parquet file per user block, measured (pandas and pyarrow imported in the workers
+first). The resident memory of every worker process and of this
 process is sampled every 20 ms from just before the call to its end: printed, the rise of each
 (its peak less its value before, which holds the worker's blocks), beside a worker's user block,
 one item block, all item blocks, the target 1.3 x (its blocks + one item block) and the rise
@@ -59,6 +59,11 @@ def model_on(client, n_users, n_items, rank, n_workers, seed=0):
     return est, users.nbytes // n_workers, items.nbytes // n_workers
 
 
+def _import_writers():
+    import pandas  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+
 def sample_peaks(processes, stop, peaks):
     while not stop.is_set():
         for pid, process in processes.items():
@@ -79,8 +84,7 @@ def main():
                          dashboard_address=None) as cluster, Client(cluster) as client:
         est, user_block, item_block = model_on(client, args.users, args.items, args.rank,
                                                args.workers)
-        with tempfile.TemporaryDirectory() as folder:  # warm-up: pandas, pyarrow in the workers
-            est.recommend_all(n=10, path=os.path.join(folder, "all.parquet"))
+        client.run(_import_writers)  # not measured: importing pandas and pyarrow
         pids = client.run(os.getpid)
         processes = {pid: psutil.Process(pid) for pid in [*pids.values(), os.getpid()]}
         before = {pid: p.memory_info().rss for pid, p in processes.items()}
