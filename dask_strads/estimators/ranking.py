@@ -115,6 +115,47 @@ def merge_block_best(running, user_rows, item_rows, seen, refused, first):
     return running
 
 
+def item_blocks(item_rows):
+    """``(rows, first item, items)`` per block of item rows, the rows Delayed: the chunks of
+    Dask rows, else all of them as one block."""
+    if not is_dask_array(item_rows):
+        return [(dask.delayed(item_rows), 0, len(item_rows))]
+    sizes = item_rows.chunks[0]
+    starts = np.cumsum((0,) + sizes[:-1]).tolist()
+    return list(zip(item_rows.rechunk({1: -1}).to_delayed().ravel(), starts, sizes))
+
+
+def streamed_best(user_rows, blocks, seen, n, allowed, chain):
+    """Delayed ``(positions, scores)`` of the ``n`` best items of each user of a block (Delayed
+    ``user_rows``; ``seen``: their seen items, None: none left out; ``allowed``: as
+    :func:`.ranking.allowed_items`), -1 and -inf past the last: a chain of tasks, one per item
+    block in their order, each merging its block's best into the running best in place (a
+    running best is the next task's input alone), so that a task holds the users' block, one
+    item block and the running best.
+
+    The keys are the chain's own (``chain`` names it): ``(best-of-<chain>, j)``, the best of the
+    first ``j`` item blocks, the first made from the users' block alone so that the chain runs
+    where that block is; ``(item-block-for-<chain>, j)``, item block ``j`` handed over as is,
+    which the worker of the step copies and lets go of when the step is done (a block's shared
+    key would stay copied there until the scheduler's memory manager drops it). A group of
+    tasks per chain, not one of every chain's: the scheduler places a group of many tasks with
+    few dependencies anywhere, as root tasks, and these must run where their inputs are."""
+    best = dask.delayed(no_best)(user_rows, n, dask_key_name=(f"best-of-{chain}", 0))
+    for j, (rows, first, size) in enumerate(blocks, start=1):
+        block = slice(first, first + size)
+        handed = dask.delayed(_handed_over)(rows, dask_key_name=(f"item-block-for-{chain}", j))
+        best = dask.delayed(merge_block_best)(
+            best, user_rows, handed, None if seen is None else seen[:, block],
+            None if allowed is None else ~allowed[block], first,
+            dask_key_name=(f"best-of-{chain}", j))
+    return best
+
+
+def _handed_over(item_rows):
+    """``item_rows`` under a key of their own (see :func:`streamed_best`)."""
+    return item_rows
+
+
 def piece_best(user_rows, item_rows, seen, refused, first, k):
     """``(positions, scores)`` of each user's ``min(k, len(item_rows))`` best items among
     ``item_rows``, the first at ``first`` (positions among all items), best first, leaving out

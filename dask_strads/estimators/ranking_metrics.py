@@ -15,10 +15,13 @@ and ``m = min(k, n)``:
   counted as ranked in between: with ``N`` the items not held out, ``(sum over missed
   positions of the hits above them + (hits + n) / 2 (N - misses)) / (n N)``.
 
-Users without held-out items do not count. Factors held on a cluster are scored where they are:
-a task per user block and item block finds the block's best ``k`` candidates, a task per user
-block merges them and sums the block's metrics, and only those sums come back.
+Users without held-out items do not count. Factors held on a cluster are scored where they are,
+as ``recommend_all`` ranks them: a block of users meets the item blocks one at a time (a chain
+of tasks on its worker, each merging one item block's best into the users' running best, see
+:func:`.ranking.streamed_best`), then a task sums the block's metrics, and only those sums come
+back.
 """
+import uuid
 from typing import Any
 
 import dask
@@ -28,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..programs.implicit_mf import positive_entries
 from ..programs.mf import observed
 from .inputs import check_dask_matrix, check_positive_int, is_dask_array, to_scipy_if_pydata
-from .ranking import RANKING_ROWS, block_best, merged_best, seen_pattern
+from .ranking import RANKING_ROWS, block_best, item_blocks, seen_pattern, streamed_best
 
 #: The k of ``score``: precision at 10.
 SCORE_K = 10
@@ -43,18 +46,16 @@ def ranking_metrics(user_rows, item_rows, seen, held_out, k, executor=None):
     ``executor``."""
     n_items = seen.shape[1]
     if not is_dask_array(user_rows):
-        sums = _block_sums(user_rows, ((item_rows, 0),), seen, held_out, k, n_items)
+        sums = _block_sums(user_rows, item_rows, seen, held_out, k, n_items)
     else:
-        items = [(rows, int(first)) for rows, first in zip(
-            item_rows.rechunk({1: -1}).to_delayed().ravel(),
-            np.cumsum((0,) + item_rows.chunks[0][:-1]))]
+        blocks, run = item_blocks(item_rows), uuid.uuid4().hex[:8]
         parts, first = [], 0
-        for rows, size in zip(user_rows.rechunk({1: -1}).to_delayed().ravel(),
-                              user_rows.chunks[0]):
+        for i, (rows, size) in enumerate(zip(user_rows.rechunk({1: -1}).to_delayed().ravel(),
+                                             user_rows.chunks[0])):
             block = slice(first, first + size)
             if held_out[block].nnz:
-                parts.append(dask.delayed(_block_sums)(rows, items, seen[block],
-                                                       held_out[block], k, n_items))
+                best = streamed_best(rows, blocks, seen[block], k, None, f"metrics-{i}-{run}")
+                parts.append(dask.delayed(_sums_of_best)(best, held_out[block], n_items, k))
             first += size
         sums = np.sum(executor.compute(*parts), axis=0)
     users = sums[-1]
@@ -62,18 +63,22 @@ def ranking_metrics(user_rows, item_rows, seen, held_out, k, executor=None):
             **{name: float(total / users) for name, total in zip(METRICS[1:], sums[2:-1])}}
 
 
-def _block_sums(user_rows, items, seen, held_out, k, n_items):
+def _block_sums(user_rows, item_rows, seen, held_out, k, n_items):
     """``[hits, sum of min(k, n), recall, ap, ndcg, auc, users]`` summed over the users of a
-    block that have held-out items; ``items``: (rows, first item position) per item block."""
+    block that have held-out items, ranking ``RANKING_ROWS`` of them at a time."""
     users = np.flatnonzero(np.diff(held_out.indptr))
     sums = np.zeros(len(METRICS) + 2)
     for lo in range(0, len(users), RANKING_ROWS):
         chunk = users[lo:lo + RANKING_ROWS]
-        parts = [block_best(user_rows[chunk], rows, seen[chunk], first, k)
-                 for rows, first in items]
-        top, _ = merged_best(parts, k)
+        top, _ = block_best(user_rows[chunk], item_rows, seen[chunk], 0, k)
         sums += _metric_sums(top, held_out[chunk], n_items, k)
     return sums
+
+
+def _sums_of_best(best, held_out, n_items, k):
+    """:func:`_block_sums` of a block whose users' best items ``best`` are ranked already."""
+    users = np.flatnonzero(np.diff(held_out.indptr))
+    return _metric_sums(best[0][users], held_out[users], n_items, k)
 
 
 def _metric_sums(top, held_out, n_items, k):

@@ -8,6 +8,7 @@ the users it is asked about (:meth:`Recommender._rows_and_seen`; a user's row fr
 arrays: ``_user_scoring_rows``), and fits the users or items it is given the interactions of
 (``_folded_in_users``, ``_folded_in_items``)."""
 import os
+import uuid
 from typing import Any, TypeVar
 
 import dask
@@ -20,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..io.triplets import is_triplet_frame, require_pandas
 from .inputs import DataFrame, check_positive_int, is_dask_array
 from .mf_pairs import ids_of, known_positions
-from .ranking import allowed_items, merge_block_best, no_best, top_items, triplet_rows
+from .ranking import allowed_items, item_blocks, streamed_best, top_items, triplet_rows
 
 #: Users a partition of :meth:`Recommender.recommend_all` holds when the factors are in memory.
 USERS_PER_PARTITION = 50_000
@@ -114,9 +115,10 @@ class Recommender:
         pandas = require_pandas("recommend_all")
         allowed = allowed_items(self.item_ids_, filter_items, items)
         user_rows, item_rows = self._scoring_rows()
-        item_blocks = _item_blocks(item_rows)
-        blocks = [(_streamed_best(rows, item_blocks, seen if exclude_seen else None, n, allowed,
-                                  f"users-{i}"), user_ids, self.item_ids_,
+        blocks_of_items = item_blocks(item_rows)
+        run = uuid.uuid4().hex[:8]  # the chains' keys are this call's own
+        blocks = [(streamed_best(rows, blocks_of_items, seen if exclude_seen else None, n,
+                                 allowed, f"users-{i}-{run}"), user_ids, self.item_ids_,
                    self._score_offset())
                   for i, (rows, seen, user_ids) in enumerate(self._user_blocks(user_rows))]
         # the fit's cluster while it runs, else the client set, else as a fit of factors' size
@@ -228,47 +230,6 @@ class Recommender:
     def _score_offset(self):
         """What a score adds to the product of a user's and an item's rows."""
         return 0.0
-
-
-def _item_blocks(item_rows):
-    """``(rows, first item, items)`` per block of item rows, the rows Delayed: the chunks of
-    Dask rows, else all of them as one block."""
-    if not is_dask_array(item_rows):
-        return [(dask.delayed(item_rows), 0, len(item_rows))]
-    sizes = item_rows.chunks[0]
-    starts = np.cumsum((0,) + sizes[:-1]).tolist()
-    return list(zip(item_rows.rechunk({1: -1}).to_delayed().ravel(), starts, sizes))
-
-
-def _streamed_best(user_rows, item_blocks, seen, n, allowed, chain):
-    """Delayed ``(positions, scores)`` of the ``n`` best items of each user of a block (Delayed
-    ``user_rows``; ``seen``: their seen items, None: none left out; ``allowed``: as
-    :func:`.ranking.allowed_items`), -1 and -inf past the last: a chain of tasks, one per item
-    block in their order, each merging its block's best into the running best in place (a
-    running best is the next task's input alone), so that a task holds the users' block, one
-    item block and the running best.
-
-    The keys are the chain's own (``chain`` names it): ``(best-of-<chain>, j)``, the best of the
-    first ``j`` item blocks, the first made from the users' block alone so that the chain runs
-    where that block is; ``(item-block-for-<chain>, j)``, item block ``j`` handed over as is,
-    which the worker of the step copies and lets go of when the step is done (a block's shared
-    key would stay copied there until the scheduler's memory manager drops it). A group of
-    tasks per chain, not one of every chain's: the scheduler places a group of many tasks with
-    few dependencies anywhere, as root tasks, and these must run where their inputs are."""
-    best = dask.delayed(no_best)(user_rows, n, dask_key_name=(f"best-of-{chain}", 0))
-    for j, (rows, first, size) in enumerate(item_blocks, start=1):
-        block = slice(first, first + size)
-        handed = dask.delayed(_handed_over)(rows, dask_key_name=(f"item-block-for-{chain}", j))
-        best = dask.delayed(merge_block_best)(
-            best, user_rows, handed, None if seen is None else seen[:, block],
-            None if allowed is None else ~allowed[block], first,
-            dask_key_name=(f"best-of-{chain}", j))
-    return best
-
-
-def _handed_over(item_rows):
-    """``item_rows`` under a key of their own (see :func:`_streamed_best`)."""
-    return item_rows
 
 
 def _recommendation_frames(best, user_ids, item_ids, offset):
