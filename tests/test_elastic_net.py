@@ -489,7 +489,9 @@ def test_sklearn_check_param_validation():
 
 @pytest.mark.parametrize("params,match", [
     ({"l1_ratio": 1.5}, "l1_ratio"), ({"l1_ratio": -0.1}, "l1_ratio"),
-    ({"schedule": "priority"}, "l1_ratio=1"), ({"staleness": 2}, "staleness=0"),
+    ({"schedule": "priority"}, "l1_ratio=1"),
+    ({"schedule": dask_strads.SamplingSchedule(staleness=2)}, "l1_ratio=1"),
+    ({"schedule": {"kind": "priority"}}, "'schedule' parameter"),
     ({"schedule": "cyclic", "l1_ratio": 1.0, "alpha": 0.0}, "alpha=0"),
 ], ids=str)
 def test_bad_params_raise_before_cluster_work(client_factory, params, match):
