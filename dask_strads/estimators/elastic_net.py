@@ -161,11 +161,12 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
 
     def _check_params(self):
         super()._check_params()
-        if self._sampling() is not None and self.l1_ratio != 1:
+        sampling = self._sampling()
+        if sampling is not None and self.l1_ratio != 1:
             raise ValueError(f"schedule={self.schedule!r} samples Lasso coordinates and needs "
                              f"l1_ratio=1, got l1_ratio={self.l1_ratio!r}; use "
                              f"schedule={WORKING_SET!r}")
-        if self._sampling() is not None and self.alpha == 0:
+        if sampling is not None and self.alpha == 0:
             raise ValueError(f"schedule={self.schedule!r} has no stopping test for alpha=0 "
                              f"(least squares): use schedule={WORKING_SET!r}, or "
                              "sklearn.linear_model.LinearRegression")
@@ -191,7 +192,8 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         self._check_params()
         if not is_dask_array(y) and np.asarray(y).ndim == 2:
             return self._fit_each_target(X, y, sample_weight)
-        if sample_weight is not None and self._sampling() is not None:
+        sampling = self._sampling()
+        if sample_weight is not None and sampling is not None:
             raise ValueError(f"sample_weight needs schedule={WORKING_SET!r}, got "
                              f"schedule={self.schedule!r}")
         if self.alpha == 0:
@@ -201,7 +203,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
         given = X
         # the working set centres implicitly, each block by its own column means on its worker:
         # no copy of a dense X, no means on the client
-        centre_dense = self.fit_intercept and self._sampling() is not None
+        centre_dense = self.fit_intercept and sampling is not None
         if is_dask_array(X):
             X, means, y, executor = check_dask_design(X, y, self._fit_executor, self._client,
                                                       floats=KEPT_FLOATS)
@@ -233,7 +235,7 @@ class ElasticNet(DaskEstimatorMixin, RegressorMixin, BaseEstimator):
                                 X.dtype)
         result = self._run_engine(program, blocks_along(X, edges, make_block, axis=1), executor,
                                   self.max_iter + program.report_lag, (X, y, coef_init),
-                                  staleness=getattr(self._sampling(), "staleness", 0))
+                                  staleness=0 if sampling is None else sampling.staleness)
         history = result.history
         self._reset_features(given)
         self.coef_, self.intercept_, self.dual_gap_ = in_fitted_dtype(

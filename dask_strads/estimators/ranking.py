@@ -1,5 +1,7 @@
 """What the factorization estimators share to answer by ids: top items per user, the most similar
 rows by cosine similarity, and the rows of a table of triplets over the fitted items."""
+import uuid
+
 import dask
 import numpy as np
 import scipy.sparse as sp
@@ -133,13 +135,15 @@ def streamed_best(user_rows, blocks, seen, n, allowed, chain):
     running best is the next task's input alone), so that a task holds the users' block, one
     item block and the running best.
 
-    The keys are the chain's own (``chain`` names it): ``(best-of-<chain>, j)``, the best of the
+    The keys are the chain's own (``chain`` names it, with a token of this call, so that calls
+    running at once on one client share no key): ``(best-of-<chain>, j)``, the best of the
     first ``j`` item blocks, the first made from the users' block alone so that the chain runs
     where that block is; ``(item-block-for-<chain>, j)``, item block ``j`` handed over as is,
     which the worker of the step copies and lets go of when the step is done (a block's shared
     key would stay copied there until the scheduler's memory manager drops it). A group of
     tasks per chain, not one of every chain's: the scheduler places a group of many tasks with
     few dependencies anywhere, as root tasks, and these must run where their inputs are."""
+    chain = f"{chain}-{uuid.uuid4().hex[:8]}"
     best = dask.delayed(no_best)(user_rows, n, dask_key_name=(f"best-of-{chain}", 0))
     for j, (rows, first, size) in enumerate(blocks, start=1):
         block = slice(first, first + size)

@@ -21,7 +21,6 @@ of tasks on its worker, each merging one item block's best into the users' runni
 :func:`.ranking.streamed_best`), then a task sums the block's metrics, and only those sums come
 back.
 """
-import uuid
 from typing import Any
 
 import dask
@@ -48,13 +47,13 @@ def ranking_metrics(user_rows, item_rows, seen, held_out, k, executor=None):
     if not is_dask_array(user_rows):
         sums = _block_sums(user_rows, item_rows, seen, held_out, k, n_items)
     else:
-        blocks, run = item_blocks(item_rows), uuid.uuid4().hex[:8]
+        blocks = item_blocks(item_rows)
         parts, first = [], 0
         for i, (rows, size) in enumerate(zip(user_rows.rechunk({1: -1}).to_delayed().ravel(),
                                              user_rows.chunks[0])):
             block = slice(first, first + size)
             if held_out[block].nnz:
-                best = streamed_best(rows, blocks, seen[block], k, None, f"metrics-{i}-{run}")
+                best = streamed_best(rows, blocks, seen[block], k, None, f"metrics-{i}")
                 parts.append(dask.delayed(_sums_of_best)(best, held_out[block], n_items, k))
             first += size
         sums = np.sum(executor.compute(*parts), axis=0)

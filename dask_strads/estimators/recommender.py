@@ -8,7 +8,6 @@ the users it is asked about (:meth:`Recommender._rows_and_seen`; a user's row fr
 arrays: ``_user_scoring_rows``), and fits the users or items it is given the interactions of
 (``_folded_in_users``, ``_folded_in_items``)."""
 import os
-import uuid
 from typing import Any, TypeVar
 
 import dask
@@ -116,9 +115,8 @@ class Recommender:
         allowed = allowed_items(self.item_ids_, filter_items, items)
         user_rows, item_rows = self._scoring_rows()
         blocks_of_items = item_blocks(item_rows)
-        run = uuid.uuid4().hex[:8]  # the chains' keys are this call's own
         blocks = [(streamed_best(rows, blocks_of_items, seen if exclude_seen else None, n,
-                                 allowed, f"users-{i}-{run}"), user_ids, self.item_ids_,
+                                 allowed, f"users-{i}"), user_ids, self.item_ids_,
                    self._score_offset())
                   for i, (rows, seen, user_ids) in enumerate(self._user_blocks(user_rows))]
         # the fit's cluster while it runs, else the client set, else as a fit of factors' size

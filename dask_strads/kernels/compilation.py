@@ -54,8 +54,10 @@ def _block_of(layout, values):
     """Accepts the signatures whose first argument is a block of ``layout`` (``_dense``: a 2-D
     array, ``_sparse``: a CSC triple) holding ``values`` (a numba type; None: any)."""
     def accepts(signature):
-        if not layout(signature) or values is None:
-            return layout(signature)
+        if not layout(signature):
+            return False
+        if values is None:
+            return True
         block = signature[0]
         return (block if isinstance(block, types.Array) else block[2]).dtype == values
     return accepts
