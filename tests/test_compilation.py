@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 ROOT = str(Path(dask_strads.__file__).resolve().parent.parent)
 
 PRELUDE = """
-import json, time
+import json
 import numpy as np
 from dask_strads.kernels import compilation
 from dask_strads.kernels.compilation import all_kernel_sets, announce_compiling, compiling_message
@@ -58,9 +58,7 @@ def run(code, cache_dir, **env):
 
 def test_cold_then_compiled_in_process_then_cached_on_disk(tmp_path):
     cold, _ = run("""
-        start = time.perf_counter()
         out["before"] = messages()
-        out["check_seconds"] = time.perf_counter() - start
         out["compiled_by_check"] = compiled()
         run_mf()
         out["after_mf"] = messages()
@@ -72,7 +70,6 @@ def test_cold_then_compiled_in_process_then_cached_on_disk(tmp_path):
     assert cold["before"]["mf"] == ("compiling numba kernels for mf (first use on this machine; "
                                     "cached afterwards)")
     assert cold["compiled_by_check"] == 0  # the check compiles (and loads) nothing
-    assert cold["check_seconds"] < 1.0  # mostly importing the kernel modules
     # compiled in this process: no message for mf, the others still compile
     assert cold["after_mf"]["mf"] is None
     assert all(message is not None for name, message in cold["after_mf"].items() if name != "mf")
