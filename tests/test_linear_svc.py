@@ -79,7 +79,7 @@ def sklearn_fit(X, y, penalty, loss, dual, sample_weight=None, **params):
 
 
 def ours(penalty, loss, dual, **params):
-    return dask_strads.LinearSVC(penalty, loss, dual=dual, tol=1e-9, max_iter=20_000,
+    return dask_strads.LinearSVC(penalty, loss, dual=dual, tol=1e-8, max_iter=20_000,
                                  random_state=0, **params)
 
 
