@@ -101,16 +101,19 @@ def check_dask_design(X, y, choose_executor, client=None, numeric_y=True, floats
         raise ValueError(f"Found array with shape {X.shape}: need at least 1 sample and feature")
     X = X.astype(X.dtype if X.dtype in floats else floats[0])
     executor = choose_executor(X.size)
-    # chunk by chunk: da.isfinite(X).all() fails on pydata sparse chunks (the reduction
-    # concatenates COO arrays of different fill values)
+    # chunk by chunk, on scipy's matrices: da.isfinite(X).all() fails on pydata sparse chunks
+    # (the reduction concatenates COO arrays of different fill values), and pydata sparse's own
+    # sums compile numba code in every process (seconds, uncached)
     largest = X.map_blocks(_largest_magnitude_block, chunks=(1, 1), dtype=float)
-    means, largest, y_np = executor.compute(X.mean(axis=0, dtype=np.float64), largest.max(), y)
+    sums = X.map_blocks(_column_sums_block, chunks=((1,) * X.numblocks[0], X.chunks[1]),
+                        dtype=np.float64, meta=np.empty((0, 0)))
+    sums, largest, y_np = executor.compute(sums.sum(axis=0), largest.max(), y)
     check_magnitude(largest, "X")
     y_np = np.asarray(y_np)
     if numeric_y:
         y_np = y_np.astype(np.float64)
         check_magnitude(largest_magnitude(y_np), "y")
-    return X, np.asarray(means.todense() if hasattr(means, "todense") else means), y_np, executor
+    return X, np.asarray(sums) / X.shape[0], y_np, executor
 
 
 def gathered(values, choose_executor):
@@ -160,6 +163,12 @@ def largest_magnitude(X):
 
 def _largest_magnitude_block(block):
     return np.array([[largest_magnitude(block)]])
+
+
+def _column_sums_block(block):
+    """A chunk's column sums, in float64, as a row."""
+    block = to_scipy_if_pydata(block)
+    return np.asarray(block.sum(axis=0, dtype=np.float64)).reshape(1, -1)
 
 
 def check_magnitude(largest, name):
