@@ -280,25 +280,16 @@ def test_a_stopped_worker_is_named_then_left_behind(start_workers, monkeypatch):
     np.testing.assert_allclose(est.coef_, clean.coef_, rtol=1e-10, atol=1e-12)
 
 
-@contextlib.contextmanager
-def busy_loops(n):
-    """``n`` busy loops beside the block, each ending by itself after BOUND seconds."""
-    loops = [subprocess.Popen([sys.executable, "-c",
-                               f"import time\nend = time.time() + {BOUND}\n"
-                               "while time.time() < end: pass"],
-                              start_new_session=True) for _ in range(n)]
-    try:
-        yield
-    finally:
-        _stop(loops)
-
-
 @pytest.fixture
 def cpu_hogs():
     """Busy loops beside the test, one per core (with the suite's other tests, a load of 4 or
-    more on 2 cores)."""
-    with busy_loops(os.cpu_count() or 2):
-        yield
+    more on 2 cores), each ending by itself after BOUND seconds."""
+    hogs = [subprocess.Popen([sys.executable, "-c",
+                              f"import time\nend = time.time() + {BOUND}\n"
+                              "while time.time() < end: pass"],
+                             start_new_session=True) for _ in range(os.cpu_count() or 2)]
+    yield
+    _stop(hogs)
 
 
 LDA_CHECKS = [estimator_checks.check_fit_idempotent, estimator_checks.check_fit_check_is_fitted,
