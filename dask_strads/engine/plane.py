@@ -14,8 +14,9 @@ orders the two), and fetches from the source's cell while it runs:
 
 So a round is its pushes, its pull and its report, whatever the program sends: the scheduler
 sees none of it. A request that gets no answer within :data:`FETCH_SECONDS` (at least; more when
-rounds are long), or whose worker is gone, fails the push with :class:`.errors.PeerUnreachable`
-naming that worker; the engine then treats it as lost once the scheduler drops it.
+rounds are long), or whose worker is gone (nothing listens at its address: failed at once),
+fails the push with :class:`.errors.PeerUnreachable` naming that worker; the engine then treats
+it as lost once the scheduler drops it.
 """
 import asyncio
 from typing import NamedTuple
@@ -154,12 +155,29 @@ def _ask_all(asked):
 
 async def _ask(worker, asked):
     async def one(address, timeout, request):
+        await _refuse_if_gone(worker.rpc, address)
         call = getattr(worker.rpc(address), HANDLER)
         return await asyncio.wait_for(call(**request), timeout)
 
     return await asyncio.gather(*(one(address, timeout, request)
                                   for address, _, timeout, request in asked),
                                 return_exceptions=True)
+
+
+async def _refuse_if_gone(pool, address):
+    """Raise ConnectionRefusedError at once if nothing listens at the TCP ``address`` any more
+    (its worker is gone) and the pool holds no open connection to it: distributed's connect
+    would retry a refused connection for its whole connect timeout (30 s by default), keeping
+    this worker's thread (a push of a round the fit has abandoned) from the recovered fit's
+    tasks. A peer that listens, however slow to answer, keeps the long bounds."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    scheme, location = parse_address(address)
+    if scheme != "tcp" or any(not comm.closed() for comm in pool.available.get(address, ())):
+        return
+    host, port = parse_host_port(location)
+    _, writer = await asyncio.open_connection(host, port)  # refused: raises at once
+    writer.close()
 
 
 def answer(cell, kind, to_block=None, round_index=None, carried_id=None):
