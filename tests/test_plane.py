@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import dask
 import numpy as np
@@ -127,10 +128,8 @@ def test_a_worker_dying_while_it_sends_a_message_is_recovered(three_processes, t
     assert [r["objective"] for r in result.history] == [r["objective"] for r in reports]
 
 
-class _Pool:
-    """What plane._refuse_if_gone reads of a worker's connection pool: its idle connections."""
-
-    available: dict = {}
+#: What plane._refuse_if_gone reads of a worker's connection pool: none idle.
+NO_IDLE_CONNECTIONS = SimpleNamespace(available={})
 
 
 def test_a_request_to_an_address_nobody_listens_at_fails_at_once():
@@ -140,12 +139,12 @@ def test_a_request_to_an_address_nobody_listens_at_fails_at_once():
     async def check():
         server = await asyncio.start_server(lambda reader, writer: writer.close(), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        listening = await plane._refuse_if_gone(_Pool(), f"tcp://127.0.0.1:{port}")
+        address = f"tcp://127.0.0.1:{port}"
+        listening = await plane._refuse_if_gone(NO_IDLE_CONNECTIONS, address)
         server.close()
         await server.wait_closed()
         with pytest.raises(ConnectionRefusedError):
-            await asyncio.wait_for(plane._refuse_if_gone(_Pool(), f"tcp://127.0.0.1:{port}"),
-                                   5)
+            await asyncio.wait_for(plane._refuse_if_gone(NO_IDLE_CONNECTIONS, address), 5)
         return listening
 
     assert asyncio.run(check()) is None

@@ -155,9 +155,11 @@ def _ask_all(asked):
 
 async def _ask(worker, asked):
     async def one(address, timeout, request):
+        return await asyncio.wait_for(asked_of(address, request), timeout)
+
+    async def asked_of(address, request):
         await _refuse_if_gone(worker.rpc, address)
-        call = getattr(worker.rpc(address), HANDLER)
-        return await asyncio.wait_for(call(**request), timeout)
+        return await getattr(worker.rpc(address), HANDLER)(**request)
 
     return await asyncio.gather(*(one(address, timeout, request)
                                   for address, _, timeout, request in asked),
