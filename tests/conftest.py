@@ -20,6 +20,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import dask
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
@@ -29,6 +30,21 @@ from dask_strads.engine import tasks
 from dask_strads.programs import Instruction
 
 TESTS_DIR = Path(__file__).resolve().parent
+
+#: Dask's periodic watchers, slower. An idle worker process samples its threads' stacks every
+#: 10 ms (the dashboard's profile), measures its event loop every 20 ms, its memory every 100 ms
+#: and its system every 500 ms: 4-5% of a core per idle worker, and the session's clusters
+#: (about ten worker processes per pytest process) are idle most of the session. What the tests
+#: check does not read them; pausing a worker for its memory is seen within 0.5 s instead of
+#: 0.1 s. Set in the environment, so that every cluster and script a test starts has them.
+QUIET_WATCHERS = {
+    "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
+    "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
+    "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "500ms",
+    "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
+}
+os.environ.update(QUIET_WATCHERS)
+dask.config.update(dask.config.config, dask.config.collect_env(QUIET_WATCHERS))
 
 #: The session's cluster fixtures: a test that takes one (directly or through another fixture)
 #: is marked ``cluster``.
