@@ -28,7 +28,7 @@ import dask.array as da
 import numpy as np
 import psutil
 import scipy.sparse as sp
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, wait
 
 from _common import arguments
 
@@ -47,6 +47,7 @@ def model_on(client, n_users, n_items, rank, n_workers, seed=0):
     users = rng.standard_normal((n_users, rank), chunks=(-(-n_users // n_workers), rank))
     items = rng.standard_normal((n_items, rank), chunks=(-(-n_items // n_workers), rank))
     users, items = client.persist([users, items])
+    wait([users, items])  # measured from when the factors are in memory
     est = ImplicitMatrixFactorization(rank)
     est.user_factors_, est.components_ = users, items.T
     est.user_ids_, est.item_ids_ = np.arange(n_users), np.arange(n_items)

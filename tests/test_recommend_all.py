@@ -13,7 +13,7 @@ from implicit.cpu.als import AlternatingLeastSquares
 
 import dask_strads
 from dask_strads import ImplicitMatrixFactorization, MatrixFactorization
-from dask_strads.estimators import ranking
+from dask_strads.estimators import ranking, recommender
 from test_ranking_metrics import interactions
 
 N = 6
@@ -280,11 +280,15 @@ def test_recommend_all_tasks_hold_one_item_block_each_released_after_its_step(mo
 
 
 @pytest.mark.cluster
+@pytest.mark.parametrize("users_per_partition", [None, 20])
 def test_recommend_all_streamed_on_the_workers_equals_recommend_for_every_user(
-        client_factory, tmp_path):
+        client_factory, tmp_path, monkeypatch, users_per_partition):
     """More item blocks than workers: each block of users meets them one at a time, and the
-    result is the brute force's and implicit's. (Where the steps run is the scheduler's
-    choice, by where their inputs are; nothing pins them, so it is not asserted here.)"""
+    result is the brute force's and implicit's; with partitions smaller than a block of users,
+    a file per partition. (Where the steps run is the scheduler's choice, by where their inputs
+    are; nothing pins them, so it is not asserted here.)"""
+    if users_per_partition:
+        monkeypatch.setattr(recommender, "USERS_PER_PARTITION", users_per_partition)
     train, _ = interactions(14)
     client = client_factory(2)
     est = implicit_model().fit(train)
@@ -293,6 +297,9 @@ def test_recommend_all_streamed_on_the_workers_equals_recommend_for_every_user(
     library_ids, library_scores = implicit_library_recommend(est, train, users)
     est = with_blocked_factors(est, 75, 30, client)  # 2 x 3 blocks
     est.recommend_all(n=N, path=tmp_path / "all")
+    per_file = users_per_partition or 75
+    assert len(list((tmp_path / "all").iterdir())) == sum(
+        -(-size // per_file) for size in est.user_factors_.chunks[0])
     written = pd.read_parquet(tmp_path / "all")
     assert_recommends(written, expected)
     found = as_lists(written)

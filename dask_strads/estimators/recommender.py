@@ -22,11 +22,16 @@ from .inputs import DataFrame, check_positive_int, is_dask_array
 from .mf_pairs import ids_of, known_positions
 from .ranking import allowed_items, item_blocks, streamed_best, top_items, triplet_rows
 
-#: Users a partition of :meth:`Recommender.recommend_all` holds when the factors are in memory.
+#: Users a partition of :meth:`Recommender.recommend_all` holds at most: its running best and
+#: its recommendations are what a worker holds beyond its factors, whatever users it holds.
 USERS_PER_PARTITION = 50_000
 #: A task builds (and writes, as a Parquet row group) the recommendations of this fraction of
-#: its block's users at a time: 1 / FRAMES_PER_BLOCK of them.
+#: its partition's users at a time: 1 / FRAMES_PER_BLOCK of them.
 FRAMES_PER_BLOCK = 16
+#: The columns written dictionary-encoded: a user repeats ``n`` times and ranks are few. A
+#: dictionary of the scores (all distinct) and the items would cost the writer about 500 bytes
+#: a row of a row group, kept by the worker process after it, for a larger file.
+DICTIONARY_COLUMNS = ["user", "rank"]
 
 _RecommenderT = TypeVar("_RecommenderT", bound="Recommender")
 
@@ -82,23 +87,25 @@ class Recommender:
                       filter_items: ArrayLike | None = None, items: ArrayLike | None = None,
                       path: str | None = None) -> DataFrame | None:
         """The ``n`` best items of every fitted user, as ``recommend`` gives them, computed a
-        block of users at a time where their factors are: on the workers holding them when the
-        model keeps its factors on the cluster (``keep_on_cluster=True``). A block of users
-        meets the item blocks one at a time, a task per item block merging that block's best
-        items into the users' running best (``n`` positions and scores a user), so a worker
-        holds its blocks, one item block of another worker, the running best, the scores of a
-        few users against an eighth of that block's items at a time (at most an eighth of its
+        partition of at most 50,000 users at a time where their factors are: on the workers
+        holding them when the model keeps its factors on the cluster (``keep_on_cluster=True``;
+        the partitions of a worker's block of users one after the other). A partition meets
+        the item blocks one at a time, a task per item block merging that block's best items
+        into its users' running best (``n`` positions and scores a user), so a worker holds its
+        blocks, one item block of another worker, one partition's running best, the scores of
+        a few users against an eighth of that block's items at a time (at most an eighth of its
         bytes or 1 MiB, twice that while ranking them; the eighth of the items copied when
-        misaligned) and the recommendations of a sixteenth of its users at a time, written as
-        one Parquet row group each. Ties go to the item first in ``item_ids_``. No factor
-        comes to the client.
+        misaligned) and the recommendations of a sixteenth of a partition's users at a time,
+        written as one Parquet row group each: beyond its blocks, what it holds does not grow
+        with its users. Ties go to the item first in ``item_ids_``. No factor comes to the
+        client.
 
         Parameters
         ----------
         n, exclude_seen, filter_items, items
             As in ``recommend``.
         path : str, optional
-            Where to write them as Parquet, a file per block of users (a local path, made
+            Where to write them as Parquet, a file per partition (a local path, made
             absolute here, or an fsspec URL the workers can write to), a folder made for them
             (``part.00000.parquet``, ...); a folder that exists must be empty. Needs pandas and
             pyarrow (``pip install "dask_strads[io]"``).
@@ -113,21 +120,22 @@ class Recommender:
         check_positive_int(n, "n")
         pandas = require_pandas("recommend_all")
         allowed = allowed_items(self.item_ids_, filter_items, items)
+        if path is not None:
+            path = _empty_folder(path)
         user_rows, item_rows = self._scoring_rows()
         blocks_of_items = item_blocks(item_rows)
-        blocks = [(streamed_best(rows, blocks_of_items, seen if exclude_seen else None, n,
-                                 allowed, f"users-{i}"), user_ids, self.item_ids_,
-                   self._score_offset())
-                  for i, (rows, seen, user_ids) in enumerate(self._user_blocks(user_rows))]
+        parts, part = [], None
+        for i, (rows, users, seen, user_ids) in enumerate(self._user_blocks(user_rows)):
+            # the partitions of a block of users run one after the other
+            best = streamed_best(rows, blocks_of_items, seen if exclude_seen else None, n,
+                                 allowed, f"users-{i}", users, part if users.start else None)
+            block = (best, user_ids, self.item_ids_, self._score_offset())
+            part = (dask.delayed(_recommendations)(*block) if path is None else
+                    dask.delayed(_write_recommendations)(f"{path}/part.{i:05d}.parquet", *block))
+            parts.append(part)
         # the fit's cluster while it runs, else the client set, else as a fit of factors' size
-        executor = self._data_executor(user_rows.size + item_rows.size)
-        if path is None:
-            frames = executor.compute(*[dask.delayed(_recommendations)(*b) for b in blocks])
-            return pandas.concat(frames, ignore_index=True)
-        path = _empty_folder(path)
-        executor.compute(*[dask.delayed(_write_recommendations)(
-            f"{path}/part.{i:05d}.parquet", *block) for i, block in enumerate(blocks)])
-        return None
+        frames = self._data_executor(user_rows.size + item_rows.size).compute(*parts)
+        return None if path is not None else pandas.concat(frames, ignore_index=True)
 
     def partial_fit_users(self: _RecommenderT, triplets: DataFrame) -> _RecommenderT:
         """Fit the factors of the users of ``triplets`` from those interactions alone, the item
@@ -209,8 +217,9 @@ class Recommender:
         return self
 
     def _user_blocks(self, user_rows):
-        """``(user rows, seen, user ids)`` per block of users, the rows Delayed: the chunks of
-        Dask rows, else blocks of ``USERS_PER_PARTITION`` users."""
+        """``(user rows, users, seen, user ids)`` per partition of at most
+        ``USERS_PER_PARTITION`` users: the partition is the slice ``users`` of the rows, which
+        are Delayed: a chunk of Dask rows, else the partition's own."""
         if is_dask_array(user_rows):
             chunks = user_rows.rechunk({1: -1}).to_delayed().ravel()
             sizes = user_rows.chunks[0]
@@ -221,8 +230,10 @@ class Recommender:
                       zip(np.cumsum([0] + sizes[:-1]), sizes)]
         first = 0
         for rows, size in zip(chunks, sizes):
-            block = slice(first, first + size)
-            yield rows, self._seen[block], self.user_ids_[block]
+            for lo in range(0, size, USERS_PER_PARTITION):
+                hi = min(size, lo + USERS_PER_PARTITION)
+                block = slice(first + lo, first + hi)
+                yield rows, slice(lo, hi), self._seen[block], self.user_ids_[block]
             first += size
 
     def _score_offset(self):
@@ -261,7 +272,8 @@ def _write_recommendations(path, *block):
     with fsspec.open(path, "wb") as file:
         for frame in _recommendation_frames(*block):
             table = pyarrow.Table.from_pandas(frame, preserve_index=False)
-            writer = writer or pyarrow.parquet.ParquetWriter(file, table.schema)
+            writer = writer or pyarrow.parquet.ParquetWriter(
+                file, table.schema, use_dictionary=DICTIONARY_COLUMNS)
             writer.write_table(table)
         if writer is not None:
             writer.close()
