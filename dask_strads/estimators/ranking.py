@@ -127,14 +127,13 @@ def item_blocks(item_rows):
     return list(zip(item_rows.rechunk({1: -1}).to_delayed().ravel(), starts, sizes))
 
 
-def streamed_best(user_rows, blocks, seen, n, allowed, chain, users=slice(None), after=None):
+def streamed_best(user_rows, blocks, seen, n, allowed, chain, users=slice(None)):
     """Delayed ``(positions, scores)`` of the ``n`` best items of each user ``users`` of a block
     (Delayed ``user_rows``; ``seen``: their seen items, None: none left out; ``allowed``: as
     :func:`.ranking.allowed_items`), -1 and -inf past the last: a chain of tasks, one per item
     block in their order, each merging its block's best into the running best in place (a
     running best is the next task's input alone), so that a task holds the users' block, one
-    item block and the running best; the chain starts once Delayed ``after`` (None: at once)
-    is done.
+    item block and the running best.
 
     The keys are the chain's own (``chain`` names it, with a token of this call, so that calls
     running at once on one client share no key): ``(best-of-<chain>, j)``, the best of the
@@ -145,8 +144,7 @@ def streamed_best(user_rows, blocks, seen, n, allowed, chain, users=slice(None),
     tasks per chain, not one of every chain's: the scheduler places a group of many tasks with
     few dependencies anywhere, as root tasks, and these must run where their inputs are."""
     chain = f"{chain}-{uuid.uuid4().hex[:8]}"
-    best = dask.delayed(_no_best_of)(user_rows, users, n, after,
-                                     dask_key_name=(f"best-of-{chain}", 0))
+    best = dask.delayed(_no_best_of)(user_rows, users, n, dask_key_name=(f"best-of-{chain}", 0))
     for j, (rows, first, size) in enumerate(blocks, start=1):
         block = slice(first, first + size)
         handed = dask.delayed(_handed_over)(rows, dask_key_name=(f"item-block-for-{chain}", j))
@@ -157,8 +155,8 @@ def streamed_best(user_rows, blocks, seen, n, allowed, chain, users=slice(None),
     return best
 
 
-def _no_best_of(user_rows, users, k, after):
-    """:func:`no_best` of the users ``users`` of ``user_rows`` (``after``: what it follows)."""
+def _no_best_of(user_rows, users, k):
+    """:func:`no_best` of the users ``users`` of ``user_rows``."""
     return no_best(user_rows[users], k)
 
 

@@ -89,7 +89,8 @@ class Recommender:
         """The ``n`` best items of every fitted user, as ``recommend`` gives them, computed a
         partition of at most 50,000 users at a time where their factors are: on the workers
         holding them when the model keeps its factors on the cluster (``keep_on_cluster=True``;
-        the partitions of a worker's block of users one after the other). A partition meets
+        a partition of each block of users at a time, the cluster forgetting the tasks of one
+        before the next). A partition meets
         the item blocks one at a time, a task per item block merging that block's best items
         into its users' running best (``n`` positions and scores a user), so a worker holds its
         blocks, one item block of another worker, one partition's running best, the scores of
@@ -124,18 +125,23 @@ class Recommender:
             path = _empty_folder(path)
         user_rows, item_rows = self._scoring_rows()
         blocks_of_items = item_blocks(item_rows)
-        parts, part = [], None
+        waves: dict[int, dict] = {}  # the k-th partition of every block of users, by index
         for i, (rows, users, seen, user_ids) in enumerate(self._user_blocks(user_rows)):
-            # the partitions of a block of users run one after the other
             best = streamed_best(rows, blocks_of_items, seen if exclude_seen else None, n,
-                                 allowed, f"users-{i}", users, part if users.start else None)
+                                 allowed, f"users-{i}", users)
             block = (best, user_ids, self.item_ids_, self._score_offset())
-            part = (dask.delayed(_recommendations)(*block) if path is None else
-                    dask.delayed(_write_recommendations)(f"{path}/part.{i:05d}.parquet", *block))
-            parts.append(part)
+            waves.setdefault(users.start, {})[i] = (
+                dask.delayed(_recommendations)(*block) if path is None else
+                dask.delayed(_write_recommendations)(f"{path}/part.{i:05d}.parquet", *block))
         # the fit's cluster while it runs, else the client set, else as a fit of factors' size
-        frames = self._data_executor(user_rows.size + item_rows.size).compute(*parts)
-        return None if path is not None else pandas.concat(frames, ignore_index=True)
+        executor = self._data_executor(user_rows.size + item_rows.size)
+        # a wave at a time: a block's partitions run one after the other, and once a wave is
+        # done the cluster forgets its tasks, with the seen items they were sent
+        frames = {}
+        for wave in waves.values():
+            frames.update(zip(wave, executor.compute(*wave.values())))
+        return None if path is not None else pandas.concat(
+            [frames[i] for i in sorted(frames)], ignore_index=True)
 
     def partial_fit_users(self: _RecommenderT, triplets: DataFrame) -> _RecommenderT:
         """Fit the factors of the users of ``triplets`` from those interactions alone, the item
