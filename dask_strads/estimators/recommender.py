@@ -90,16 +90,15 @@ class Recommender:
         partition of at most 50,000 users at a time where their factors are: on the workers
         holding them when the model keeps its factors on the cluster (``keep_on_cluster=True``;
         a partition of each block of users at a time, the cluster forgetting the tasks of one
-        before the next). A partition meets
-        the item blocks one at a time, a task per item block merging that block's best items
-        into its users' running best (``n`` positions and scores a user), so a worker holds its
-        blocks, one item block of another worker, one partition's running best, the scores of
-        a few users against an eighth of that block's items at a time (at most an eighth of its
-        bytes or 1 MiB, twice that while ranking them; the eighth of the items copied when
-        misaligned) and the recommendations of a sixteenth of a partition's users at a time,
-        written as one Parquet row group each: beyond its blocks, what it holds does not grow
-        with its users. Ties go to the item first in ``item_ids_``. No factor comes to the
-        client.
+        before the next). A partition meets the item blocks one at a time, a task per item block
+        merging that block's best items into its users' running best (``n`` positions and scores
+        a user), so a worker holds its blocks, one item block of another worker, one partition's
+        running best, the scores of a few users against an eighth of that block's items at a
+        time (at most an eighth of its bytes or 1 MiB, twice that while ranking them; the eighth
+        of the items copied when misaligned) and the recommendations of a sixteenth of a
+        partition's users at a time, written as one Parquet row group each: beyond its blocks,
+        what it holds does not grow with its users. Ties go to the item first in ``item_ids_``.
+        No factor comes to the client.
 
         Parameters
         ----------
