@@ -6,6 +6,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
 from dask.core import get_dependencies
@@ -280,15 +281,17 @@ def test_recommend_all_tasks_hold_one_item_block_each_released_after_its_step(mo
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("users_per_partition", [None, 20])
+@pytest.mark.parametrize("users_per_partition, rows_per_row_group", [(None, None), (20, 15)])
 def test_recommend_all_streamed_on_the_workers_equals_recommend_for_every_user(
-        client_factory, tmp_path, monkeypatch, users_per_partition):
+        client_factory, tmp_path, monkeypatch, users_per_partition, rows_per_row_group):
     """More item blocks than workers: each block of users meets them one at a time, and the
     result is the brute force's and implicit's; with partitions smaller than a block of users,
-    a file per partition. (Where the steps run is the scheduler's choice, by where their inputs
-    are; nothing pins them, so it is not asserted here.)"""
+    a file per partition, and with row groups smaller than a partition's rows, row groups of
+    whole users within that size. (Where the steps run is the scheduler's choice, by where
+    their inputs are; nothing pins them, so it is not asserted here.)"""
     if users_per_partition:
         monkeypatch.setattr(recommender, "USERS_PER_PARTITION", users_per_partition)
+        monkeypatch.setattr(recommender, "ROWS_PER_ROW_GROUP", rows_per_row_group)
     train, _ = interactions(14)
     client = client_factory(2)
     est = implicit_model().fit(train)
@@ -302,6 +305,16 @@ def test_recommend_all_streamed_on_the_workers_equals_recommend_for_every_user(
         -(-size // per_file) for size in est.user_factors_.chunks[0])
     written = pd.read_parquet(tmp_path / "all")
     assert_recommends(written, expected)
+    if rows_per_row_group:
+        for file in (tmp_path / "all").iterdir():
+            groups = pq.ParquetFile(file)
+            users_of = [groups.read_row_group(g, columns=["user"])["user"].to_numpy()
+                        for g in range(groups.num_row_groups)]
+            users_per_group = rows_per_row_group // N
+            assert [len(np.unique(users)) for users in users_of[:-1]] == [users_per_group] * (
+                len(users_of) - 1)
+            assert 0 < len(np.unique(users_of[-1])) <= users_per_group
+            assert all(len(users) <= rows_per_row_group for users in users_of)
     found = as_lists(written)
     for u, ids, scores in zip(users, library_ids, library_scores):
         np.testing.assert_array_equal(found[u][0], ids)

@@ -24,10 +24,11 @@ from .ranking import allowed_items, item_blocks, streamed_best, top_items, tripl
 
 #: Users a partition of :meth:`Recommender.recommend_all` holds at most: its running best and
 #: its recommendations are what a worker holds beyond its factors, whatever users it holds.
-USERS_PER_PARTITION = 50_000
-#: A task builds (and writes, as a Parquet row group) the recommendations of this fraction of
-#: its partition's users at a time: 1 / FRAMES_PER_BLOCK of them.
-FRAMES_PER_BLOCK = 16
+USERS_PER_PARTITION = 25_000
+#: A task builds (and writes, as a Parquet row group) the recommendations of this many rows at a
+#: time, at most (at least one user's): pyarrow's writer keeps about 500 bytes a row of a row
+#: group in its memory pool after the write (measured with its default pool, mimalloc).
+ROWS_PER_ROW_GROUP = 8192
 #: The columns written dictionary-encoded: a user repeats ``n`` times and ranks are few. A
 #: dictionary of the scores (all distinct) and the items would cost the writer about 500 bytes
 #: a row of a row group, kept by the worker process after it, for a larger file.
@@ -87,7 +88,7 @@ class Recommender:
                       filter_items: ArrayLike | None = None, items: ArrayLike | None = None,
                       path: str | None = None) -> DataFrame | None:
         """The ``n`` best items of every fitted user, as ``recommend`` gives them, computed a
-        partition of at most 50,000 users at a time where their factors are: on the workers
+        partition of at most 25,000 users at a time where their factors are: on the workers
         holding them when the model keeps its factors on the cluster (``keep_on_cluster=True``;
         a partition of each block of users at a time, the cluster forgetting the tasks of one
         before the next). A partition meets the item blocks one at a time, a task per item block
@@ -95,9 +96,9 @@ class Recommender:
         a user), so a worker holds its blocks, one item block of another worker, one partition's
         running best, the scores of a few users against an eighth of that block's items at a
         time (at most an eighth of its bytes or 1 MiB, twice that while ranking them; the eighth
-        of the items copied when misaligned) and the recommendations of a sixteenth of a
-        partition's users at a time, written as one Parquet row group each: beyond its blocks,
-        what it holds does not grow with its users. Ties go to the item first in ``item_ids_``.
+        of the items copied when misaligned) and at most 8,192 rows of recommendations at a
+        time, written as one Parquet row group each: beyond its blocks, what it holds does not
+        grow with its users. Ties go to the item first in ``item_ids_``.
         No factor comes to the client.
 
         Parameters
@@ -128,7 +129,7 @@ class Recommender:
         for i, (rows, users, seen, user_ids) in enumerate(self._user_blocks(user_rows)):
             best = streamed_best(rows, blocks_of_items, seen if exclude_seen else None, n,
                                  allowed, f"users-{i}", users)
-            block = (best, user_ids, self.item_ids_, self._score_offset())
+            block = (best, user_ids, self.item_ids_, self._score_offset(), ROWS_PER_ROW_GROUP)
             waves.setdefault(users.start, {})[i] = (
                 dask.delayed(_recommendations)(*block) if path is None else
                 dask.delayed(_write_recommendations)(f"{path}/part.{i:05d}.parquet", *block))
@@ -246,13 +247,13 @@ class Recommender:
         return 0.0
 
 
-def _recommendation_frames(best, user_ids, item_ids, offset):
+def _recommendation_frames(best, user_ids, item_ids, offset, rows):
     """The recommendations of one block of users (``best``: the positions and scores of their
-    best items, -1 past the last) as pandas DataFrames of a ``FRAMES_PER_BLOCK``-th of the
-    users each."""
+    best items, -1 past the last) as pandas DataFrames of at most ``rows`` rows (at least one
+    user) each."""
     pandas = require_pandas("recommend_all")
     top, scores = best
-    step = max(1, -(-len(user_ids) // FRAMES_PER_BLOCK))
+    step = max(1, rows // max(1, top.shape[1]))
     for lo in range(0, len(user_ids), step):
         users = slice(lo, lo + step)
         found = top[users] >= 0
