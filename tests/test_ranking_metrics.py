@@ -8,6 +8,7 @@ from implicit.cpu.als import AlternatingLeastSquares
 from implicit.evaluation import ranking_metrics_at_k
 
 from dask_strads import ImplicitMatrixFactorization, MatrixFactorization
+from dask_strads.estimators import ranking
 
 K = 5
 
@@ -80,7 +81,12 @@ def test_explicit_metrics_rank_by_predicted_rating():
     check_metrics(est.ranking_metrics(test, k=K), user_rows, item_rows, train, test)
 
 
-def test_factors_kept_on_the_cluster_are_ranked_block_against_block(client_factory):
+@pytest.mark.parametrize("users_per_partition", [None, 20])
+def test_factors_kept_on_the_cluster_are_ranked_block_against_block(
+        client_factory, monkeypatch, users_per_partition):
+    """Also with partitions smaller than a block of users, computed a wave at a time."""
+    if users_per_partition:
+        monkeypatch.setattr(ranking, "USERS_PER_PARTITION", users_per_partition)
     train, test = interactions(2)
     client = client_factory(2)
     implicit_est = implicit_model(keep_on_cluster=True)

@@ -290,7 +290,7 @@ def test_recommend_all_streamed_on_the_workers_equals_recommend_for_every_user(
     whole users within that size. (Where the steps run is the scheduler's choice, by where
     their inputs are; nothing pins them, so it is not asserted here.)"""
     if users_per_partition:
-        monkeypatch.setattr(recommender, "USERS_PER_PARTITION", users_per_partition)
+        monkeypatch.setattr(ranking, "USERS_PER_PARTITION", users_per_partition)
         monkeypatch.setattr(recommender, "ROWS_PER_ROW_GROUP", rows_per_row_group)
     train, _ = interactions(14)
     client = client_factory(2)

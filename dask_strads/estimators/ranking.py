@@ -12,6 +12,10 @@ from .mf_pairs import ids_of, known_positions
 
 #: Rows of scores built at a time, at most.
 RANKING_ROWS = 1024
+#: Users whose best items a task of a streamed ranking holds at most (see
+#: :func:`user_partition_waves`): its running best is what a worker holds beyond its factors,
+#: whatever users it holds.
+USERS_PER_PARTITION = 25_000
 #: An item block is scored a piece of at most 1 / ITEM_PIECES of its items at a time, each
 #: user's scores of a piece built a few users at a time, taking at most 1 / ITEM_PIECES of the
 #: block's bytes: both scale with the block...
@@ -125,6 +129,33 @@ def item_blocks(item_rows):
     sizes = item_rows.chunks[0]
     starts = np.cumsum((0,) + sizes[:-1]).tolist()
     return list(zip(item_rows.rechunk({1: -1}).to_delayed().ravel(), starts, sizes))
+
+
+def user_partition_waves(user_rows):
+    """The partitions of at most ``USERS_PER_PARTITION`` users of ``user_rows`` as waves, a list
+    of ``(index, rows, users, block)`` per wave: wave k holds the k-th partition of every block
+    of Dask rows (in memory, every partition is in the one wave). ``index`` numbers the
+    partitions in the order of the users, ``rows`` is Delayed (a block of Dask rows, else the
+    partition's own), ``users`` the partition's slice of ``rows`` and ``block`` its slice of all
+    the users. Computed a wave at a time, a worker works on one partition of its block at a
+    time, and the cluster forgets a wave's tasks, with what they were sent, before the next."""
+    if is_dask_array(user_rows):
+        chunks = user_rows.rechunk({1: -1}).to_delayed().ravel()
+        sizes = list(user_rows.chunks[0])
+    else:
+        starts = range(0, len(user_rows), USERS_PER_PARTITION)
+        sizes = [min(USERS_PER_PARTITION, len(user_rows) - lo) for lo in starts]
+        chunks = [dask.delayed(user_rows[lo:lo + size]) for lo, size in zip(starts, sizes)]
+    waves: dict[int, list] = {}
+    index = first = 0
+    for rows, size in zip(chunks, sizes):
+        for lo in range(0, size, USERS_PER_PARTITION):
+            hi = min(size, lo + USERS_PER_PARTITION)
+            waves.setdefault(lo, []).append(
+                (index, rows, slice(lo, hi), slice(first + lo, first + hi)))
+            index += 1
+        first += size
+    return list(waves.values())
 
 
 def streamed_best(user_rows, blocks, seen, n, allowed, chain, users=slice(None)):

@@ -16,10 +16,11 @@ and ``m = min(k, n)``:
   positions of the hits above them + (hits + n) / 2 (N - misses)) / (n N)``.
 
 Users without held-out items do not count. Factors held on a cluster are scored where they are,
-as ``recommend_all`` ranks them: a block of users meets the item blocks one at a time (a chain
-of tasks on its worker, each merging one item block's best into the users' running best, see
-:func:`.ranking.streamed_best`), then a task sums the block's metrics, and only those sums come
-back.
+as ``recommend_all`` ranks them: a partition of at most 25,000 users of a block at a time (see
+:func:`.ranking.user_partition_waves`) meets the item blocks one at a time (a chain of tasks,
+each merging one item block's best into the users' running best, see
+:func:`.ranking.streamed_best`), then a task sums the partition's metrics, and only those sums
+come back.
 """
 from typing import Any
 
@@ -30,7 +31,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..programs.implicit_mf import positive_entries
 from ..programs.mf import observed
 from .inputs import check_dask_matrix, check_positive_int, is_dask_array, to_scipy_if_pydata
-from .ranking import RANKING_ROWS, block_best, item_blocks, seen_pattern, streamed_best
+from .ranking import (RANKING_ROWS, block_best, item_blocks, seen_pattern, streamed_best,
+                      user_partition_waves)
 
 #: The k of ``score``: precision at 10.
 SCORE_K = 10
@@ -48,15 +50,13 @@ def ranking_metrics(user_rows, item_rows, seen, held_out, k, executor=None):
         sums = _block_sums(user_rows, item_rows, seen, held_out, k, n_items)
     else:
         blocks = item_blocks(item_rows)
-        parts, first = [], 0
-        for i, (rows, size) in enumerate(zip(user_rows.rechunk({1: -1}).to_delayed().ravel(),
-                                             user_rows.chunks[0])):
-            block = slice(first, first + size)
-            if held_out[block].nnz:
-                best = streamed_best(rows, blocks, seen[block], k, None, f"metrics-{i}")
-                parts.append(dask.delayed(_sums_of_best)(best, held_out[block], n_items, k))
-            first += size
-        sums = np.sum(executor.compute(*parts), axis=0)
+        sums = np.zeros(len(METRICS) + 2)
+        for wave in user_partition_waves(user_rows):
+            parts = [dask.delayed(_sums_of_best)(
+                streamed_best(rows, blocks, seen[block], k, None, f"metrics-{i}", users),
+                held_out[block], n_items, k)
+                for i, rows, users, block in wave if held_out[block].nnz]
+            sums += np.sum(executor.compute(*parts), axis=0) if parts else 0
     users = sums[-1]
     return {"precision": float(sums[0] / sums[1]),
             **{name: float(total / users) for name, total in zip(METRICS[1:], sums[2:-1])}}

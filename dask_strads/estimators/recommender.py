@@ -20,11 +20,9 @@ from sklearn.utils.validation import check_is_fitted
 from ..io.triplets import is_triplet_frame, require_pandas
 from .inputs import DataFrame, check_positive_int, is_dask_array
 from .mf_pairs import ids_of, known_positions
-from .ranking import allowed_items, item_blocks, streamed_best, top_items, triplet_rows
+from .ranking import (allowed_items, item_blocks, streamed_best, top_items, triplet_rows,
+                      user_partition_waves)
 
-#: Users a partition of :meth:`Recommender.recommend_all` holds at most: its running best and
-#: its recommendations are what a worker holds beyond its factors, whatever users it holds.
-USERS_PER_PARTITION = 25_000
 #: A task builds (and writes, as a Parquet row group) the recommendations of this many rows at a
 #: time, at most (at least one user's): pyarrow's writer keeps about 500 bytes a row of a row
 #: group in its memory pool after the write (measured with its default pool, mimalloc).
@@ -125,21 +123,20 @@ class Recommender:
             path = _empty_folder(path)
         user_rows, item_rows = self._scoring_rows()
         blocks_of_items = item_blocks(item_rows)
-        waves: dict[int, dict] = {}  # the k-th partition of every block of users, by index
-        for i, (rows, users, seen, user_ids) in enumerate(self._user_blocks(user_rows)):
-            best = streamed_best(rows, blocks_of_items, seen if exclude_seen else None, n,
-                                 allowed, f"users-{i}", users)
-            block = (best, user_ids, self.item_ids_, self._score_offset(), ROWS_PER_ROW_GROUP)
-            waves.setdefault(users.start, {})[i] = (
-                dask.delayed(_recommendations)(*block) if path is None else
-                dask.delayed(_write_recommendations)(f"{path}/part.{i:05d}.parquet", *block))
         # the fit's cluster while it runs, else the client set, else as a fit of factors' size
         executor = self._data_executor(user_rows.size + item_rows.size)
-        # a wave at a time: a block's partitions run one after the other, and once a wave is
-        # done the cluster forgets its tasks, with the seen items they were sent
         frames = {}
-        for wave in waves.values():
-            frames.update(zip(wave, executor.compute(*wave.values())))
+        for wave in user_partition_waves(user_rows):
+            tasks = {}
+            for i, rows, users, block in wave:
+                best = streamed_best(rows, blocks_of_items, self._seen[block] if exclude_seen
+                                     else None, n, allowed, f"users-{i}", users)
+                recommended = (best, self.user_ids_[block], self.item_ids_,
+                               self._score_offset(), ROWS_PER_ROW_GROUP)
+                tasks[i] = (dask.delayed(_recommendations)(*recommended) if path is None else
+                            dask.delayed(_write_recommendations)(
+                                f"{path}/part.{i:05d}.parquet", *recommended))
+            frames.update(zip(tasks, executor.compute(*tasks.values())))
         return None if path is not None else pandas.concat(
             [frames[i] for i in sorted(frames)], ignore_index=True)
 
@@ -221,26 +218,6 @@ class Recommender:
         if side == "item":
             self.n_features_in_ = len(merged_ids)
         return self
-
-    def _user_blocks(self, user_rows):
-        """``(user rows, users, seen, user ids)`` per partition of at most
-        ``USERS_PER_PARTITION`` users: the partition is the slice ``users`` of the rows, which
-        are Delayed: a chunk of Dask rows, else the partition's own."""
-        if is_dask_array(user_rows):
-            chunks = user_rows.rechunk({1: -1}).to_delayed().ravel()
-            sizes = user_rows.chunks[0]
-        else:
-            sizes = [min(USERS_PER_PARTITION, len(user_rows) - lo)
-                     for lo in range(0, len(user_rows), USERS_PER_PARTITION)]
-            chunks = [dask.delayed(user_rows[lo:lo + size]) for lo, size in
-                      zip(np.cumsum([0] + sizes[:-1]), sizes)]
-        first = 0
-        for rows, size in zip(chunks, sizes):
-            for lo in range(0, size, USERS_PER_PARTITION):
-                hi = min(size, lo + USERS_PER_PARTITION)
-                block = slice(first + lo, first + hi)
-                yield rows, slice(lo, hi), self._seen[block], self.user_ids_[block]
-            first += size
 
     def _score_offset(self):
         """What a score adds to the product of a user's and an item's rows."""
