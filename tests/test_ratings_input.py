@@ -1,6 +1,8 @@
 """The recommenders' input adapter (``estimators/ratings_input.py``): every form of the same
 ratings gives the same checked matrix, ids and counts as a pandas pivot of the triplets, and bad
 input of any form is refused with a clear error before the fit reaches for a cluster."""
+import warnings
+
 import dask.array as da
 import dask.dataframe as dd
 import numpy as np
@@ -186,6 +188,15 @@ def test_bad_input_is_refused_before_an_executor_is_chosen(triplets, monkeypatch
     monkeypatch.setattr(estimator, "_fit_executor", no_executor)
     with pytest.raises(error, match=match):
         checked_ratings(X, y, estimator, feedback)
+
+
+@pytest.mark.parametrize("feedback", ["implicit", "explicit"])
+def test_values_whose_sum_overflows_are_refused_with_no_other_warning(triplets, feedback):
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]) * 1e308)  # sum 4e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warnings too
+        with pytest.raises(ValueError, match="magnitude 1e\\+308: beyond 1e\\+150"):
+            checked_ratings(X, None, ESTIMATORS[feedback](), feedback)
 
 
 @pytest.mark.parametrize("make, error, match", [

@@ -161,7 +161,9 @@ def _value_stats(block):
     finite = bool(np.all(np.isfinite(values)))
     if not (finite and values.size):
         return np.array([[[float(finite), 0.0, 0.0, 0.0]]])
-    return np.array([[[1.0, values.sum(), float(values.min()), float(values.max())]]])
+    with np.errstate(over="ignore"):  # an infinite sum: values past the bound checked after
+        total = values.sum()
+    return np.array([[[1.0, total, float(values.min()), float(values.max())]]])
 
 
 def _summary(stats):
