@@ -4,8 +4,8 @@ One process run: a LocalCluster of ``--workers`` worker processes (one thread ea
 ImplicitMatrixFactorization of ``--users`` x ``--items`` factors of rank ``--rank`` kept on the
 cluster (random factors, a user block and an item block a worker, as a fit with
 ``keep_on_cluster=True`` leaves them; 10 seen items a user), whose ``recommend_all(n=10, path=)``
-writes a Parquet file per user block, measured (pandas and pyarrow imported in the workers
-first). The resident memory of every worker process and of this
+writes a Parquet file per partition of users, measured (pandas and pyarrow imported in the
+workers first). The resident memory of every worker process and of this
 process is sampled every 20 ms from just before the call to its end: printed, the rise of each
 (its peak less its value before, which holds the worker's blocks), beside a worker's user block,
 one item block, all item blocks, the target 1.3 x (its blocks + one item block) and the rise
