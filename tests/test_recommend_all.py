@@ -2,6 +2,10 @@
 implicit MF against the ``implicit`` library's ``recommend`` on the same factors, MF against its
 predicted ratings ranked by numpy; in memory, and with the factors kept on 2 worker processes,
 where every block of users is scored on the workers and written as Parquet."""
+import gc
+import time
+import tracemalloc
+
 import dask
 import dask.array as da
 import numpy as np
@@ -15,6 +19,7 @@ from implicit.cpu.als import AlternatingLeastSquares
 import dask_strads
 from dask_strads import ImplicitMatrixFactorization, MatrixFactorization
 from dask_strads.estimators import ranking, recommender
+from bounded import within
 from test_ranking_metrics import interactions
 
 N = 6
@@ -454,3 +459,35 @@ def test_partial_fit_items_adds_new_items_from_fitted_users(model):
     # who interacted with a new item is what recommendations leave out for them
     user = by_item[new[0]].indices[0]
     assert new[0] not in est.recommend([user], n=len(kept))[0]
+
+
+@pytest.mark.cluster
+def test_repeated_calls_leave_no_seen_items_with_the_scheduler(client_factory, tmp_path):
+    """recommend_all and ranking_metrics send the workers their seen items, held-out items and
+    ids scattered, not inside the graphs: the scheduler (in this process, under tracemalloc)
+    keeps the buffers of the graph messages it received after their tasks are forgotten, which
+    grew by more than the seen items' bytes a call when they travelled in the tasks."""
+    train, held_out = interactions(3, n_users=50_000, n_items=200)
+    client = client_factory(2)
+    scheduler = client.cluster.scheduler
+    est = with_blocked_factors(implicit_model().fit(train), 25_000, 100, client)
+    est.recommend_all(n=N, path=tmp_path / "first")  # what a first call loads and keeps
+    est.ranking_metrics(held_out, k=N)
+    seen_bytes = sum(a.nbytes for a in (est._seen.data, est._seen.indices, est._seen.indptr))
+    settled = len(scheduler.tasks)
+    tracemalloc.start()
+    try:
+        for call in range(3):
+            est.recommend_all(n=N, path=tmp_path / f"call-{call}")
+            est.ranking_metrics(held_out, k=N)
+        within(60, _until, lambda: len(scheduler.tasks) <= settled)  # releases are messages
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert kept < seen_bytes / 2, (kept, seen_bytes)
+
+
+def _until(condition):
+    while not condition():
+        time.sleep(0.05)

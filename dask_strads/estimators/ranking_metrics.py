@@ -28,6 +28,7 @@ import dask
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..engine.blocks import DataLayer
 from ..programs.implicit_mf import positive_entries
 from ..programs.mf import observed
 from .inputs import check_dask_matrix, check_positive_int, is_dask_array, to_scipy_if_pydata
@@ -52,9 +53,10 @@ def ranking_metrics(user_rows, item_rows, seen, held_out, k, executor=None):
         blocks = item_blocks(item_rows)
         sums = np.zeros(len(METRICS) + 2)
         for wave in user_partition_waves(user_rows):
+            data = DataLayer("ranking-metrics-data")
             parts = [dask.delayed(_sums_of_best)(
-                streamed_best(rows, blocks, seen[block], k, None, f"metrics-{i}", users),
-                held_out[block], n_items, k)
+                streamed_best(rows, blocks, seen[block], k, None, f"metrics-{i}", users, data),
+                data(held_out[block]), n_items, k)
                 for i, rows, users, block in wave if held_out[block].nnz]
             sums += np.sum(executor.compute(*parts), axis=0) if parts else 0
     users = sums[-1]
@@ -147,7 +149,10 @@ class RanksHeldOut:
         check_is_fitted(self)
         check_positive_int(k, "k")
         held_out = held_out_pattern(self, X, *self._held_out_entries())
-        return ranking_metrics(*self._scoring_rows(), self._seen, held_out, k, self._executor)
+        user_rows, item_rows = self._scoring_rows()
+        # as recommend_all: the fit's cluster while it runs, else the client set, else new
+        executor = self._data_executor(user_rows.size + item_rows.size)
+        return ranking_metrics(user_rows, item_rows, self._seen, held_out, k, executor)
 
     def precision_at_k(self, X: Any, k: int = SCORE_K) -> float:
         """Precision at ``k`` of the recommendations on held-out data X (see

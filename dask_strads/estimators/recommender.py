@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.utils.validation import check_is_fitted
 
+from ..engine.blocks import DataLayer
 from ..io.triplets import is_triplet_frame, require_pandas
 from .inputs import DataFrame, check_positive_int, is_dask_array
 from .mf_pairs import ids_of, known_positions
@@ -127,11 +128,12 @@ class Recommender:
         executor = self._data_executor(user_rows.size + item_rows.size)
         frames = {}
         for wave in user_partition_waves(user_rows):
-            tasks = {}
+            tasks, data = {}, DataLayer("recommend-all-data")
+            item_ids = data(self.item_ids_)
             for i, rows, users, block in wave:
                 best = streamed_best(rows, blocks_of_items, self._seen[block] if exclude_seen
-                                     else None, n, allowed, f"users-{i}", users)
-                recommended = (best, self.user_ids_[block], self.item_ids_,
+                                     else None, n, allowed, f"users-{i}", users, data)
+                recommended = (best, data(self.user_ids_[block]), item_ids,
                                self._score_offset(), ROWS_PER_ROW_GROUP)
                 tasks[i] = (dask.delayed(_recommendations)(*recommended) if path is None else
                             dask.delayed(_write_recommendations)(
