@@ -150,8 +150,10 @@ class RanksHeldOut:
         check_positive_int(k, "k")
         held_out = held_out_pattern(self, X, *self._held_out_entries())
         user_rows, item_rows = self._scoring_rows()
-        # as recommend_all: the fit's cluster while it runs, else the client set, else new
-        executor = self._data_executor(user_rows.size + item_rows.size)
+        # factors on a cluster are ranked as recommend_all ranks them: on the fit's cluster
+        # while it runs, else on the client set; factors in memory here
+        executor = (self._data_executor(user_rows.size + item_rows.size)
+                    if is_dask_array(user_rows) else None)
         return ranking_metrics(user_rows, item_rows, self._seen, held_out, k, executor)
 
     def precision_at_k(self, X: Any, k: int = SCORE_K) -> float:
