@@ -158,7 +158,7 @@ def user_partition_waves(user_rows):
     return list(waves.values())
 
 
-def streamed_best(user_rows, blocks, seen, n, allowed, chain, users=slice(None), data=None):
+def streamed_best(user_rows, blocks, seen, n, allowed, chain, users, data):
     """Delayed ``(positions, scores)`` of the ``n`` best items of each user ``users`` of a block
     (Delayed ``user_rows``; ``seen``: their seen items, None: none left out; ``allowed``: as
     :func:`.ranking.allowed_items`), -1 and -inf past the last: a chain of tasks, one per item
@@ -174,23 +174,19 @@ def streamed_best(user_rows, blocks, seen, n, allowed, chain, users=slice(None),
     key would stay copied there until the scheduler's memory manager drops it). A group of
     tasks per chain, not one of every chain's: the scheduler places a group of many tasks with
     few dependencies anywhere, as root tasks, and these must run where their inputs are.
-    ``data`` (a :class:`.engine.blocks.DataLayer`) takes each step's seen and allowed items
-    into its layer, so that a cluster gets them scattered rather than inside the graph."""
+    ``users``: the slice of ``user_rows`` ranked; ``data`` (a :class:`.engine.blocks.DataLayer`)
+    takes each step's seen and allowed items into its layer, so that a cluster gets them
+    scattered rather than inside the graph."""
     chain = f"{chain}-{uuid.uuid4().hex[:8]}"
-    held = data or _as_is
     best = dask.delayed(_no_best_of)(user_rows, users, n, dask_key_name=(f"best-of-{chain}", 0))
     for j, (rows, first, size) in enumerate(blocks, start=1):
         block = slice(first, first + size)
         handed = dask.delayed(_handed_over)(rows, dask_key_name=(f"item-block-for-{chain}", j))
         best = dask.delayed(_merged_into)(
-            best, user_rows, users, handed, None if seen is None else held(seen[:, block]),
-            None if allowed is None else held(~allowed[block]), first,
+            best, user_rows, users, handed, None if seen is None else data(seen[:, block]),
+            None if allowed is None else data(~allowed[block]), first,
             dask_key_name=(f"best-of-{chain}", j))
     return best
-
-
-def _as_is(value):
-    return value
 
 
 def _no_best_of(user_rows, users, k):
