@@ -8,6 +8,7 @@ import uuid
 import dask
 import numpy as np
 import scipy.sparse as sp
+from dask.delayed import Delayed
 from dask.sizeof import sizeof
 
 from ..log import logger
@@ -186,8 +187,6 @@ class DataLayer:
 
     def __call__(self, value):
         """``value`` as a Delayed of this layer."""
-        from dask.delayed import Delayed
-
         key = (self.name, self.count)
         self.count += 1
         return Delayed(key, {key: value})
