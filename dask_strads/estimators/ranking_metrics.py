@@ -53,11 +53,13 @@ def ranking_metrics(user_rows, item_rows, seen, held_out, k, executor=None):
         blocks = item_blocks(item_rows)
         sums = np.zeros(len(METRICS) + 2)
         for wave in user_partition_waves(user_rows):
-            data = DataLayer("ranking-metrics-data")
-            parts = [dask.delayed(_sums_of_best)(
-                streamed_best(rows, blocks, seen[block], k, None, f"metrics-{i}", users, data),
-                data(held_out[block]), n_items, k)
-                for i, rows, users, block in wave if held_out[block].nnz]
+            data, parts = DataLayer("ranking-metrics-data"), []
+            for i, rows, users, block in wave:
+                relevant = held_out[block]
+                if relevant.nnz:
+                    best = streamed_best(rows, blocks, seen[block], k, None, f"metrics-{i}",
+                                         users, data)
+                    parts.append(dask.delayed(_sums_of_best)(best, data(relevant), n_items, k))
             sums += np.sum(executor.compute(*parts), axis=0) if parts else 0
     users = sums[-1]
     return {"precision": float(sums[0] / sums[1]),
