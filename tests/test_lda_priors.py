@@ -76,14 +76,17 @@ def planted():
     return X, phi
 
 
-def fit(X, **params):
+def fit(X, random_state=0, **params):
     return LatentDirichletAllocation(5, doc_topic_prior=0.1, topic_word_prior=0.1, max_iter=100,
-                                     random_state=0, **params).fit(X)
+                                     random_state=random_state, **params).fit(X)
 
 
 def test_learned_alpha_recovers_the_planted_asymmetric_alpha(planted):
+    """About half the fits of this corpus end with two planted topics merged, in a mode of
+    lower likelihood: the fit kept is the likeliest of five restarts, as a user would pick."""
     X, phi = planted
-    model = fit(X, optimize_interval=5)
+    restarts = [fit(X, optimize_interval=5, random_state=seed) for seed in range(5)]
+    model = max(restarts, key=lambda restart: restart.score(X))
     score, matching = match_topics(model.components_, phi)
     assert score > 0.98
     learned = model.alpha_[matching]

@@ -39,11 +39,15 @@ def test_unnormalised_transform_is_the_weights_of_the_normalised_one(model, corp
     np.testing.assert_allclose(weights / weights.sum(axis=1, keepdims=True), model.transform(X))
 
 
-def test_transform_matches_scikit_learns_on_the_same_topics(model, corpus):
+def test_transform_matches_scikit_learns_on_the_same_topics(corpus):
     """scikit-learn's variational transform with our fitted topics: its unnormalised rows are
     the Dirichlet parameters gamma_d (summing to n_d + K alpha, like ours), its normalised rows
-    about our Gibbs estimate of theta."""
+    about our Gibbs estimate of theta. A seeded fit: about one fit in 25 of this corpus ends
+    with two planted topics merged, whose documents' split between the two the two methods
+    estimate differently."""
     X = corpus[1]
+    model = LatentDirichletAllocation(K, doc_topic_prior=ALPHA, max_iter=40,
+                                      optimize_interval=0, random_state=0).fit(corpus[0])
     peer = SklearnLDA(K, doc_topic_prior=ALPHA, max_iter=1, random_state=0).fit(corpus[0])
     peer.components_ = model.components_.copy()
     peer.exp_dirichlet_component_ = np.exp(
