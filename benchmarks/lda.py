@@ -7,7 +7,8 @@ solver's corpus and the initial topic assignment), the median seconds per iterat
 sweep over every token), tokens per second (tokens / median seconds per iteration), the
 whole fit's seconds, the training per-token log-likelihood after the last iteration, the
 recovery of the planted topics (synthetic corpus only), and ``dask_strads / this solver``
-ratios when dask_strads has an LDA estimator. Times are medians over ``--repeats`` fits,
+ratios when dask_strads has an LDA estimator. Times are medians over ``--repeats`` fits, the
+solvers fitting in turn (so that a change of the machine's load falls on all of them alike),
 after one untimed warm-up fit per solver (1 iteration on the first 1000 documents: numba
 JIT, embedded Dask cluster start).
 
@@ -365,15 +366,20 @@ def run_case(corpus, K, args, strads_cls):
     if "lda" in args.solvers:
         runners["lda"] = lambda Xs, it: run_lda(Xs, K, args.alpha, args.beta, it, args.seed)
 
-    rows = []
-    for name, run in runners.items():
+    small, _ = _prune(X[:1000])
+    fits = {}
+    for name, run in list(runners.items()):
         try:  # warm-up (untimed): JIT compilation, cluster start, imports
-            small, _ = _prune(X[:1000])
             run(small, 1)
-            results = [run(X, args.iterations) for _ in range(args.repeats)]
+            fits[name] = []
         except Exception as exc:  # a broken solver must not take the others down with it
             print(f"    {name}: failed, skipped ({type(exc).__name__}: {exc})", flush=True)
-            continue
+            del runners[name]
+    for _ in range(args.repeats):  # the solvers in turn, so that the load falls on all alike
+        for name, run in runners.items():
+            fits[name].append(run(X, args.iterations))
+    rows = []
+    for name, results in fits.items():
         last = results[-1]
         per_iter = statistics.median(float(np.median(r["iter_times"])) for r in results)
         row = {
