@@ -54,6 +54,7 @@ import numpy as np
 from numba import njit
 
 from .compilation import declare_kernel_set
+from .sampling import next_uniform, random_stream
 
 
 def topic_dtype(n_topics):
@@ -212,7 +213,7 @@ def _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wo
     ``alpha`` is (K,) float64, ``prior_totals`` (K,) V beta + B_k (V the full vocabulary's
     size, not the block's); the seeded topics of local word w are
     ``seed_topics[seed_indptr[w]:seed_indptr[w + 1]]``, with their boosts in ``seed_boosts``.
-    ``seed`` seeds numba's generator.
+    ``seed`` seeds the stream of uniforms (:func:`.sampling.next_uniform`).
     Returns ``(terms, from_s, from_r, from_q, log_predictive)``: an operation count (bucket terms
     computed or walked, list entries scanned, plus K for the set-up), how
     many tokens drew from each bucket, and the sum over tokens of the log leave-one-out
@@ -220,7 +221,7 @@ def _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wo
     log p(w_i | all other tokens) = log (s + r + q) / (n_d - 1 + sum_k alpha_k),
     a training log-likelihood that the sampler computes anyway.
     """
-    np.random.seed(seed)
+    stream = random_stream(seed)
     _sort_by_count(n_wk, word_topics, word_nnz)
     n_topics = n_k.shape[0]
     inv = np.empty(n_topics)  # 1 / D_k
@@ -292,7 +293,8 @@ def _sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, wo
         if predictive < 1e-250:
             log_predictive += np.log(predictive)
             predictive = 1.0
-        u = np.random.random() * (s + r + q)
+        stream, u = next_uniform(stream)
+        u *= s + r + q
         new = -1
         if u < q:
             from_q += 1

@@ -44,7 +44,7 @@ from numba import njit
 from .compilation import declare_kernel_set
 from .lda import (_list_append, _list_remove, add_counts, fill_nonzero, no_seeds, topic_priors,
                   topic_totals)
-from .sampling import alias_build, alias_draw
+from .sampling import alias_build, alias_draw, next_uniform, random_stream
 
 #: Metropolis-Hastings cycles (a word proposal, then a document proposal) per token.
 MH_STEPS = 2
@@ -166,7 +166,7 @@ def _sample_block_alias(doc, word, z, start, stop, doc_starts, doc_positions, n_
     :func:`.lda._sample_block`. Returns ``(operations, accepted, log_predictive)``: draws,
     look-up steps and table entries built; proposals accepted; the push's log predictive
     probability, estimated from every ``stride``-th token."""
-    np.random.seed(seed)
+    stream = random_stream(seed)
     n_topics = n_k.shape[0]
     inv = 1.0 / (n_k + prior_totals)  # 1 / D_k, kept current
     c = inv.copy()  # the word proposal's snapshot of 1 / D_k
@@ -219,15 +219,19 @@ def _sample_block_alias(doc, word, z, start, stop, doc_starts, doc_positions, n_
             # word proposal: f's draws, s0 kept with probability g(s0) / f(s0)
             while True:
                 operations += 1
-                if np.random.random() * (mass[w] + dense_mass) < mass[w]:
-                    j = alias_draw(prob, alias, lo, hi)
+                stream, u = next_uniform(stream)
+                if u * (mass[w] + dense_mass) < mass[w]:
+                    stream, j = alias_draw(stream, prob, alias, lo, hi)
                     t = topics[j]
                     v = values[j]
                 else:
-                    t = alias_draw(dense_prob, dense_alias, 0, n_topics)
+                    stream, t = alias_draw(stream, dense_prob, dense_alias, 0, n_topics)
                     v = _snapshot(topics, values, lo, hi, t)
                     operations += 8
-                if t != s0 or np.random.random() < keep_s0:
+                if t != s0:
+                    break
+                stream, u = next_uniform(stream)
+                if u < keep_s0:
                     break
             if t != t_cur:
                 g_t = g0 if t == s0 else (v + beta) * c[t]
@@ -238,23 +242,25 @@ def _sample_block_alias(doc, word, z, start, stop, doc_starts, doc_positions, n_
                 pi_t = (n_dk[d, t] + alpha[t]) * (
                     n_wk[w, t] + beta + _boost(seed_indptr, seed_topics, seed_boosts, w, t)
                 ) * inv[t]
-                if np.random.random() * pi_cur * g_t < pi_t * g_cur:
+                stream, u = next_uniform(stream)
+                if u * pi_cur * g_t < pi_t * g_cur:
                     t_cur, pi_cur, g_cur = t, pi_t, g_t
                     z[i] = t
                     accepted += 1
             # document proposal: a uniform token of the document (this one at t_cur), or alpha
-            u = np.random.random() * (n_d + alpha_sum)
+            stream, u = next_uniform(stream)
+            u *= n_d + alpha_sum
             if u < n_d:
                 t = z[doc_positions[doc_starts[d] + min(int(u), n_d - 1)]]
             else:
-                t = alias_draw(alpha_prob, alpha_alias, 0, n_topics)
+                stream, t = alias_draw(stream, alpha_prob, alpha_alias, 0, n_topics)
             operations += 1
             if t != t_cur:
                 pi_t = (n_dk[d, t] + alpha[t]) * (
                     n_wk[w, t] + beta + _boost(seed_indptr, seed_topics, seed_boosts, w, t)
                 ) * inv[t]
-                if (np.random.random() * pi_cur * (n_dk[d, t] + alpha[t])
-                        < pi_t * (n_dk[d, t_cur] + alpha[t_cur])):
+                stream, u = next_uniform(stream)
+                if u * pi_cur * (n_dk[d, t] + alpha[t]) < pi_t * (n_dk[d, t_cur] + alpha[t_cur]):
                     t_cur, pi_cur, g_cur = t, pi_t, -1.0
                     z[i] = t
                     accepted += 1

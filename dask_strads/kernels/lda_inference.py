@@ -10,17 +10,19 @@ from numba import njit
 
 from .compilation import declare_kernel_set
 from .lda import no_seeds, topic_priors
+from .sampling import next_below, next_uniform, random_stream
 
 
 @njit(cache=True, nogil=True)
-def _drawn(weights, total):
-    """A topic drawn with probabilities ``weights / total``."""
-    u = np.random.random() * total
+def _drawn(stream, weights, total):
+    """``(stream, k)``: a topic drawn with probabilities ``weights / total``."""
+    stream, u = next_uniform(stream)
+    u *= total
     k = 0
     while k < len(weights) - 1 and u >= weights[k]:
         u -= weights[k]
         k += 1
-    return k
+    return stream, k
 
 
 @njit(cache=True, nogil=True)
@@ -30,7 +32,7 @@ def _infer_documents(indptr, words, counts, phi_by_word, alpha, n_sweeps, burn_i
     ``phi_by_word`` is (V x K): column-normalised topic-word probabilities, one row per word;
     ``alpha`` is (K,).
     """
-    np.random.seed(seed)
+    stream = random_stream(seed)
     n_docs = indptr.shape[0] - 1
     n_topics = phi_by_word.shape[1]
     theta = np.zeros((n_docs, n_topics))
@@ -49,7 +51,9 @@ def _infer_documents(indptr, words, counts, phi_by_word, alpha, n_sweeps, burn_i
             for _ in range(counts[p]):
                 token_words[i] = words[p]
                 i += 1
-        z = np.random.randint(0, n_topics, n_tokens)
+        z = np.empty(n_tokens, dtype=np.int64)
+        for i in range(n_tokens):
+            stream, z[i] = next_below(stream, n_topics)
         n_dk = np.zeros(n_topics)
         for i in range(n_tokens):
             n_dk[z[i]] += 1.0
@@ -61,7 +65,7 @@ def _infer_documents(indptr, words, counts, phi_by_word, alpha, n_sweeps, burn_i
                 for k in range(n_topics):
                     weights[k] = (n_dk[k] + alpha[k]) * phi_by_word[token_words[i], k]
                     total += weights[k]
-                k = _drawn(weights, total)
+                stream, k = _drawn(stream, weights, total)
                 z[i] = k
                 n_dk[k] += 1.0
             if sweep >= burn_in:
@@ -116,7 +120,7 @@ def _sample_held_out(doc, word, z, n_dk, n_wk, inv, alpha, beta, seed_indptr, se
                      seed_boosts, seed):
     """Resample the held-out tokens (``doc``, ``word`` local to the block, ``z``) once from
     p(z = k) ∝ (n_dk + alpha_k) (n_wk + beta + b_wk) / D_k; ``z`` and ``n_dk`` in place."""
-    np.random.seed(seed)
+    stream = random_stream(seed)
     n_topics = inv.shape[0]
     weights = np.empty(n_topics)
     for i in range(z.shape[0]):
@@ -124,7 +128,7 @@ def _sample_held_out(doc, word, z, n_dk, n_wk, inv, alpha, beta, seed_indptr, se
         n_dk[d, t] -= 1
         total = _mixture_weights(weights, d, w, n_dk, n_wk, inv, alpha, beta, seed_indptr,
                                  seed_topics, seed_boosts)
-        k = _drawn(weights, total)
+        stream, k = _drawn(stream, weights, total)
         z[i] = k
         n_dk[d, k] += 1
 

@@ -23,6 +23,7 @@ from numba import njit
 
 from .compilation import declare_kernel_set
 from .lda import _list_append, _list_remove, add_counts, fill_nonzero, topic_totals
+from .sampling import next_uniform, random_stream
 
 #: A topic whose factor is below e^MIN_EXPONENT (1e-26) times the largest one's is not drawn
 #: (nor is its exp computed, which for far smaller factors would be a slow subnormal number).
@@ -39,7 +40,7 @@ def _sample_block_supervised(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word
     ``lengths`` (D,) their tokens, ``prior_total`` V beta. Returns the sum over tokens of LDA's
     log leave-one-out predictive probability (the supervised factor left out), as
     :func:`.lda._sample_block` does."""
-    np.random.seed(seed)
+    stream = random_stream(seed)
     n_topics = n_k.shape[0]
     n_classes = eta.shape[0]
     exponent = np.empty(n_topics)
@@ -89,7 +90,8 @@ def _sample_block_supervised(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word
                 total += p * np.exp(below)
             cumulative[k] = total
         log_predictive += np.log(lda_total / (lengths[d] - 1 + alpha_sum))
-        u = np.random.random() * total
+        stream, u = next_uniform(stream)
+        u *= total
         new = n_topics - 1  # if rounding runs the walk off the end
         for k in range(n_topics):
             if u < cumulative[k]:
