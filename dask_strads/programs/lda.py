@@ -198,13 +198,16 @@ def make_shard(X_rows, block_of_word, local_index, n_blocks, held_out=None):
     if held_out is not None:
         sampled, scored = (make_shard(h, block_of_word, local_index, n_blocks) for h in held_out)
         held_out = HeldOut(sampled, scored, np.asarray(held_out[0].sum(axis=1)).ravel())
-    counts = X_rows.data.astype(np.int64)
-    doc = np.repeat(np.repeat(np.arange(X_rows.shape[0]), np.diff(X_rows.indptr)), counts)
-    words = np.repeat(X_rows.indices, counts)
-    block = block_of_word[words]
-    order = np.lexsort((doc, block))
-    starts = np.searchsorted(block[order], np.arange(n_blocks + 1))
-    return Shard(doc[order].astype(np.int64), local_index[words][order].astype(np.int64),
+    # the stored entries grouped by block, documents in order within a block (a stable sort of
+    # small integers is a radix sort), then each entry repeated into its tokens
+    block = block_of_word[X_rows.indices]
+    order = np.argsort(block.astype(np.min_scalar_type(n_blocks)), kind="stable")
+    counts = X_rows.data[order].astype(np.int64)
+    docs = np.repeat(np.arange(X_rows.shape[0]), np.diff(X_rows.indptr))[order]
+    entry_starts = np.searchsorted(block[order], np.arange(n_blocks + 1))
+    starts = np.concatenate([[0], np.cumsum(counts)])[entry_starts]
+    return Shard(np.repeat(docs, counts).astype(np.int64, copy=False),
+                 np.repeat(local_index[X_rows.indices[order]], counts).astype(np.int64, copy=False),
                  starts, X_rows.shape[0], held_out)
 
 
