@@ -3,7 +3,9 @@ fit's pushes.
 
 - "one call": ``kernels.lda.sample_block`` over every token of the corpus (one shard, one
   block, tokens in document order), ``--sweeps`` sweeps from random topics; the median of the
-  sweeps after the fourth (the first ones, from random topics, touch far more topics a token);
+  sweeps after the fourth (the first ones, from random topics, touch far more topics a token),
+  and apart the first sweep and the operations a token (bucket terms, walks, list scans) of
+  every sweep;
 - "pushes alone" / "pushes side by side": a ``LatentDirichletAllocation`` fit (2 shards and 2
   vocabulary blocks in this process, priors fixed) on Dask's threaded scheduler with one thread
   (its pushes one at a time) and with two (the two shards' pushes at once), timed by
@@ -36,13 +38,15 @@ def one_call(X, n_topics, sweeps):
     z = lda.random_topics(len(doc), n_topics, 0)
     (n_dk, doc_topics, doc_nnz), (n_wk, word_topics, word_nnz), n_k = lda.initial_counts(
         doc, word, z, X.shape[0], X.shape[1], n_topics)
-    seconds = []
+    seconds, operations = [], []
+    n_k = n_k.astype(np.int64)
     for sweep in range(sweeps):
         start = time.perf_counter()
-        lda.sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics, word_nnz,
-                         n_k.astype(np.int64), 0.1, 0.01, X.shape[1], sweep)
+        terms, *_ = lda.sample_block(doc, word, z, n_dk, doc_topics, doc_nnz, n_wk, word_topics,
+                                     word_nnz, n_k, 0.1, 0.01, X.shape[1], sweep)
         seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds[4:]) / len(doc)
+        operations.append(terms / len(doc))
+    return statistics.median(seconds[4:]) / len(doc), seconds[0] / len(doc), operations
 
 
 def pushes(X, n_topics, threads):
@@ -67,13 +71,19 @@ def main():
     X, _ = load_news_articles()
     LatentDirichletAllocation(args.topics, max_iter=1).fit(X[:200])  # compiles, untimed
     measured = {"one call": [], "pushes alone": [], "pushes side by side": []}
+    first_sweeps = []
     for _ in range(args.repeats):
-        measured["one call"].append(one_call(X, args.topics, args.sweeps))
+        late, first, operations = one_call(X, args.topics, args.sweeps)
+        measured["one call"].append(late)
+        first_sweeps.append(first)
         measured["pushes alone"].append(pushes(X, args.topics, 1))
         measured["pushes side by side"].append(pushes(X, args.topics, 2))
     for name, values in measured.items():
         print(f"{name}: {statistics.median(values) * 1e9:.1f} ns a token "
               f"(K = {args.topics}, medians of {args.repeats})")
+    first = statistics.median(first_sweeps) * 1e9
+    print(f"one call, the first sweep (from random topics): {first:.1f} ns a token; operations "
+          f"a token by sweep: {', '.join(f'{ops:.1f}' for ops in operations)}")
     print(f"load average at the end: {os.getloadavg()}")
 
 
