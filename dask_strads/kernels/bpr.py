@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit
 
 from .compilation import declare_kernel_set
+from .sampling import next_below, random_stream
 
 
 @njit(cache=True, nogil=True)
@@ -29,7 +30,7 @@ def _interacted(indices, start, stop, item):
 @njit(cache=True, nogil=True, fastmath=True)
 def _sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regularization,
                fixed_user_columns, move_items):
-    np.random.seed(seed)
+    stream = random_stream(seed)
     # constants of the rows' type: float32 rows are updated in float32 arithmetic throughout
     zero, one = learning_rate - learning_rate, learning_rate / learning_rate
     n_items, width = items.shape
@@ -39,15 +40,15 @@ def _sgd_steps(indptr, indices, users, items, n_steps, seed, learning_rate, regu
     if nnz == 0 or n_items < 2:
         return loss, correct, taken
     for _ in range(n_steps):
-        entry = np.random.randint(nnz)
+        stream, entry = next_below(stream, nnz)
         u = np.searchsorted(indptr, entry, side="right") - 1
         start, stop = indptr[u], indptr[u + 1]
         if stop - start >= n_items:
             continue  # the user interacted with every item of the block: no j
         i = indices[entry]
-        j = np.random.randint(n_items)
+        stream, j = next_below(stream, n_items)
         while _interacted(indices, start, stop, j):
-            j = np.random.randint(n_items)
+            stream, j = next_below(stream, n_items)
         x = zero
         for f in range(width):
             x += users[u, f] * (items[i, f] - items[j, f])
