@@ -122,6 +122,34 @@ def test_objective_and_predictions_match_liblinear(formulation, sparse, n_classe
         assert np.all(model.intercept_ == 0.0)
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False], ids=["intercept", "no_intercept"])
+def test_unsorted_and_repeated_entries_of_sparse_rows_fit_as_their_sums(fit_intercept):
+    """A CSR X whose rows list their entries out of order, some twice (scipy means their sum):
+    the fit of the canonical matrix, and the caller's matrix left as it was."""
+    X, y = problem(sparse=True, seed=2)
+    rng = np.random.default_rng(0)
+    rows, columns, values = [], [], []
+    for i in range(X.shape[0]):
+        row = X.getrow(i)
+        order = rng.permutation(row.nnz)
+        halves = rng.random(row.nnz) < 0.3  # these entries split in two halves
+        for j, v, split in zip(row.indices[order], row.data[order], halves[order]):
+            rows += [i] * (1 + split)
+            columns += [j] * (1 + split)
+            values += [v / 2, v / 2] if split else [v]
+    indptr = np.searchsorted(np.asarray(rows), np.arange(X.shape[0] + 1))
+    messy = sp.csr_matrix((np.array(values), np.array(columns), indptr), shape=X.shape)
+    assert not messy.has_canonical_format and messy.nnz > X.nnz
+    kept = messy.indices.copy(), messy.data.copy()
+    for dual in (True, False):
+        params = dict(dual=dual, fit_intercept=fit_intercept)
+        got = ours("l2", "squared_hinge", **params).fit(messy, y)
+        expected = ours("l2", "squared_hinge", **params).fit(X, y)
+        np.testing.assert_allclose(got.coef_, expected.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(messy.indices, kept[0])
+    np.testing.assert_array_equal(messy.data, kept[1])
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("formulation", FORMULATIONS, ids=formulation_id)
 def test_class_and_sample_weights_as_liblinear_weighs_them(formulation, n_classes):

@@ -10,6 +10,7 @@ from numba import njit
 
 from .columns import column_axpy, column_dot, n_columns
 from .compilation import declare_block_kernel_sets
+from .sampling import next_below, random_stream
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -88,6 +89,23 @@ def _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
     return largest, kept
 
 
+@njit(cache=True, nogil=True)
+def _dual_sweeps(Xt, y, alpha, upper, diag, curvature, order, w, budget, max_sweeps, seed):
+    """Sweeps of :func:`_dual_sweep` over ``order`` (the working set), each in a fresh random
+    order (Fisher-Yates, a SplitMix64 stream from ``seed``) over the samples the one before kept,
+    until ``budget`` samples have been visited, ``max_sweeps`` sweeps have run or none is kept."""
+    stream = random_stream(seed)
+    size = order.shape[0]
+    for _ in range(max_sweeps):
+        if size == 0 or budget <= 0:
+            break
+        budget -= size
+        for k in range(size - 1, 0, -1):
+            stream, j = next_below(stream, k + 1)
+            order[k], order[j] = order[j], order[k]
+        _, size = _dual_sweep(Xt, y, alpha, upper, diag, curvature, order[:size], w)
+
+
 # -- entry points: fixed types, so that one compiled specialisation serves every fit ----------
 def measure(Xt, w, y, alpha, cost, upper, diag, squared):
     """``(loss, dual, violation, working)``: :func:`_measure`'s, ``working`` an array."""
@@ -97,10 +115,11 @@ def measure(Xt, w, y, alpha, cost, upper, diag, squared):
     return loss, dual, violation, working[:n]
 
 
-def dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
-    """:func:`_dual_sweep` (``order``: int64), ``alpha``, ``w`` and ``order`` updated in place;
-    ``(the largest |projected gradient| met, the samples moved to the front of order)``."""
-    return _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w)
+def dual_sweeps(Xt, y, alpha, upper, diag, curvature, order, w, budget, max_sweeps, seed):
+    """:func:`_dual_sweeps` (``order``: int64), ``alpha``, ``w`` and ``order`` updated in
+    place."""
+    _dual_sweeps(Xt, y, alpha, upper, diag, curvature, order, w, int(budget), int(max_sweeps),
+                 int(seed))
 
 
 def change_terms(alpha, new, diag, working):
@@ -109,5 +128,5 @@ def change_terms(alpha, new, diag, working):
 
 
 # on dense rows or CSR ones
-declare_block_kernel_sets("svm_dual", "SVM dual", (_measure, _dual_sweep),
+declare_block_kernel_sets("svm_dual", "SVM dual", (_measure, _dual_sweeps),
                           other_kernels=(_change_terms,))
