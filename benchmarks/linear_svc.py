@@ -4,11 +4,12 @@ text classification.
 One process run, both on the same data and the same C (1.0), each formulation liblinear has:
 the squared hinge with the l2 penalty (default; liblinear's dual coordinate descent and primal
 Newton solvers), the hinge (dual only) and the squared hinge with the l1 penalty (primal only).
-Per problem and formulation it prints the median wall time of ``--repeats`` timed fits
-(dask_strads first fits once untimed: numba compilation), the relative suboptimality
-``(P(w) - P*) / P*`` of liblinear's objective (the intercept a penalised constant feature,
-computed here in numpy), the rounds or iterations, and ``dask_strads time / this solver's
-time``. ``P*`` is the best objective of everything run, a tight reference fit by each included.
+Per problem and formulation it prints the median wall time of ``--repeats`` timed fits, the
+solvers fitting in turn (dask_strads first fits once untimed: numba compilation), the
+relative suboptimality ``(P(w) - P*) / P*`` of liblinear's objective (the intercept a
+penalised constant feature, computed here in numpy), the rounds or iterations, and
+``dask_strads time / this solver's time``. ``P*`` is the best objective of everything run, a
+tight reference fit by each included.
 
 Stopping rules, each solver's own at its default ``tol=1e-4``: dask_strads's dual program on
 the duality gap relative to the objective (a bound on its suboptimality), its primal one on the
@@ -93,6 +94,18 @@ def timed(make, X, y, repeats):
     return statistics.median(times), model
 
 
+def in_turn(runs, X, y, repeats):
+    """``{solver: (median seconds, last model)}``, the solvers fitting in turn, repeat by
+    repeat, so that a change of the machine's load falls on all of them alike."""
+    times, models = {solver: [] for solver in runs}, {}
+    for _ in range(repeats):
+        for solver, make in runs.items():
+            start = time.perf_counter()
+            models[solver] = make().fit(X, y)
+            times[solver].append(time.perf_counter() - start)
+    return {solver: (statistics.median(times[solver]), models[solver]) for solver in runs}
+
+
 def passes(args):
     """Each budget's median time and rounds to a gap of 1e-6 (in-process fits: the program
     reads the module's PASSES at each push)."""
@@ -143,7 +156,7 @@ def main():
         for formulation, (penalty, loss, duals) in FORMULATIONS.items():
             runs, tight = solvers(penalty, loss, duals)
             runs["dask_strads"]().fit(X, y)  # warm-up: numba compilation
-            results = {solver: timed(make, X, y, args.repeats) for solver, make in runs.items()}
+            results = in_turn(runs, X, y, args.repeats)
             values = {solver: objective(X, y, model, penalty, loss)
                       for solver, (_, model) in results.items()}
             best = min([*values.values()] + [objective(X, y, make().fit(X, y), penalty, loss)
