@@ -11,7 +11,8 @@ from numba import njit
 from .columns import (add_columns, column_accumulate, column_axpy, column_clear, column_dot,
                       column_scatter, column_stats)
 from .compilation import declare_block_kernel_sets
-from .sampling import tree_add, tree_build, tree_find, tree_total
+from .sampling import (next_below, next_uniform, random_stream, tree_add, tree_build, tree_find,
+                       tree_total)
 
 PRIORITY, CYCLIC, RANDOM = 0, 1, 2
 
@@ -93,7 +94,7 @@ def _sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, mi
     Returns ``(offset, cursor, evaluated, updates, rejected, fallbacks)``: candidates evaluated,
     coordinates changed, movers dropped by the dependency check, sequential fall-backs.
     """
-    np.random.seed(seed)
+    stream = random_stream(seed)
     n = r.shape[0]
     width = coef.shape[0]
     # (loops rather than np.zeros / np.full / comprehensions: each numpy constructor of a new
@@ -137,13 +138,15 @@ def _sub_rounds(X, col_sums, col_means, col_norm2, coef, priority, r, offset, mi
                 j = order[cursor]
                 cursor = (cursor + 1) % width
             elif schedule == RANDOM:
-                j = np.random.randint(width)
+                stream, j = next_below(stream, width)
             else:
                 total = tree_total(tree)
-                if total <= 0.0 or np.random.random() * (1.0 + eta) < eta:
-                    j = np.random.randint(width)
+                stream, u = next_uniform(stream)
+                if total <= 0.0 or u * (1.0 + eta) < eta:
+                    stream, j = next_below(stream, width)
                 else:
-                    j = tree_find(tree, np.random.random() * total)
+                    stream, u = next_uniform(stream)
+                    j = tree_find(tree, u * total)
             if stamp[j] != sub_round + 1:
                 stamp[j] = sub_round + 1
                 candidates[n_picked] = j
