@@ -65,8 +65,8 @@ def _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
     alpha_i)``, the others fixed, where ``w = w_0 + sum_i alpha_i y_i x_i`` (kept in place);
     ``curvature_i = ||x_i||^2 + diag_i``. The samples whose projected gradient was not 0 are
     moved to the front of ``order`` (the next pass's, as liblinear shrinks the others).
-    Returns ``(the largest |projected gradient| met, how many such samples)``."""
-    largest, kept = 0.0, 0
+    Returns how many such samples."""
+    kept = 0
     for k in range(order.shape[0]):
         i = order[k]
         a, bound = alpha[i], upper[i]
@@ -78,7 +78,6 @@ def _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
             continue
         order[kept] = i
         kept += 1
-        largest = max(largest, abs(projected))
         if curvature[i] > 0.0:
             new = min(max(a - G / curvature[i], 0.0), bound)
         else:  # a sample without features (hinge: bound finite): the linear term decides
@@ -86,7 +85,7 @@ def _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
         if new != a:
             column_axpy(Xt, i, (new - a) * y[i], w)
             alpha[i] = new
-    return largest, kept
+    return kept
 
 
 @njit(cache=True, nogil=True)
@@ -103,7 +102,7 @@ def _dual_sweeps(Xt, y, alpha, upper, diag, curvature, order, w, budget, max_swe
         for k in range(size - 1, 0, -1):
             stream, j = next_below(stream, k + 1)
             order[k], order[j] = order[j], order[k]
-        _, size = _dual_sweep(Xt, y, alpha, upper, diag, curvature, order[:size], w)
+        size = _dual_sweep(Xt, y, alpha, upper, diag, curvature, order[:size], w)
 
 
 # -- entry points: fixed types, so that one compiled specialisation serves every fit ----------
