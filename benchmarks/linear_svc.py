@@ -46,7 +46,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 from benchmarks._common import arguments  # noqa: E402
-from benchmarks.logistic import PROBLEMS, problem  # noqa: E402
+from benchmarks.logistic import PROBLEMS, problem, timed_fits  # noqa: E402
 
 from dask_strads import LinearSVC  # noqa: E402
 
@@ -92,18 +92,6 @@ def timed(make, X, y, repeats):
         model = make().fit(X, y)
         times.append(time.perf_counter() - start)
     return statistics.median(times), model
-
-
-def in_turn(runs, X, y, repeats):
-    """``{solver: (median seconds, last model)}``, the solvers fitting in turn, repeat by
-    repeat, so that a change of the machine's load falls on all of them alike."""
-    times, models = {solver: [] for solver in runs}, {}
-    for _ in range(repeats):
-        for solver, make in runs.items():
-            start = time.perf_counter()
-            models[solver] = make().fit(X, y)
-            times[solver].append(time.perf_counter() - start)
-    return {solver: (statistics.median(times[solver]), models[solver]) for solver in runs}
 
 
 def passes(args):
@@ -155,8 +143,9 @@ def main():
         name = f"{key} {PROBLEMS[key][0]} {X.shape[0]}x{X.shape[1]}"
         for formulation, (penalty, loss, duals) in FORMULATIONS.items():
             runs, tight = solvers(penalty, loss, duals)
-            runs["dask_strads"]().fit(X, y)  # warm-up: numba compilation
-            results = in_turn(runs, X, y, args.repeats)
+            # in turn, repeat by repeat; "dask_strads" fits once untimed first (numba)
+            results = {solver: (seconds, model) for solver, (seconds, _, model)
+                       in timed_fits(runs, X, y, args.repeats, args.repeats).items()}
             values = {solver: objective(X, y, model, penalty, loss)
                       for solver, (_, model) in results.items()}
             best = min([*values.values()] + [objective(X, y, make().fit(X, y), penalty, loss)
