@@ -140,13 +140,22 @@ def test_jacobi_matches_sequential_and_solve(client_factory, system, n_workers, 
 @pytest.mark.parametrize("staleness", [0, 1])
 def test_local_schedulers_run_the_same_graphs(system, scheduler, staleness):
     """With dask.config naming a local scheduler and no client, no cluster starts and the
-    result equals the sequential loop's and the distributed run's."""
+    result equals the sequential loop's and the distributed run's. The rounds submitted
+    between two reports the engine reads run as one graph on the scheduler."""
     A, b, program, raw = system
     close_embedded_client()
     with dask.config.set(scheduler=scheduler):
         engine = Engine(program, staleness=staleness, max_rounds=ROUNDS)
         assert isinstance(engine.executor, LocalExecutor)
+        calls, get = [], engine.executor.get
+        engine.executor.get = lambda graph, keys, **kw: calls.append(keys) or get(graph, keys,
+                                                                                  **kw)
         result = engine.run(raw)
+    rounds_a_call = [sum("-report-" in key for key in keys) for keys in calls]
+    assert sum(rounds_a_call) == ROUNDS
+    assert max(rounds_a_call) == engine.pipeline_depth + 1
+    times = result.history.column("time")
+    assert times == sorted(times) and len(set(times)) == ROUNDS  # each at its own pull
     assert runtime._embedded is None
     reference = run_sequential(program, raw, ROUNDS, staleness=staleness)
     np.testing.assert_allclose(np.concatenate(result.gather()), np.concatenate(reference[0]),

@@ -7,6 +7,7 @@ a :class:`distributed.Future` and the value stays on its worker; locally it hold
 What the engine asks of either is :class:`Executor`.
 """
 import concurrent.futures
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from time import monotonic, sleep
@@ -303,7 +304,8 @@ class DistributedExecutor:
 
 
 class LocalHandle(TaskRef):
-    """A value computed by a local executor, referred to by its key in later graphs."""
+    """A value computed by a local executor, referred to by its key in later graphs; until the
+    graph that makes it runs, ``value`` is :data:`PENDING`."""
 
     __slots__ = ("value", "__weakref__")
 
@@ -312,11 +314,21 @@ class LocalHandle(TaskRef):
         self.value = value
 
 
+#: The value of a handle whose graph has not run yet.
+PENDING = object()
+
+
 class LocalExecutor:
     """Runs graphs in this process on a local Dask scheduler (synchronous or threaded).
 
     ``n_workers`` virtual workers: blocks are cut and assigned as they would be on a cluster of
     that size, so a fit gives the same model here as there.
+
+    A graph submitted here runs when a value of it, or of a graph submitted after it, is first
+    asked for (``result``, ``gather``, ``wait``...): the graphs submitted until then run as one.
+    The engine reads a round's report ``pipeline_depth`` rounds after submitting it, so that
+    many rounds and the one read run back to back on the scheduler's threads, with no return
+    to the engine between them.
     """
 
     local = True
@@ -329,6 +341,9 @@ class LocalExecutor:
         # key -> handle, while someone holds it
         self._live: weakref.WeakValueDictionary[str, LocalHandle] = weakref.WeakValueDictionary()
         self._counter = 0
+        # per thread (fits of cross-validation folds share the executor from threads of their
+        # own): the tasks submitted and not run yet with their inputs, and their handles
+        self._submitted = threading.local()
 
     def _handle(self, key, value):
         handle = self._live[key] = LocalHandle(key, value)
@@ -353,16 +368,43 @@ class LocalExecutor:
 
     def submit(self, graph):
         tasks = {key: task for tasks in graph.values() for key, task in tasks.items()}
-        inputs = {}
-        for task in tasks.values():
+        pending, waiting = self._pending()
+        pending.update(tasks)
+        for task in tasks.values():  # values of earlier graphs, taken while their handles live
             for key in task.dependencies:
-                if key not in tasks and key not in inputs:
-                    inputs[key] = DataNode(key, self._live[key].value)
-        keys = list(tasks)
-        values = self.get({**inputs, **tasks}, keys)
-        return {key: self._handle(key, value) for key, value in zip(keys, values)}
+                if key not in pending:
+                    pending[key] = DataNode(key, self._live[key].value)
+        handles = {key: self._handle(key, PENDING) for key in tasks}
+        waiting.extend(handles.values())
+        return handles
+
+    def __getstate__(self):  # a copy (a fitted model's, deep-copied) starts with nothing to run
+        return {k: v for k, v in self.__dict__.items() if k != "_submitted"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _submitted=threading.local())
+
+    def _pending(self):
+        """``(tasks and inputs, handles)`` this thread submitted and has not run yet."""
+        submitted = self._submitted
+        if not hasattr(submitted, "graph"):
+            submitted.graph, submitted.handles = {}, []
+        return submitted.graph, submitted.handles
+
+    def _run_pending(self):
+        """Run every graph this thread submitted and has not run yet, as one."""
+        graph, waiting = self._pending()
+        if not graph:
+            return
+        self._submitted.graph, self._submitted.handles = {}, []
+        keys = [handle.key for handle in waiting]
+        values = dict(zip(keys, self.get(graph, keys)))
+        for handle in waiting:
+            handle.value = values[handle.key]
 
     def result(self, handle, owners=(), watch=None):
+        if handle.value is PENDING:
+            self._run_pending()
         return handle.value
 
     def refresh(self):
@@ -376,17 +418,19 @@ class LocalExecutor:
         """Local schedulers run no fused epochs to stop."""
 
     def compute(self, *collections):
+        self._run_pending()
         return list(dask.compute(*collections, scheduler=self.get))
 
     def done(self, handle):
-        return True
+        return handle.value is not PENDING
 
     def wait(self, handles, owners=(), watch=None, until=None):
-        """Values here are computed when their handle exists."""
+        """Runs the graphs submitted so far."""
+        self._run_pending()
         return True
 
     def gather(self, handles, owners=(), watch=None):
-        return [h.value for h in handles]
+        return [self.result(h) for h in handles]
 
     def release(self, handles):
         """Values here go with their last reference."""
@@ -394,8 +438,8 @@ class LocalExecutor:
     def as_array(self, handles, workers, axis=0):
         import dask.array as da
 
-        return da.concatenate([da.from_array(np.asarray(h.value), chunks=np.shape(h.value))
-                               for h in handles], axis=axis)
+        return da.concatenate([da.from_array(np.asarray(v), chunks=np.shape(v))
+                               for v in self.gather(handles)], axis=axis)
 
 
 def _meta(value):

@@ -67,6 +67,8 @@ class ProgressBar:
 
     def update(self, record, run=None):
         self._ticker.stop()
+        if run is not None and run.final_round is not None and record["round"] > run.final_round:
+            return  # a round in flight at the stop, no part of the fit
         bar = self.bar
         if bar.desc != self.name:
             bar.set_description_str(self.name, refresh=False)
@@ -195,6 +197,7 @@ class LivePlot:
 
         from ..dashboard.charts import chart
 
+        records = [r for r in records if not r.get("after_stop")]  # rounds that ran nothing
         last = records[-1] if records else {}
         lines = "".join(chart(records, name, x="time") for name in ("gap", "objective"))
         facts = ", ".join(f"{key} {last[key]:.4g}" for key in ("objective", "gap")

@@ -234,6 +234,10 @@ class Engine:
         return self.max_rounds - 1 - self.program.report_lag
 
     def _rounds(self, run, watching):
+        # Locally a round runs when a report of it or after it is read (see LocalExecutor): a
+        # callback reads each round's report and parameters, and its stop takes effect, before
+        # the next round runs, as in the sequential loop.
+        depth = 0 if self.executor.local and self.callback is not None else self.pipeline_depth
         while run.submitted + 1 < self.max_rounds:
             first = run.submitted + 1
             n_rounds = self._epoch_rounds(run, first)
@@ -241,7 +245,7 @@ class Engine:
                 self.submit_epoch(run, first, n_rounds)
             else:
                 self.submit_round(run, first)
-            if self.read_reports(run, self.pipeline_depth, watching):
+            if self.read_reports(run, depth, watching):
                 break
             if (not self.executor.local and not self.program.n_carried
                     and (run.submitted + 1) // LINEAGE_ROUNDS > first // LINEAGE_ROUNDS):
@@ -405,6 +409,8 @@ class Engine:
         run.history.stats.graphs += 1
         run.submitted_round(t, self.executor.submit(graph.layers), pushes, hand_offs, pull,
                             report, checkpoint, writes)
+        if writes and self.executor.local:  # they read the cells, which the next push changes
+            self.executor.wait(run.disk_writes[-1][1])
         self._forget_pulls(run, t)
 
     def submit_epoch(self, run: Run, first: int, n_rounds: int) -> None:
@@ -590,8 +596,11 @@ class Engine:
                 if run.final_round is not None and not self.program.updates_in_place:
                     break  # rounds behind the stop, which change nothing of the result
                 if first + i > run.history.last_round:  # not streamed
-                    # each at the time the hub pulled it
-                    self._record(run, first + i, now - sum(seconds[i + 1:]), report, watching)
+                    # each at the time the hub pulled it (in this process: the pull's own time,
+                    # as one local graph runs several rounds)
+                    at = (report.made - run.start if executor.local
+                          else now - sum(seconds[i + 1:]))
+                    self._record(run, first + i, at, report, watching)
             executor.round_seconds = run.history.typical_round_seconds()
             self._complete_on_disk(run, first + len(reports) - 1)
         return run.final_round is not None

@@ -71,18 +71,22 @@ class Pushed:
 @dataclass(frozen=True)
 class Pulled:
     """What a pull hands to the next pushes (``shared``) and to the client (``record``, the
-    round's record for the history), and whether the fit stopped at this round or before."""
+    round's record for the history), whether the fit stopped at this round or before, and
+    when (``perf_counter`` of its process) it was made."""
 
     shared: object
     record: dict
     stopped: bool = False
+    made: float = field(default_factory=perf_counter)
 
 
 class RoundReport(NamedTuple):
-    """What the client reads of a round: its record and whether the fit stops there."""
+    """What the client reads of a round: its record, whether the fit stops there and when its
+    pull was made (``perf_counter`` of the pull's process)."""
 
     record: dict
     stopped: bool
+    made: float = 0.0
 
 
 def prepare(program, raw, block_id, initialise=True, key=None):
@@ -185,7 +189,7 @@ def uses_plane(program):
 
 
 def report(pulled):
-    return RoundReport(pulled.record, pulled.stopped)
+    return RoundReport(pulled.record, pulled.stopped, pulled.made)
 
 
 def collect(program, cell, last_push, pulled, round_index, release=False):
