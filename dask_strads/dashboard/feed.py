@@ -33,7 +33,7 @@ class DashboardFeed:
     def update(self, record, run):
         if self.fit is None:
             self.fit = run.id
-        if run.final_round is not None and record["round"] > run.final_round:
+        if run.behind_stop(record):
             self.after_stop += 1  # no part of the fit's result: counted, not shown
             return
         self.pending.append({k: _plain(record[k]) for k in SHOWN if k in record})

@@ -67,7 +67,7 @@ class ProgressBar:
 
     def update(self, record, run=None):
         self._ticker.stop()
-        if run is not None and run.final_round is not None and record["round"] > run.final_round:
+        if run is not None and run.behind_stop(record):
             return  # a round in flight at the stop, no part of the fit
         bar = self.bar
         if bar.desc != self.name:

@@ -102,6 +102,10 @@ class Run:
         self.pending.append((t if first is None else first, handles[report.key]))
         self.submitted = t
 
+    def behind_stop(self, record):
+        """Whether ``record`` is of a round in flight when the fit's stop was found."""
+        return self.final_round is not None and record["round"] > self.final_round
+
     def carried_moved(self, hand_offs):
         """The carried blocks of ``hand_offs`` (carried block -> the Source of the push that
         takes it) now live on those pushes' workers."""

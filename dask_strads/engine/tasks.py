@@ -86,7 +86,7 @@ class RoundReport(NamedTuple):
 
     record: dict
     stopped: bool
-    made: float = 0.0
+    made: float
 
 
 def prepare(program, raw, block_id, initialise=True, key=None):
