@@ -79,8 +79,9 @@ def sklearn_fit(X, y, penalty, loss, dual, sample_weight=None, **params):
 
 
 def ours(penalty, loss, dual, **params):
-    return dask_strads.LinearSVC(penalty, loss, dual=dual, tol=1e-8, max_iter=20_000,
-                                 random_state=0, **params)
+    params = {"tol": 1e-8, **params}
+    return dask_strads.LinearSVC(penalty, loss, dual=dual, max_iter=20_000, random_state=0,
+                                 **params)
 
 
 def assert_same_objective(got, expected):
@@ -125,7 +126,9 @@ def test_objective_and_predictions_match_liblinear(formulation, sparse, n_classe
 @pytest.mark.parametrize("fit_intercept", [True, False], ids=["intercept", "no_intercept"])
 def test_unsorted_and_repeated_entries_of_sparse_rows_fit_as_their_sums(fit_intercept):
     """A CSR X whose rows list their entries out of order, some twice (scipy means their sum):
-    the fit of the canonical matrix, and the caller's matrix left as it was."""
+    the fit of the canonical matrix (both to a relative gap of 1e-12: the sums' last bits may
+    change which samples a sweep shrinks, hence the iterates), and the caller's matrix left as
+    it was."""
     X, y = problem(sparse=True, seed=2)
     rng = np.random.default_rng(0)
     rows, columns, values = [], [], []
@@ -142,10 +145,10 @@ def test_unsorted_and_repeated_entries_of_sparse_rows_fit_as_their_sums(fit_inte
     assert not messy.has_canonical_format and messy.nnz > X.nnz
     kept = messy.indices.copy(), messy.data.copy()
     for dual in (True, False):
-        params = dict(dual=dual, fit_intercept=fit_intercept)
+        params = dict(dual=dual, fit_intercept=fit_intercept, tol=1e-12)
         got = ours("l2", "squared_hinge", **params).fit(messy, y)
         expected = ours("l2", "squared_hinge", **params).fit(X, y)
-        np.testing.assert_allclose(got.coef_, expected.coef_, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(got.coef_, expected.coef_, rtol=1e-6, atol=1e-8)
     np.testing.assert_array_equal(messy.indices, kept[0])
     np.testing.assert_array_equal(messy.data, kept[1])
 

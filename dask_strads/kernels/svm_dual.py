@@ -59,25 +59,30 @@ def _change_terms(alpha, new, diag, working):
 
 
 @njit(cache=True, nogil=True)
-def _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
+def _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w, above, below):
     """One pass of dual coordinate descent over the samples ``order``: each ``alpha_i`` (in
     place) to the minimum over [0, upper_i] of ``1/2 ||w||^2 + sum_i (diag_i / 2 alpha_i^2 -
     alpha_i)``, the others fixed, where ``w = w_0 + sum_i alpha_i y_i x_i`` (kept in place);
-    ``curvature_i = ||x_i||^2 + diag_i``. The samples whose projected gradient was not 0 are
-    moved to the front of ``order`` (the next pass's, as liblinear shrinks the others).
-    Returns how many such samples."""
-    kept = 0
+    ``curvature_i = ||x_i||^2 + diag_i``. A sample at a bound whose gradient points out beyond
+    the last pass's projected gradients (above ``above`` at 0, below ``below`` at its upper
+    bound) is shrunk, as liblinear shrinks; the others are moved to the front of ``order`` (the
+    next pass's). Returns how many are kept and the largest and smallest projected gradient
+    among them."""
+    kept, largest, smallest = 0, -np.inf, np.inf
     for k in range(order.shape[0]):
         i = order[k]
         a, bound = alpha[i], upper[i]
         if bound <= 0.0:  # a sample of weight 0
             continue
         G = y[i] * column_dot(Xt, i, w) - 1.0 + diag[i] * a
-        projected = _projected(G, a, bound)
-        if projected == 0.0:
+        if (a <= 0.0 and G > above) or (a >= bound and G < below):
             continue
         order[kept] = i
         kept += 1
+        projected = _projected(G, a, bound)
+        largest, smallest = max(largest, projected), min(smallest, projected)
+        if projected == 0.0:
+            continue
         if curvature[i] > 0.0:
             new = min(max(a - G / curvature[i], 0.0), bound)
         else:  # a sample without features (hinge: bound finite): the linear term decides
@@ -85,16 +90,19 @@ def _dual_sweep(Xt, y, alpha, upper, diag, curvature, order, w):
         if new != a:
             column_axpy(Xt, i, (new - a) * y[i], w)
             alpha[i] = new
-    return kept
+    return kept, largest, smallest
 
 
 @njit(cache=True, nogil=True)
 def _dual_sweeps(Xt, y, alpha, upper, diag, curvature, order, w, budget, max_sweeps, seed):
     """Sweeps of :func:`_dual_sweep` over ``order`` (the working set), each in a fresh random
     order (Fisher-Yates, a SplitMix64 stream from ``seed``) over the samples the one before kept,
-    until ``budget`` samples have been visited, ``max_sweeps`` sweeps have run or none is kept."""
+    until ``budget`` samples have been visited, ``max_sweeps`` sweeps have run or none is kept.
+    The first sweep shrinks nothing; each later one by the projected gradients of the one before
+    (liblinear's thresholds: none on a side where they did not cross 0)."""
     stream = random_stream(seed)
     size = order.shape[0]
+    above, below = np.inf, -np.inf
     for _ in range(max_sweeps):
         if size == 0 or budget <= 0:
             break
@@ -102,7 +110,10 @@ def _dual_sweeps(Xt, y, alpha, upper, diag, curvature, order, w, budget, max_swe
         for k in range(size - 1, 0, -1):
             stream, j = next_below(stream, k + 1)
             order[k], order[j] = order[j], order[k]
-        size = _dual_sweep(Xt, y, alpha, upper, diag, curvature, order[:size], w)
+        size, largest, smallest = _dual_sweep(Xt, y, alpha, upper, diag, curvature,
+                                              order[:size], w, above, below)
+        above = largest if largest > 0.0 else np.inf
+        below = smallest if smallest < 0.0 else -np.inf
 
 
 # -- entry points: fixed types, so that one compiled specialisation serves every fit ----------

@@ -23,10 +23,10 @@ made. Blocks pushed in the same round moved from the same ``w``, so their change
 pull weighs each block's change by the factor in [0, 1] that minimises the dual objective
 exactly (it is quadratic in the factors), which decreases it at least as much as averaging the
 changes (CoCoA), and the next push commits its factor to the block's ``alpha``. With one block
-this is liblinear's dual coordinate descent with its shrinking, at threshold 0. Several blocks
-converge slowly where their samples share features (an intercept, common words): each block's
-change is the best for it alone, and their combination moves the shared weights by the sum
-(docs/linear_svc.md measures it).
+this is liblinear's dual coordinate descent with its shrinking. Several blocks converge slowly
+where their samples share features (an intercept, common words): each block's change is the
+best for it alone, and their combination moves the shared weights by the sum (docs/linear_svc.md
+measures it).
 
 The fit stops when the duality gap, relative to the primal objective, is at most the tolerance:
 the primal objective of the ``w`` it returns is then within that share of the optimum. A report
@@ -46,13 +46,13 @@ from .elastic_net import kernel_csc
 from .selection import box_quadratic
 
 #: A push's work: sweeps over its working set (its samples whose projected gradient is not 0),
-#: each over the samples the sweep before left in it (as liblinear shrinks), until it has
-#: visited ``PASSES[loss]`` times the block's samples or run ``MAX_SWEEPS`` sweeps. Between two
-#: measures of the gap (a pass over the block), of 1, 2, 3 and 5 passes' work 3 was the fastest
-#: with the hinge on the tweets and 2 with the squared hinge
-#: (``python benchmarks/linear_svc.py --passes 1,2,3,5``, docs/linear_svc.md).
-PASSES = {"hinge": 3, "squared_hinge": 2}
-MAX_SWEEPS = 20
+#: each over the samples the sweep before kept (liblinear's shrinking, by the projected
+#: gradients of the sweep before), until it has visited ``PASSES[loss]`` times the block's
+#: samples or run ``MAX_SWEEPS`` sweeps. Between two measures of the gap (a pass over the
+#: block), of 2, 3, 5, 10 and 20 passes' work 3 was the fastest with both losses on the tweets
+#: (``python benchmarks/linear_svc.py --passes 2,3,5,10,20``, docs/linear_svc.md).
+PASSES = {"hinge": 3, "squared_hinge": 3}
+MAX_SWEEPS = 100
 
 
 @dataclass(frozen=True)
