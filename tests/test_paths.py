@@ -98,3 +98,20 @@ def test_a_2d_y_is_refused_not_fitted_as_independent_targets():
     for path in (dask_strads.enet_path, dask_strads.lasso_path):
         with pytest.raises(ValueError, match="multi-task"):
             path(X, Y, alphas=[0.1])
+
+
+@pytest.mark.parametrize("path", [dask_strads.enet_path, dask_strads.lasso_path])
+def test_scikit_learns_deprecated_grid_spellings_warn_and_mean_its_grid(path):
+    """``n_alphas=k`` and ``alphas=None`` (deprecated in scikit-learn 1.9) give scikit-learn's
+    grid for ``alphas=k`` and ``alphas=100``, with a FutureWarning; ``alphas=k`` warns nothing."""
+    X, y = ar1_design(30, 10, 0.5)
+    sklearns = sk_enet_path if path is dask_strads.enet_path else sk_lasso_path
+    with pytest.warns(FutureWarning, match="'n_alphas' was deprecated"):
+        alphas, _, _ = path(X, y, n_alphas=5, tol=1e-6)
+    np.testing.assert_allclose(alphas, sklearns(X, y, alphas=5)[0], rtol=1e-12)
+    with pytest.warns(FutureWarning, match="'alphas=None' is deprecated"):
+        alphas, _, _ = path(X, y, alphas=None, tol=1e-6)
+    np.testing.assert_allclose(alphas, sklearns(X, y, alphas=100)[0], rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(path(X, y, alphas=5, tol=1e-6)[0]) == 5

@@ -42,7 +42,8 @@ def test_sklearn_solver_names_and_keywords(classes):
     named = dask_strads.LogisticRegression(C=0.5, tol=1e-8, solver="saga", random_state=0,
                                            n_jobs=2, verbose=1, intercept_scaling=2,
                                            dual=False)
-    np.testing.assert_array_equal(clone(named).fit(X, y).coef_, default.coef_)
+    with pytest.warns(FutureWarning, match="'n_jobs' has no effect"):
+        np.testing.assert_array_equal(clone(named).fit(X, y).coef_, default.coef_)
     assert named.get_params()["solver"] == "saga"
     for bad, match in (({"dual": True}, "dual"), ({"solver": "sgd"}, "prox_newton")):
         with pytest.raises(ValueError, match=match):

@@ -81,8 +81,9 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
         times it is the intercept (as liblinear); no effect otherwise.
     random_state, n_jobs, verbose
         scikit-learn's spellings, accepted and without effect: the solver draws nothing at random,
-        fits run on the Dask cluster (``n_jobs`` has no effect in scikit-learn >= 1.8 either),
-        and ``progress`` shows a fit's progress.
+        fits run on the Dask cluster (``n_jobs`` other than None warns that it has no effect,
+        with scikit-learn's FutureWarning: it has none there either since 1.8), and
+        ``progress`` shows a fit's progress.
     class_weight : dict, "balanced" or None
         Weights of the classes (their labels as keys), multiplying the samples' weights; as in
         scikit-learn, ``"balanced"`` weighs each class by ``n_samples / (n_classes *`` its
@@ -247,6 +248,10 @@ class LogisticRegression(DaskEstimatorMixin, SparseCoefMixin, LinearClassifierMi
                              f"alone, got penalty={self.penalty!r}, l1_ratio={self.l1_ratio}")
         if self.penalty == "elasticnet" and self.l1_ratio is None:
             raise ValueError("penalty='elasticnet' needs l1_ratio (a number in [0, 1])")
+        if self.n_jobs is not None:
+            warnings.warn("'n_jobs' has no effect: the fit runs on dask_strads' engine, in this "
+                          "process or on the Dask cluster (as in scikit-learn >= 1.8, which "
+                          "removes the parameter in 1.10)", FutureWarning, stacklevel=3)
 
     def _penalties(self):
         """``(C, l1, l2)`` of the program's objective ``C loss + l1 ||w||_1 + l2/2 ||w||^2``:

@@ -50,6 +50,28 @@ class _PathFit(ElasticNet):
 PATH_SKLEARN_ONLY = {"precompute": ["boolean", StrOptions({"auto"}), "array-like"],
                      "Xy": ["array-like", None], "copy_X": ["boolean"], "verbose": ["verbose"],
                      "check_input": ["boolean"]}
+#: scikit-learn 1.9's deprecated spellings of the paths' grid, accepted with its FutureWarnings
+#: (removed in its 1.11): ``n_alphas`` for a count, ``alphas=None`` for 100.
+PATH_DEPRECATED = {"n_alphas": [NumberInterval(Integral, 1, None, closed="left"),
+                                StrOptions({"deprecated"})],
+                   "alphas": [*PATH_CONSTRAINTS["alphas"], None]}
+
+
+def undeprecated_alphas(alphas, n_alphas):
+    """The grid (a count or the alphas) that scikit-learn's deprecated spellings mean, with its
+    FutureWarnings."""
+    if n_alphas != "deprecated":
+        warnings.warn("'n_alphas' was deprecated in 1.9 and will be removed in 1.11 (scikit-learn's "
+                      "versions, whose spellings the paths follow): pass the count as 'alphas' "
+                      "and leave 'n_alphas' to its default to silence this warning.",
+                      FutureWarning, stacklevel=4)
+        return n_alphas if alphas is None or isinstance(alphas, Integral) else alphas
+    if alphas is None:
+        warnings.warn("'alphas=None' is deprecated and will be removed in 1.11 (scikit-learn's "
+                      "versions): it means alphas=100; set 'alphas=100' to silence this warning.",
+                      FutureWarning, stacklevel=4)
+        return 100
+    return alphas
 
 
 def alpha_grid(X, y, l1_ratio, eps, n_alphas, fit_intercept, positive, weights=None):
@@ -155,11 +177,13 @@ def path_solutions(history, program, n_features, alphas):
 @validate_params(
     {"X": ["array-like", "sparse matrix"], "y": ["array-like"],
      "l1_ratio": [Interval(Real, 0, 1, closed="both")], "coef_init": ["array-like", None],
-     "return_n_iter": ["boolean"], **PATH_CONSTRAINTS, **PATH_SKLEARN_ONLY},
+     "return_n_iter": ["boolean"], **PATH_CONSTRAINTS, **PATH_SKLEARN_ONLY,
+     **PATH_DEPRECATED},
     prefer_skip_nested_validation=True)
 def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
               coef_init: ArrayLike | None = None, return_n_iter: bool = False,
-              positive: bool = False, alphas: int | ArrayLike = 100,
+              positive: bool = False, alphas: int | ArrayLike | None = 100,
+              n_alphas: int | Literal["deprecated"] = "deprecated",
               precompute: bool | Literal["auto"] | ArrayLike = "auto", Xy: ArrayLike | None = None,
               copy_X: bool = True, verbose: bool | int = False, check_input: bool = True,
               tol: float = 1e-4, max_iter: int = 1000, n_blocks: int | None = None,
@@ -186,6 +210,10 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
     alphas : int or array-like
         A count: that many alphas from ``alpha_max`` (the smallest alpha whose solution is zero)
         down to ``eps * alpha_max`` on a log scale. Else the grid itself (sorted largest first).
+        None (deprecated, as in scikit-learn 1.9): 100.
+    n_alphas : int
+        Deprecated, as in scikit-learn 1.9: the count, now given as ``alphas`` (a grid given
+        as ``alphas`` wins).
     precompute, Xy, copy_X, verbose, check_input
         scikit-learn's spellings, accepted and without effect: the path computes the products
         it needs (the alpha grid's ``X^T y`` too), never modifies X and always checks it.
@@ -212,6 +240,7 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
     """
     if params:
         raise ValueError(f"Unexpected parameters in params: {', '.join(sorted(params))}")
+    alphas = undeprecated_alphas(alphas, n_alphas)
     X, y = gathered((X, y), partial(executor_for, client))
     if np.ndim(y) == 2:
         raise ValueError(
@@ -233,7 +262,8 @@ def enet_path(X: Any, y: ArrayLike, *, l1_ratio: float = 0.5, eps: float = 1e-3,
 
 def lasso_path(X: Any, y: ArrayLike, *, eps: float = 1e-3, coef_init: ArrayLike | None = None,
                return_n_iter: bool = False, positive: bool = False,
-               alphas: int | ArrayLike = 100,
+               alphas: int | ArrayLike | None = 100,
+               n_alphas: int | Literal["deprecated"] = "deprecated",
                precompute: bool | Literal["auto"] | ArrayLike = "auto",
                Xy: ArrayLike | None = None, copy_X: bool = True, verbose: bool | int = False,
                check_input: bool = True, tol: float = 1e-4, max_iter: int = 1000,
@@ -242,7 +272,8 @@ def lasso_path(X: Any, y: ArrayLike, *, eps: float = 1e-3, coef_init: ArrayLike 
     """Lasso path: :func:`enet_path` with ``l1_ratio=1`` (as
     :func:`sklearn.linear_model.lasso_path`), whose documentation describes the parameters and
     return values."""
-    return enet_path(X, y, l1_ratio=1.0, eps=eps, alphas=alphas, precompute=precompute, Xy=Xy,
+    return enet_path(X, y, l1_ratio=1.0, eps=eps, alphas=alphas, n_alphas=n_alphas,
+                     precompute=precompute, Xy=Xy,
                      copy_X=copy_X, coef_init=coef_init, verbose=verbose,
                      return_n_iter=return_n_iter, positive=positive, check_input=check_input,
                      tol=tol, max_iter=max_iter, n_blocks=n_blocks, client=client, **params)
