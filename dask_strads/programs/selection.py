@@ -25,15 +25,19 @@ class TopScores:
 
 def box_quadratic(curvature, linear, free=False, sweeps=BOX_SWEEPS):
     """argmin of ``linear . x + x' curvature x / 2`` over x in [0, 1]^m, the last coordinate
-    unbounded when ``free``: cyclic coordinate descent from ones (the last at 0 when free)."""
+    unbounded when ``free``: cyclic coordinate descent from ones (the last at 0 when free),
+    until a sweep changes nothing (then every later one would not either)."""
     x = np.ones(len(linear))
     if free:
         x[-1] = 0.0
     for _ in range(sweeps):
+        before = x.copy()
         for b in range(len(x)):
             if curvature[b, b] > 0:
                 rest = linear[b] + curvature[b] @ x - curvature[b, b] * x[b]
                 x[b] = -rest / curvature[b, b]
                 if not (free and b == len(x) - 1):
                     x[b] = min(1.0, max(0.0, x[b]))
+        if np.array_equal(x, before):
+            break
     return x
