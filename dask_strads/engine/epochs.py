@@ -129,8 +129,10 @@ def _rounds(program, plan, cells, pulled, carried, worker, board):
             if checkpointed:
                 epoch_checkpoints.copy_pull(board, t, pulled)
             reports.append(tasks.report(pulled))
+            # a checkpoint is resumed from only once its round's record has reached the client:
+            # sent at once, it stays usable if this worker is lost before its next event
             outbox.add(t, reports[-1], now=(pulled.stopped and last_run == t)  # the stop
-                       or t == plan.first + plan.rounds - 1)
+                       or checkpointed or t == plan.first + plan.rounds - 1)
             seconds.append(perf_counter() - start)
             start = perf_counter()
         else:

@@ -3,9 +3,11 @@ shows and calls back on every round while the epoch runs, not when it ends.
 
 The hub's epoch task logs the rounds' records as Dask events (``Worker.log_event``, on one topic
 for every fit): the rounds pulled since its last event, at most one event every
-:data:`EVENT_SECONDS` (and at once for a stop and the epoch's last round), since every event
-costs the scheduler a message in and one out whatever it holds (some 3-6 ms of its CPU on a farm
-of 64 workers), which short rounds would otherwise pay each. The client subscribes to the topic
+:data:`EVENT_SECONDS`, since every event costs the scheduler a message in and one out whatever
+it holds (some 3-6 ms of its CPU on a farm of 64 workers), which short rounds would otherwise
+pay each; at once for a stop, the epoch's last round and a checkpoint taken inside the epoch
+(a fit that loses a worker goes on from a checkpoint whose record the client has: sent later,
+it would be lost with the hub). The client subscribes to the topic
 once (``Client.subscribe_topic``) and hands each event to the :class:`RoundStream` of its run.
 The records the epoch returns when it ends stay the reference, and fill in any round whose event
 did not arrive.

@@ -61,9 +61,10 @@ def undeprecated_alphas(alphas, n_alphas):
     """The grid (a count or the alphas) that scikit-learn's deprecated spellings mean, with its
     FutureWarnings."""
     if n_alphas != "deprecated":
-        warnings.warn("'n_alphas' was deprecated in 1.9 and will be removed in 1.11 (scikit-learn's "
-                      "versions, whose spellings the paths follow): pass the count as 'alphas' "
-                      "and leave 'n_alphas' to its default to silence this warning.",
+        warnings.warn("'n_alphas' was deprecated in 1.9 and will be removed in 1.11 "
+                      "(scikit-learn's versions, whose spellings the paths follow): pass the "
+                      "count as 'alphas' and leave 'n_alphas' to its default to silence this "
+                      "warning.",
                       FutureWarning, stacklevel=4)
         return n_alphas if alphas is None or isinstance(alphas, Integral) else alphas
     if alphas is None:
