@@ -103,7 +103,7 @@ def passes(args):
         X, y = problem(key)
         for loss in ("hinge", "squared_hinge"):
             for budget in map(float, args.passes.split(",")):
-                svm_dual.PASSES = dict.fromkeys(svm_dual.PASSES, budget)
+                svm_dual.PASSES = budget
                 make = lambda: LinearSVC(loss=loss, tol=1e-6, random_state=0)  # noqa: E731
                 make().fit(X, y)  # warm-up: numba compilation
                 seconds, model = timed(make, X, y, args.repeats)

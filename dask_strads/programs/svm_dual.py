@@ -47,11 +47,11 @@ from .selection import box_quadratic
 
 #: A push's work: sweeps over its working set (its samples whose projected gradient is not 0),
 #: each over the samples the sweep before kept (liblinear's shrinking, by the projected
-#: gradients of the sweep before), until it has visited ``PASSES[loss]`` times the block's
+#: gradients of the sweep before), until it has visited ``PASSES`` times the block's
 #: samples or run ``MAX_SWEEPS`` sweeps. Between two measures of the gap (a pass over the
 #: block), of 2, 3, 5, 10 and 20 passes' work 3 was the fastest with both losses on the tweets
 #: (``python benchmarks/linear_svc.py --passes 2,3,5,10,20``, docs/linear_svc.md).
-PASSES = {"hinge": 3, "squared_hinge": 3}
+PASSES = 3
 MAX_SWEEPS = 100
 
 
@@ -201,7 +201,7 @@ class SVMDualProgram(Program):
             violation = max(violation, worst)
             new, w = alpha.copy(), shared.w[k].copy()
             dual_sweeps(data.Xt, y, new, upper, diag, data.curvature[k], working.copy(), w,
-                        PASSES[self.loss] * len(alpha), MAX_SWEEPS,
+                        PASSES * len(alpha), MAX_SWEEPS,
                         instruction.seed * n_classes + k)  # a stream per block and class
             linear[k], quadratic[k] = change_terms(alpha, new, diag, working)
             state.change[k] = new - alpha
