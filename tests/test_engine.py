@@ -136,6 +136,33 @@ def test_jacobi_matches_sequential_and_solve(client_factory, system, n_workers, 
     assert len(set(result.param_workers)) == n_workers  # every worker holds a block
 
 
+def test_a_local_graph_runs_when_its_thread_asks_and_not_before():
+    """A local executor runs a thread's graphs when that thread asks for a value of them; a
+    value of a graph another thread has not run yet is an error, never taken for a value."""
+    import threading
+
+    from dask_strads.engine.graph import RoundGraph
+
+    executor = LocalExecutor(dask.local.get_sync, 1)
+    graph = RoundGraph()
+    two = graph.add("w", "two", int, "2")
+    graph.add("w", "four", pow, two, 2)
+    handles = {}
+    thread = threading.Thread(target=lambda: handles.update(executor.submit(graph.layers)))
+    thread.start()
+    thread.join()
+    assert not executor.done(handles["four"])
+    with pytest.raises(RuntimeError, match="another thread submitted"):
+        executor.result(handles["four"])
+    later = RoundGraph()
+    later.add("w", "eight", pow, two, 3)
+    with pytest.raises(RuntimeError, match="another thread submitted"):
+        executor.submit(later.layers)
+    mine = executor.submit(graph.layers)
+    assert not executor.done(mine["four"])
+    assert executor.result(mine["four"]) == 4 and executor.done(mine["two"])
+
+
 @pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
 @pytest.mark.parametrize("staleness", [0, 1])
 def test_local_schedulers_run_the_same_graphs(system, scheduler, staleness):

@@ -318,6 +318,16 @@ class LocalHandle(TaskRef):
 PENDING = object()
 
 
+def _ran(handle):
+    """The value of ``handle``, whose graph must have run: one another thread submitted and
+    has not run yet is an error, never the :data:`PENDING` marker taken for a value."""
+    if handle.value is PENDING:
+        raise RuntimeError(f"{handle.key} is of a graph another thread submitted and has not "
+                           "run yet: a local executor runs each thread's graphs when that "
+                           "thread asks for a value")
+    return handle.value
+
+
 class LocalExecutor:
     """Runs graphs in this process on a local Dask scheduler (synchronous or threaded).
 
@@ -373,7 +383,7 @@ class LocalExecutor:
         for task in tasks.values():  # values of earlier graphs, taken while their handles live
             for key in task.dependencies:
                 if key not in pending:
-                    pending[key] = DataNode(key, self._live[key].value)
+                    pending[key] = DataNode(key, _ran(self._live[key]))
         handles = {key: self._handle(key, PENDING) for key in tasks}
         waiting.extend(handles.values())
         return handles
@@ -405,7 +415,7 @@ class LocalExecutor:
     def result(self, handle, owners=(), watch=None):
         if handle.value is PENDING:
             self._run_pending()
-        return handle.value
+        return _ran(handle)
 
     def refresh(self):
         """The virtual workers, which no fit loses."""
